@@ -1,0 +1,29 @@
+// Registration of the `gosim` subcommands.
+//
+// Each subcommand is a pair of functions in its own cmd_*.cc file: one adds
+// its options to a CLI11 subcommand, the other runs it. main() calls every
+// Add*Command() so the linker keeps them all.
+#ifndef GOSIM_EXPERIMENTS_COMMANDS_H_
+#define GOSIM_EXPERIMENTS_COMMANDS_H_
+
+#include <CLI/CLI.hpp>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace gosim::cli {
+
+// What main() needs to dispatch a parsed subcommand.
+struct Command {
+  CLI::App* app = nullptr;
+  std::function<int()> run;
+};
+
+// Every Add*Command appends here; main() runs the one whose subcommand parsed.
+std::vector<Command>& Commands();
+
+void AddGraphsCommand(CLI::App& root);
+
+}  // namespace gosim::cli
+
+#endif  // GOSIM_EXPERIMENTS_COMMANDS_H_

@@ -1,0 +1,42 @@
+// gosim: the one command-line program. See README.md for a tour.
+//
+// Every error surfaces here: a gosim::Error is printed as one line
+// ("gosim: <kind>: <file:line>: <what> (<how to fix>)") and the exit code is
+// 1; a command-line usage error exits with 2.
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <exception>
+
+#include "core/error.h"
+#include "core/log.h"
+#include "experiments/commands.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"gosim: learned optimization of ML computation graphs on a simulated multi-GPU machine"};
+  app.require_subcommand(1);
+  std::string log_level;
+  app.add_option("--log-level", log_level, "debug, info, warn, error or off (default info)");
+  gosim::cli::AddGraphsCommand(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  try {
+    if (!log_level.empty()) gosim::SetLogLevel(gosim::ParseLogLevel(log_level));
+    for (const auto& command : gosim::cli::Commands()) {
+      if (command.app->parsed()) return command.run();
+    }
+    std::fprintf(stderr, "gosim: no command given; see gosim --help\n");
+    return 2;
+  } catch (const gosim::Error& e) {
+    std::fprintf(stderr, "gosim: %s: %s\n", e.kind(), e.what());
+    return 1;
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "gosim: out of memory\n");
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "gosim: internal error: %s (please report this)\n", e.what());
+    return 1;
+  }
+}

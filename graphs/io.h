@@ -1,0 +1,30 @@
+// Reading and writing graph files, whatever their format.
+//
+// LoadGraph picks the reader from the file name:
+//   *.json, *.json.gz              gosim's native JSON (graphs/json_format.h)
+//   *.pbtxt, *.costgraph, *.txt    TensorFlow CostGraphDef text protobuf, the
+//   (optionally .gz)               format of the REGAL synthetic dataset
+//   *.onnx                         ONNX model (graphs/onnx_format.h)
+// Every reader throws GraphError (file, line/byte offset, what, how to fix)
+// on malformed, truncated or inconsistent input; never crashes or hangs.
+#ifndef GOSIM_GRAPHS_IO_H_
+#define GOSIM_GRAPHS_IO_H_
+
+#include <string>
+
+#include "graphs/graph.h"
+
+namespace gosim::graphs {
+
+enum class GraphFormat { kJson, kCostGraph, kOnnx };
+
+// The format implied by `path`'s extension; GraphError for unknown ones.
+GraphFormat FormatFromPath(const std::string& path);
+
+Graph LoadGraph(const std::string& path);
+// Writes native JSON, gzip'd when `path` ends in ".gz"; atomic.
+void SaveGraph(const Graph& graph, const std::string& path);
+
+}  // namespace gosim::graphs
+
+#endif  // GOSIM_GRAPHS_IO_H_

@@ -1,0 +1,72 @@
+#include "core/yaml.h"
+
+#include <doctest/doctest.h>
+
+namespace gosim {
+
+TEST_CASE("YamlMap reads typed values with defaults") {
+  YAML::Node root = LoadYamlString("budget: 500\nname: quick\nrate: 0.5\nflag: true\n", "x.yaml");
+  YamlMap m = YamlMap::Root(root, "x.yaml");
+  CHECK(m.Get<int>("budget", 1) == 500);
+  CHECK(m.Require<std::string>("name") == "quick");
+  CHECK(m.Get<double>("rate", 0.0) == 0.5);
+  CHECK(m.Get<bool>("flag", false));
+  CHECK(m.Get<int>("absent", 7) == 7);
+  CHECK_FALSE(m.Maybe<int>("other").has_value());
+  CHECK_NOTHROW(m.Finish());
+}
+
+TEST_CASE("Unknown keys are errors with line, path and did-you-mean") {
+  YAML::Node root = LoadYamlString("agent:\n  budjet: 5\n  seed: 1\n", "exp.yaml");
+  YamlMap m = YamlMap::Root(root, "exp.yaml");
+  YamlMap agent = m.Child("agent");
+  agent.Get<int>("budget", 0);
+  agent.Get<int>("seed", 0);
+  CHECK_NOTHROW(m.Finish());
+  try {
+    agent.Finish();
+    FAIL("expected ConfigError");
+  } catch (const ConfigError& e) {
+    CHECK(e.where().line == 2);
+    CHECK(e.where().path == "agent.budjet");
+    CHECK(std::string(e.what()).find("Did you mean 'budget'?") != std::string::npos);
+  }
+}
+
+TEST_CASE("Type errors and missing keys name the position") {
+  YAML::Node root = LoadYamlString("a: 1\nb: [1, 2]\nc: hello\n", "t.yaml");
+  YamlMap m = YamlMap::Root(root, "t.yaml");
+  try {
+    m.Get<int>("c", 0);
+    FAIL("expected ConfigError");
+  } catch (const ConfigError& e) {
+    CHECK(e.where().line == 3);
+    CHECK(std::string(e.what()).find("expected an integer") != std::string::npos);
+  }
+  CHECK_THROWS_AS(m.Require<int>("missing"), ConfigError);
+  CHECK(m.Get<std::vector<int>>("b", {}) == std::vector<int>{1, 2});
+}
+
+TEST_CASE("Syntax errors carry the line") {
+  try {
+    LoadYamlString("a: [1, 2\nb: 3\n", "bad.yaml");
+    FAIL("expected ConfigError");
+  } catch (const ConfigError& e) {
+    CHECK(e.where().file == "bad.yaml");
+    CHECK(e.where().line >= 1);
+  }
+}
+
+TEST_CASE("ApplyOverride sets nested and indexed keys") {
+  YAML::Node root = LoadYamlString("agents:\n  - name: brkga\n    budget: 10\nseed: 1\n");
+  ApplyOverride(root, "seed=3");
+  ApplyOverride(root, "agents[0].budget=500");
+  ApplyOverride(root, "new.deep.key=[1, 2]");
+  CHECK(root["seed"].as<int>() == 3);
+  CHECK(root["agents"][0]["budget"].as<int>() == 500);
+  CHECK(root["new"]["deep"]["key"].size() == 2);
+  CHECK_THROWS_AS(ApplyOverride(root, "noequals"), ConfigError);
+  CHECK_THROWS_AS(ApplyOverride(root, "agents[5].budget=1"), ConfigError);
+}
+
+}  // namespace gosim
