@@ -1,0 +1,73 @@
+// The one interface through which optimizers see the simulator.
+//
+// An Evaluator binds a graph, a cluster, a cost model and simulator options;
+// it precomputes per-(node, device) costs once and then evaluates decisions
+// quickly. Evaluate() is thread-safe (each thread reuses its own workspace,
+// so there is no heap allocation per evaluation after warm-up), and
+// EvaluateBatch() spreads a batch over oneTBB workers. Results depend only on
+// the inputs, never on the number of threads.
+#ifndef GOSIM_SIM_EVALUATOR_H_
+#define GOSIM_SIM_EVALUATOR_H_
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "graphs/graph.h"
+#include "sim/cluster.h"
+#include "sim/cost_model.h"
+#include "sim/decision.h"
+#include "sim/result.h"
+#include "sim/options.h"
+
+namespace gosim::sim {
+
+// The summary an optimizer needs from one simulation.
+struct Evaluation {
+  bool feasible = true;        // false when some device ran out of memory
+  double step_time = 0.0;      // seconds; SimOptions::infeasible_step_time when infeasible
+  double peak_memory = 0.0;    // bytes, max over devices of the peak
+  int32_t oom_device = -1;     // first device that ran out of memory, or -1
+};
+
+class Evaluator {
+ public:
+  Evaluator(const graphs::Graph& graph, const Cluster& cluster, std::shared_ptr<const CostModel> cost_model,
+            SimOptions options = {});
+  ~Evaluator();
+  Evaluator(const Evaluator&) = delete;
+  Evaluator& operator=(const Evaluator&) = delete;
+
+  const graphs::Graph& graph() const { return graph_; }
+  const Cluster& cluster() const { return cluster_; }
+  const CostModel& cost_model() const { return *cost_model_; }
+  const SimOptions& options() const { return options_; }
+
+  // Simulates one decision. Thread-safe. The decision must be valid (see
+  // ValidateDecision); debug builds assert it.
+  Evaluation Evaluate(const Decision& decision) const;
+  // Simulates every decision of `decisions` in parallel into `out` (same size).
+  void EvaluateBatch(std::span<const Decision> decisions, std::span<Evaluation> out) const;
+  // The full result (per-device and per-link figures, critical path and,
+  // when `timeline` is true, every op and transfer with its times).
+  SimResult Simulate(const Decision& decision, bool timeline = false) const;
+
+  // Number of simulations run so far (Evaluate, EvaluateBatch, Simulate).
+  int64_t evaluations() const { return evaluations_.load(std::memory_order_relaxed); }
+
+ private:
+  struct Impl;
+  const graphs::Graph& graph_;
+  const Cluster& cluster_;
+  std::shared_ptr<const CostModel> cost_model_;
+  SimOptions options_;
+  std::unique_ptr<Impl> impl_;
+  mutable std::atomic<int64_t> evaluations_{0};
+};
+
+}  // namespace gosim::sim
+
+#endif  // GOSIM_SIM_EVALUATOR_H_

@@ -1,0 +1,23 @@
+// Simulator options. Every semantic choice of the engine is one of these,
+// with the default documented here and in docs/SIMULATOR.md.
+#ifndef GOSIM_SIM_OPTIONS_H_
+#define GOSIM_SIM_OPTIONS_H_
+
+namespace gosim::sim {
+
+struct SimOptions {
+  // Track per-device memory and mark decisions that exceed capacity infeasible.
+  bool track_memory = true;
+  // Step time reported for an infeasible decision, in seconds. HRL's reference
+  // code used a large constant (100 s); <= 0 means "the simulated step time".
+  double infeasible_step_time = 100.0;
+  // Stop simulating at the first out-of-memory event (faster for search).
+  bool stop_at_oom = true;
+  // Transfers to one destination device are made once per tensor and reused
+  // by every consumer there (TensorFlow's Send/Recv). false = once per edge.
+  bool reuse_transfers = true;
+};
+
+}  // namespace gosim::sim
+
+#endif  // GOSIM_SIM_OPTIONS_H_
