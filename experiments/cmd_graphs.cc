@@ -1,11 +1,306 @@
 // `gosim graphs list|stats|export`.
+//
+//   gosim graphs list                      the registered generators
+//   gosim graphs list SUITE.yaml           a suite's entries and splits
+//   gosim graphs stats TARGET [--json]     nodes, edges, FLOPs, bytes, depth, width
+//   gosim graphs export TARGET --out F     native JSON (F.json or F.json.gz)
+//
+// TARGET is a graph file (.json[.gz], .pbtxt, .onnx, ...), a suite YAML, or
+// a generator spec `gen:NAME[:k=v,...]`.
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/progress.h"
+#include "core/strings.h"
 #include "experiments/commands.h"
+#include "graphs/generators/generators.h"
+#include "graphs/io.h"
+#include "graphs/stats.h"
+#include "graphs/suite.h"
 
 namespace gosim::cli {
+namespace {
+
+struct GraphsArgs {
+  std::string suite;   // list
+  std::string target;  // stats, export
+  bool json = false;
+  bool all = false;
+  bool ops = false;
+  std::string out;
+  std::string entry;
+};
+
+bool IsSuitePath(const std::string& target) {
+  return EndsWith(target, ".yaml") || EndsWith(target, ".yml");
+}
+
+// One graph target (a file or gen:...) as an inline suite entry, so that
+// names and error messages follow the suite rules.
+graphs::SuiteEntry SingleEntry(const std::string& target) {
+  YAML::Node entry(YAML::NodeType::Map);
+  if (StartsWith(target, "gen:")) {
+    auto [name, params] = graphs::ParseGeneratorSpec(target.substr(4));
+    entry["generator"] = name;
+    if (params.size() > 0) entry["params"] = params;
+  } else {
+    entry["file"] = target;
+  }
+  YAML::Node list(YAML::NodeType::Sequence);
+  list.push_back(entry);
+  std::vector<graphs::SuiteEntry> entries = graphs::ParseSuiteEntries(list, "command line", "target", ".");
+  return std::move(entries.front());
+}
+
+// A table with columns sized to their contents; numbers right-aligned.
+void PrintTable(const std::vector<std::string>& header, const std::vector<std::vector<std::string>>& rows,
+                size_t left_columns) {
+  std::vector<size_t> width(header.size());
+  for (size_t c = 0; c < header.size(); ++c) width[c] = header[c].size();
+  for (const auto& row : rows) {
+    for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], row[c].size());
+  }
+  auto line = [&](const std::vector<std::string>& cells) {
+    std::string out;
+    for (size_t c = 0; c < cells.size(); ++c) {
+      const std::string pad(width[c] - cells[c].size(), ' ');
+      out += c < left_columns ? cells[c] + pad : pad + cells[c];
+      if (c + 1 < cells.size()) out += "  ";
+    }
+    std::printf("%s\n", out.c_str());
+  };
+  line(header);
+  for (const auto& row : rows) line(row);
+}
+
+std::string Thousands(int64_t n) {
+  std::string digits = std::to_string(n < 0 ? -n : n);
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return n < 0 ? "-" + out : out;
+}
+
+nlohmann::json StatsJson(const graphs::GraphStats& s, const std::string& split, const std::string& source) {
+  nlohmann::json j = {{"name", s.name},
+                      {"nodes", s.nodes},
+                      {"edges", s.edges},
+                      {"control_edges", s.control_edges},
+                      {"flops", s.flops},
+                      {"parameter_bytes", s.parameter_bytes},
+                      {"activation_bytes", s.activation_bytes},
+                      {"depth", s.depth},
+                      {"width", s.width},
+                      {"forward_nodes", s.forward_nodes},
+                      {"backward_nodes", s.backward_nodes},
+                      {"update_nodes", s.update_nodes},
+                      {"op_histogram", s.op_histogram}};
+  if (!split.empty()) j["split"] = split;
+  if (!source.empty()) j["source"] = source;
+  return j;
+}
+
+std::vector<std::string> StatsRow(const graphs::GraphStats& s) {
+  return {Thousands(s.nodes),
+          Thousands(s.edges),
+          FormatCount(s.flops, "FLOP"),
+          FormatBytes(static_cast<double>(s.parameter_bytes)),
+          FormatBytes(static_cast<double>(s.activation_bytes)),
+          Thousands(s.depth),
+          Thousands(s.width)};
+}
+
+const std::vector<std::string> kStatsHeader = {"nodes",       "edges", "FLOPs", "params",
+                                               "activations", "depth", "width"};
+
+void PrintOps(const graphs::GraphStats& s) {
+  std::vector<std::pair<int64_t, std::string>> ops;
+  for (const auto& [op, n] : s.op_histogram) ops.emplace_back(-n, op);
+  std::sort(ops.begin(), ops.end());
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& [n, op] : ops) rows.push_back({op, Thousands(-n)});
+  std::printf("\nop types of %s:\n", s.name.c_str());
+  PrintTable({"op", "nodes"}, rows, 1);
+}
+
+int ListCommand(const GraphsArgs& args) {
+  if (args.suite.empty()) {
+    std::vector<std::vector<std::string>> rows;
+    for (const graphs::GeneratorInfo& g : graphs::ListGenerators()) rows.push_back({g.name, g.description});
+    PrintTable({"generator", "description"}, rows, 2);
+    std::printf(
+        "\nUse a generator as gen:NAME[:k=v,...], e.g. gosim graphs stats "
+        "gen:resnet:depth=50,training=true\n");
+    return 0;
+  }
+  const graphs::Suite suite = graphs::LoadSuite(args.suite);
+  std::map<std::string, int64_t> per_split;
+  for (const graphs::SuiteEntry& e : suite.entries) ++per_split[e.split.empty() ? "(none)" : e.split];
+  std::printf("suite %s: %zu graphs", suite.name.c_str(), suite.entries.size());
+  for (const auto& [split, n] : per_split) std::printf(", %s %lld", split.c_str(), static_cast<long long>(n));
+  std::printf("\n");
+  if (!suite.description.empty()) std::printf("%s\n", suite.description.c_str());
+  for (const std::string& note : suite.notes) std::printf("note: %s\n", note.c_str());
+  std::vector<std::vector<std::string>> rows;
+  for (const graphs::SuiteEntry& e : suite.entries) rows.push_back({e.name, e.split, e.Spec()});
+  std::printf("\n");
+  PrintTable({"name", "split", "source"}, rows, 3);
+  return 0;
+}
+
+struct Measured {
+  graphs::GraphStats stats;
+  std::string split;
+  std::string source;
+};
+
+int StatsCommand(const GraphsArgs& args) {
+  std::vector<Measured> graphs_out;
+  std::string suite_name;
+  if (IsSuitePath(args.target)) {
+    const graphs::Suite suite = graphs::LoadSuite(args.target);
+    suite_name = suite.name;
+    for (const std::string& note : suite.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
+    ProgressBar progress("graphs", static_cast<int64_t>(suite.entries.size()));
+    for (const graphs::SuiteEntry& e : suite.entries) {
+      graphs_out.push_back({graphs::ComputeStats(graphs::MaterializeGraph(e)), e.split, e.Spec()});
+      progress.Add();
+    }
+    progress.Finish();
+  } else if (StartsWith(args.target, "gen:")) {
+    const graphs::SuiteEntry e = SingleEntry(args.target);
+    graphs_out.push_back({graphs::ComputeStats(graphs::MaterializeGraph(e)), "", e.Spec()});
+  } else {
+    graphs_out.push_back({graphs::ComputeStats(graphs::LoadGraph(args.target)), "", args.target});
+  }
+
+  if (args.json) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const Measured& m : graphs_out) list.push_back(StatsJson(m.stats, m.split, m.source));
+    nlohmann::json out = list[0];
+    if (!suite_name.empty()) {
+      out = nlohmann::json::object();
+      out["suite"] = suite_name;
+      out["graphs"] = list;
+    }
+    std::printf("%s\n", out.dump(2).c_str());
+    return 0;
+  }
+  const bool summarize = graphs_out.size() > 100 && !args.all;
+  if (summarize) {
+    // Per split: count and min / mean / max of nodes and edges.
+    std::map<std::string, std::vector<const Measured*>> by_split;
+    for (const Measured& m : graphs_out) by_split[m.split.empty() ? "(none)" : m.split].push_back(&m);
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& [split, ms] : by_split) {
+      int64_t min_n = INT64_MAX, max_n = 0, sum_n = 0, sum_e = 0, max_e = 0;
+      double flops = 0;
+      for (const Measured* m : ms) {
+        min_n = std::min(min_n, m->stats.nodes);
+        max_n = std::max(max_n, m->stats.nodes);
+        sum_n += m->stats.nodes;
+        sum_e += m->stats.edges;
+        max_e = std::max(max_e, m->stats.edges);
+        flops += m->stats.flops;
+      }
+      const int64_t n = static_cast<int64_t>(ms.size());
+      rows.push_back({split, Thousands(n), Thousands(min_n), Thousands(sum_n / n), Thousands(max_n),
+                      Thousands(sum_e / n), Thousands(max_e),
+                      FormatCount(flops / static_cast<double>(n), "FLOP")});
+    }
+    std::printf("suite %s: %zu graphs (per-graph rows with --all)\n", suite_name.c_str(), graphs_out.size());
+    PrintTable(
+        {"split", "graphs", "min nodes", "mean nodes", "max nodes", "mean edges", "max edges", "mean FLOPs"},
+        rows, 1);
+    return 0;
+  }
+  std::vector<std::vector<std::string>> rows;
+  const bool with_split = !suite_name.empty();
+  for (const Measured& m : graphs_out) {
+    std::vector<std::string> row{m.stats.name};
+    if (with_split) row.push_back(m.split);
+    for (std::string& cell : StatsRow(m.stats)) row.push_back(std::move(cell));
+    rows.push_back(std::move(row));
+  }
+  std::vector<std::string> header{"graph"};
+  if (with_split) header.push_back("split");
+  header.insert(header.end(), kStatsHeader.begin(), kStatsHeader.end());
+  if (with_split) std::printf("suite %s: %zu graphs\n", suite_name.c_str(), graphs_out.size());
+  PrintTable(header, rows, with_split ? 2 : 1);
+  if (args.ops) {
+    for (const Measured& m : graphs_out) PrintOps(m.stats);
+  }
+  return 0;
+}
+
+int ExportCommand(const GraphsArgs& args) {
+  graphs::Graph g;
+  if (IsSuitePath(args.target)) {
+    if (args.entry.empty()) {
+      throw ConfigError("exporting from a suite needs --entry NAME", Location{args.target},
+                        "see the names with gosim graphs list " + args.target);
+    }
+    const graphs::Suite suite = graphs::LoadSuite(args.target);
+    const graphs::SuiteEntry* found = nullptr;
+    std::vector<std::string> names;
+    for (const graphs::SuiteEntry& e : suite.entries) {
+      names.push_back(e.name);
+      if (e.name == args.entry) found = &e;
+    }
+    if (!found) {
+      throw ConfigError(
+          "suite '" + suite.name + "' has no graph '" + args.entry + "'." + DidYouMean(args.entry, names),
+          Location{args.target}, "see the names with gosim graphs list " + args.target);
+    }
+    g = graphs::MaterializeGraph(*found);
+  } else if (StartsWith(args.target, "gen:")) {
+    g = graphs::MaterializeGraph(SingleEntry(args.target));
+  } else {
+    g = graphs::LoadGraph(args.target);
+  }
+  graphs::SaveGraph(g, args.out);
+  std::printf("wrote %s: %s, %d nodes, %d edges\n", args.out.c_str(), g.name().c_str(), g.num_nodes(),
+              g.num_edges());
+  return 0;
+}
+
+}  // namespace
 
 void AddGraphsCommand(CLI::App& root) {
   CLI::App* graphs = root.add_subcommand("graphs", "List, inspect and export graphs and suites");
   graphs->require_subcommand(1);
+  auto args = std::make_shared<GraphsArgs>();
+
+  CLI::App* list = graphs->add_subcommand("list", "List the graph generators, or the entries of a suite");
+  list->add_option("suite", args->suite, "a suite YAML (configs/suites/*.yaml)");
+
+  CLI::App* stats =
+      graphs->add_subcommand("stats", "Print graph statistics of a file, a suite or a generator");
+  stats->add_option("target", args->target, "graph file, suite YAML, or gen:NAME[:k=v,...]")->required();
+  stats->add_flag("--json", args->json, "print JSON instead of a table");
+  stats->add_flag("--all", args->all, "one row per graph even for suites of more than 100 graphs");
+  stats->add_flag("--ops", args->ops, "also print the op-type histogram of each graph");
+
+  CLI::App* exp = graphs->add_subcommand("export", "Write a graph as native JSON (.json or .json.gz)");
+  exp->add_option("target", args->target, "graph file, suite YAML (with --entry), or gen:NAME[:k=v,...]")
+      ->required();
+  exp->add_option("--out", args->out, "output file, .json or .json.gz")->required();
+  exp->add_option("--entry", args->entry, "the suite entry to export");
+
+  Commands().push_back({graphs, [args, list, stats, exp] {
+                          if (list->parsed()) return ListCommand(*args);
+                          if (stats->parsed()) return StatsCommand(*args);
+                          if (exp->parsed()) return ExportCommand(*args);
+                          return 2;
+                        }});
 }
 
 }  // namespace gosim::cli

@@ -23,6 +23,10 @@ struct Command {
 std::vector<Command>& Commands();
 
 void AddGraphsCommand(CLI::App& root);
+void AddSimulateCommand(CLI::App& root);
+void AddRunCommand(CLI::App& root);
+void AddOptimizeCommand(CLI::App& root);
+void AddCalibrateCommand(CLI::App& root);
 
 }  // namespace gosim::cli
 

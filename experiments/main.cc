@@ -17,6 +17,10 @@ int main(int argc, char** argv) {
   std::string log_level;
   app.add_option("--log-level", log_level, "debug, info, warn, error or off (default info)");
   gosim::cli::AddGraphsCommand(app);
+  gosim::cli::AddSimulateCommand(app);
+  gosim::cli::AddRunCommand(app);
+  gosim::cli::AddOptimizeCommand(app);
+  gosim::cli::AddCalibrateCommand(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,10 +1,23 @@
 // Cost models: how long an op (or a fused group of ops) takes on a device.
 // The engine reaches costs only through this interface; roofline, measured
-// and calibrated models are implementations registered by name.
+// and calibrated models are implementations registered by name (their
+// options and defaults are in docs/SIMULATOR.md, "Cost models"):
+//
+//   roofline    launch + max(FLOPs / (peak(dtype) x compute_eff(class)),
+//                            bytes / (bandwidth x memory_eff(class)))
+//   measured    the node's measured time for the device kind (else "any"),
+//               else roofline (or an error)
+//   calibrated  a fitted linear model per op type / op class from a
+//               calibrated device profile (sim/device_profile.h), else
+//               roofline for device kinds the profiles do not cover
+//
+// Every implementation is immutable after construction; NodeTime and
+// KernelTime are thread-safe and do not allocate.
 #ifndef GOSIM_SIM_COST_MODEL_H_
 #define GOSIM_SIM_COST_MODEL_H_
 
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -18,26 +31,39 @@ namespace gosim::sim {
 // What one kernel does: a node, or a fused group seen as one kernel (the sum
 // of its FLOPs; only the bytes that cross the group boundary).
 struct KernelWork {
-  int32_t op = 0;               // op type (of the group's most expensive node)
+  int32_t op = 0;  // op type (of the group's most expensive node)
   double flops = 0.0;
   double bytes_read = 0.0;
   double bytes_written = 0.0;
   graphs::DType dtype = graphs::DType::kFloat32;
+  // The fused nodes, when the caller has them (empty = unknown). Only the
+  // measured model uses them: it scales the members' measured times.
+  std::span<const graphs::NodeId> nodes = {};
 };
+
+// The work of one node, or of a fused group: summed FLOPs, bytes read from
+// outside the group, bytes written that leave the group (a tensor consumed
+// only inside the group is neither written nor read; graph outputs without
+// consumers stay written), op and dtype of the node with the most FLOPs.
+// `nodes` must be sorted ascending; the result keeps a view of it.
+KernelWork MakeKernelWork(const graphs::Graph& graph, std::span<const graphs::NodeId> nodes);
 
 class CostModel {
  public:
   virtual ~CostModel() = default;
   virtual std::string name() const = 0;
   // Seconds to run node `node` on `device`, launch overhead included.
-  virtual double NodeTime(const graphs::Graph& graph, graphs::NodeId node, const DeviceSpec& device) const = 0;
+  virtual double NodeTime(const graphs::Graph& graph, graphs::NodeId node,
+                          const DeviceSpec& device) const = 0;
   // Seconds to run `work` as one kernel on `device`, launch overhead included.
   virtual double KernelTime(const graphs::Graph& graph, const KernelWork& work,
                             const DeviceSpec& device) const = 0;
 };
 
 // Builds the cost model `name` ("roofline", "measured", "calibrated") from
-// its YAML options; unknown names list the valid ones.
+// its YAML options (a mapping, or null for the defaults); `source` names the
+// file the options come from. Unknown names and invalid options are
+// ConfigErrors with the valid names / the YAML line and path.
 std::shared_ptr<const CostModel> MakeCostModel(const std::string& name, const YAML::Node& options = {},
                                                const std::string& source = {});
 std::vector<std::string> CostModelNames();

@@ -16,6 +16,9 @@ struct SimOptions {
   // Transfers to one destination device are made once per tensor and reused
   // by every consumer there (TensorFlow's Send/Recv). false = once per edge.
   bool reuse_transfers = true;
+  // How many of the largest live tensors Simulate() lists when a device runs
+  // out of memory (SimResult::oom->live).
+  int oom_live_tensors = 8;
 };
 
 }  // namespace gosim::sim

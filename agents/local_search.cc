@@ -1,0 +1,212 @@
+// local_search and simulated_annealing: single-op moves on a decision.
+//
+// Both work on placement plus op priorities (`priorities: true`, default):
+// a move either sends one op to another device or gives one op a new
+// uniform priority (probability `device_move_fraction` for the former).
+//
+// local_search  REGAL's "Local search" baseline (Paliwal et al. 2020,
+//   Sec. 5): start from a solution and apply single-op device / priority
+//   changes while they improve. Each step samples `neighbours` moves from
+//   the current solution, evaluates them in parallel and takes the best one
+//   if it improves (steepest descent over a sampled neighbourhood); after
+//   `patience` evaluations without improvement the search restarts from a
+//   fresh random solution. The best solution over all restarts is returned.
+// simulated_annealing  the baseline of the multi-chip partitioning paper
+//   (PAPERS.md): one move at a time, accepted with probability
+//   exp(-relative increase / T), T decaying geometrically from
+//   `initial_temperature` to `final_temperature` over the budget.
+#include <algorithm>
+#include <cmath>
+#include <memory>
+
+#include "agents/builtin.h"
+#include "agents/options_util.h"
+#include "agents/search_tracker.h"
+#include "core/rng.h"
+
+namespace gosim::agents {
+namespace {
+
+struct MoveOptions {
+  bool priorities = true;
+  double device_move_fraction = 0.5;
+  std::string init = "random";
+
+  static MoveOptions Parse(YamlMap& options) {
+    MoveOptions out;
+    out.priorities = options.Get<bool>("priorities", true);
+    out.device_move_fraction = GetDouble(options, "device_move_fraction", 0.5, 0.0, 1.0);
+    out.init = GetChoice(options, "init", "random", {"random", "single_device", "round_robin"});
+    return out;
+  }
+};
+
+sim::Decision InitialDecision(const MoveOptions& options, const Problem& problem, Rng& rng) {
+  const int32_t n = problem.graph.num_nodes();
+  const int32_t num_devices = problem.cluster.num_devices();
+  sim::Decision d;
+  d.placement.resize(static_cast<size_t>(n));
+  for (int32_t v = 0; v < n; ++v) {
+    int32_t device = 0;
+    if (options.init == "random")
+      device = static_cast<int32_t>(rng.UniformInt(static_cast<uint64_t>(num_devices)));
+    if (options.init == "round_robin") device = v % num_devices;
+    d.placement[static_cast<size_t>(v)] = device;
+  }
+  if (options.priorities) {
+    d.priority.resize(static_cast<size_t>(n));
+    for (double& p : d.priority) p = rng.Uniform();
+  }
+  return d;
+}
+
+// Applies one random move to `d`; false when no move exists (one device and
+// no priorities).
+bool RandomMove(const MoveOptions& options, int32_t num_devices, Rng& rng, sim::Decision& d) {
+  const int32_t n = static_cast<int32_t>(d.placement.size());
+  if (n == 0) return false;
+  const bool can_place = num_devices > 1;
+  const bool can_prioritize = options.priorities && !d.priority.empty();
+  if (!can_place && !can_prioritize) return false;
+  bool device_move = can_place;
+  if (can_place && can_prioritize) device_move = rng.Bernoulli(options.device_move_fraction);
+  const size_t v = static_cast<size_t>(rng.UniformInt(static_cast<uint64_t>(n)));
+  if (device_move) {
+    const int32_t shift = 1 + static_cast<int32_t>(rng.UniformInt(static_cast<uint64_t>(num_devices - 1)));
+    d.placement[v] = (d.placement[v] + shift) % num_devices;
+  } else {
+    d.priority[v] = rng.Uniform();
+  }
+  return true;
+}
+
+class LocalSearchAgent : public Agent {
+ public:
+  explicit LocalSearchAgent(YamlMap& options) {
+    evaluations_ = GetInt(options, "evaluations", 5000, 1, int64_t{1} << 40);
+    neighbours_ = static_cast<int32_t>(GetInt(options, "neighbours", 16, 1, 1 << 16));
+    patience_ = GetInt(options, "patience", 0, 0, int64_t{1} << 40);
+    moves_ = MoveOptions::Parse(options);
+    options.Finish();
+  }
+  std::string name() const override { return "local_search"; }
+
+  AgentResult Optimize(const Problem& problem, const ProgressFn& progress) override {
+    SearchTracker tracker(problem, progress, evaluations_);
+    const int32_t num_devices = problem.cluster.num_devices();
+    // Default patience: about one sampled move per op and device.
+    const int64_t patience =
+        patience_ > 0 ? patience_ : std::max<int64_t>(64, int64_t{problem.graph.num_nodes()} * num_devices);
+    uint64_t step = 0;
+    int64_t restarts = 0;
+    std::vector<sim::Decision> candidates;
+    std::vector<sim::Evaluation> results;
+    while (!tracker.Done()) {
+      Rng init_rng = Rng::Derive(problem.seed, {0x6c73ULL, static_cast<uint64_t>(restarts)});
+      const MoveOptions init =
+          restarts == 0 ? moves_ : MoveOptions{moves_.priorities, moves_.device_move_fraction, "random"};
+      sim::Decision current = InitialDecision(init, problem, init_rng);
+      double current_score = tracker.Score(tracker.Evaluate(current));
+      int64_t stale = 0;
+      while (!tracker.Done() && stale < patience) {
+        const int64_t count = std::min<int64_t>(neighbours_, tracker.Remaining());
+        candidates.assign(static_cast<size_t>(count), current);
+        results.resize(static_cast<size_t>(count));
+        bool moved = false;
+        for (int64_t i = 0; i < count; ++i) {
+          Rng rng = Rng::Derive(problem.seed, {0x6c6d6f7665ULL, step, static_cast<uint64_t>(i)});
+          moved |= RandomMove(moves_, num_devices, rng, candidates[static_cast<size_t>(i)]);
+        }
+        ++step;
+        if (!moved) break;
+        tracker.EvaluateBatch(candidates, results);
+        int64_t best = -1;
+        double best_score = current_score;
+        for (int64_t i = 0; i < count; ++i) {
+          const double s = tracker.Score(results[static_cast<size_t>(i)]);
+          if (s < best_score) {
+            best_score = s;
+            best = i;
+          }
+        }
+        if (best >= 0) {
+          current = std::move(candidates[static_cast<size_t>(best)]);
+          current_score = best_score;
+          stale = 0;
+        } else {
+          stale += count;
+        }
+      }
+      if (num_devices < 2 && !moves_.priorities) break;
+      ++restarts;
+    }
+    return tracker.Finish({{"restarts", static_cast<double>(restarts)}});
+  }
+
+ private:
+  int64_t evaluations_ = 5000;
+  int32_t neighbours_ = 16;
+  int64_t patience_ = 0;
+  MoveOptions moves_;
+};
+
+class SimulatedAnnealingAgent : public Agent {
+ public:
+  explicit SimulatedAnnealingAgent(YamlMap& options) {
+    evaluations_ = GetInt(options, "evaluations", 5000, 1, int64_t{1} << 40);
+    initial_temperature_ = GetDouble(options, "initial_temperature", 0.05, 1e-12, 1e6);
+    final_temperature_ = GetDouble(options, "final_temperature", 1e-4, 1e-12, 1e6);
+    moves_ = MoveOptions::Parse(options);
+    options.Finish();
+  }
+  std::string name() const override { return "simulated_annealing"; }
+
+  AgentResult Optimize(const Problem& problem, const ProgressFn& progress) override {
+    SearchTracker tracker(problem, progress, evaluations_);
+    const int32_t num_devices = problem.cluster.num_devices();
+    Rng rng = Rng::Derive(problem.seed, {0x5341ULL});
+    sim::Decision current = InitialDecision(moves_, problem, rng);
+    double current_score = tracker.Score(tracker.Evaluate(current));
+    // The schedule spans the evaluation budget (or `evaluations` when the
+    // budget is wall time only).
+    const double horizon = static_cast<double>(tracker.budget_evaluations() == SearchTracker::kUnlimited
+                                                   ? evaluations_
+                                                   : tracker.budget_evaluations());
+    const double ratio = final_temperature_ / initial_temperature_;
+    int64_t accepted = 0;
+    sim::Decision candidate;
+    while (!tracker.Done()) {
+      candidate = current;
+      if (!RandomMove(moves_, num_devices, rng, candidate)) break;
+      const double score = tracker.Score(tracker.Evaluate(candidate));
+      const double progress_fraction = std::min(1.0, static_cast<double>(tracker.evaluations()) / horizon);
+      const double temperature = initial_temperature_ * std::pow(ratio, progress_fraction);
+      const double relative = (score - current_score) / std::max(std::abs(current_score), 1e-300);
+      if (relative <= 0 || rng.Uniform() < std::exp(-relative / temperature)) {
+        std::swap(current, candidate);
+        current_score = score;
+        ++accepted;
+      }
+    }
+    return tracker.Finish({{"accepted_moves", static_cast<double>(accepted)}});
+  }
+
+ private:
+  int64_t evaluations_ = 5000;
+  double initial_temperature_ = 0.05;
+  double final_temperature_ = 1e-4;
+  MoveOptions moves_;
+};
+
+}  // namespace
+
+void RegisterLocalSearchAgents(const RegisterFn& add) {
+  add(
+      "local_search", [](YamlMap& o) { return std::make_unique<LocalSearchAgent>(o); },
+      "greedy single-op device/priority moves with restarts (REGAL 'Local search')");
+  add(
+      "simulated_annealing", [](YamlMap& o) { return std::make_unique<SimulatedAnnealingAgent>(o); },
+      "simulated annealing over single-op device/priority moves");
+}
+
+}  // namespace gosim::agents

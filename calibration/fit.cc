@@ -1,0 +1,215 @@
+#include "calibration/fit.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <set>
+
+#include "calibration/nnls.h"
+#include "core/error.h"
+
+namespace gosim::calibration {
+namespace {
+
+// Relative weights never divide by less than this (kernels recorded as 0 us).
+constexpr double kMinTime = 1.0e-6;
+// A link whose time does not grow with size within the observed range.
+constexpr double kUnboundedBandwidth = 1.0e15;
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  const size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
+  double m = v[mid];
+  if (v.size() % 2 == 0) m = 0.5 * (m + *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid)));
+  return m;
+}
+
+// Solves time ~ x . features with x >= 0; columns are scaled to unit maximum
+// for conditioning and all-zero columns get a zero coefficient.
+Eigen::VectorXd SolveScaled(Eigen::MatrixXd features, const Eigen::VectorXd& times, const FitOptions& options) {
+  const Eigen::Index m = features.rows();
+  const Eigen::Index n = features.cols();
+  Eigen::VectorXd rhs = times;
+  if (options.weighting != Weighting::kAbsolute) {
+    for (Eigen::Index i = 0; i < m; ++i) {
+      const double w = options.weighting == Weighting::kRelative ? 1.0 / std::max(times(i), kMinTime)
+                                                                 : 1.0 / std::sqrt(std::max(times(i), kMinTime));
+      features.row(i) *= w;
+      rhs(i) *= w;
+    }
+  }
+  Eigen::VectorXd scale = Eigen::VectorXd::Ones(n);
+  for (Eigen::Index j = 0; j < n; ++j) {
+    const double max = features.col(j).cwiseAbs().maxCoeff();
+    if (max > 0.0) {
+      scale(j) = max;
+      features.col(j) /= max;
+    }
+  }
+  Eigen::VectorXd x = options.method == FitMethod::kHuber ? SolveHuberNnls(features, rhs) : SolveNnls(features, rhs);
+  for (Eigen::Index j = 0; j < n; ++j) x(j) /= scale(j);
+  return x;
+}
+
+double Mape(const std::vector<const OpSample*>& samples, const sim::KernelFit& cost) {
+  double sum = 0.0;
+  int64_t count = 0;
+  for (const OpSample* s : samples) {
+    if (s->time <= 0.0) continue;
+    const double predicted = s->has_shapes ? cost.Time(s->flops, s->bytes) : cost.Time(0.0, 0.0);
+    sum += std::fabs(predicted - s->time) / s->time;
+    ++count;
+  }
+  return count > 0 ? sum / static_cast<double>(count) : 0.0;
+}
+
+}  // namespace
+
+FitMethod ParseFitMethod(const std::string& text) {
+  if (text == "nnls") return FitMethod::kNnls;
+  if (text == "huber") return FitMethod::kHuber;
+  throw ConfigError("unknown fit method '" + text + "'", {}, "valid values are: nnls, huber");
+}
+
+Weighting ParseWeighting(const std::string& text) {
+  if (text == "relative") return Weighting::kRelative;
+  if (text == "absolute") return Weighting::kAbsolute;
+  if (text == "sqrt") return Weighting::kSqrt;
+  throw ConfigError("unknown weighting '" + text + "'", {}, "valid values are: relative, sqrt, absolute");
+}
+
+sim::KernelFit FitKernelCost(const std::vector<const OpSample*>& samples, const FitOptions& options) {
+  sim::KernelFit cost;
+  std::vector<const OpSample*> shaped;
+  for (const OpSample* s : samples) {
+    if (s->has_shapes) shaped.push_back(s);
+  }
+  if (static_cast<int>(shaped.size()) >= std::max(1, options.min_samples)) {
+    Eigen::MatrixXd features(static_cast<Eigen::Index>(shaped.size()), 3);
+    Eigen::VectorXd times(static_cast<Eigen::Index>(shaped.size()));
+    for (size_t i = 0; i < shaped.size(); ++i) {
+      const auto r = static_cast<Eigen::Index>(i);
+      features(r, 0) = 1.0;
+      features(r, 1) = shaped[i]->flops;
+      features(r, 2) = shaped[i]->bytes;
+      times(r) = shaped[i]->time;
+    }
+    const Eigen::VectorXd x = SolveScaled(features, times, options);
+    cost.intercept = x(0);
+    cost.per_flop = x(1);
+    cost.per_byte = x(2);
+    if (options.preserve_total) {
+      // Rescale so that the fitted times add up to the measured ones.
+      double measured = 0.0;
+      double predicted = 0.0;
+      for (const OpSample* s : shaped) {
+        measured += s->time;
+        predicted += cost.Time(s->flops, s->bytes);
+      }
+      if (predicted > 0.0 && measured > 0.0) {
+        const double c = measured / predicted;
+        cost.intercept *= c;
+        cost.per_flop *= c;
+        cost.per_byte *= c;
+      }
+    }
+    cost.samples = static_cast<int64_t>(shaped.size());
+    cost.mape = Mape(shaped, cost);
+    return cost;
+  }
+  std::vector<double> times;
+  for (const OpSample* s : samples) times.push_back(s->time);
+  cost.intercept = Median(times);
+  cost.samples = static_cast<int64_t>(samples.size());
+  cost.mape = Mape(samples, cost);
+  return cost;
+}
+
+sim::LinkFit FitLinkCost(const std::vector<const TransferSample*>& samples, const FitOptions& options) {
+  sim::LinkFit link;
+  link.bandwidth = kUnboundedBandwidth;
+  std::vector<const TransferSample*> sized;
+  std::set<double> sizes;
+  std::vector<double> times;
+  for (const TransferSample* s : samples) {
+    times.push_back(s->time);
+    if (!s->has_size) continue;
+    sized.push_back(s);
+    sizes.insert(s->bytes);
+  }
+  link.samples = static_cast<int64_t>(samples.size());
+  if (sized.empty()) {
+    link.latency = Median(times);  // constant time per transfer
+    return link;
+  }
+  link.samples = static_cast<int64_t>(sized.size());
+  if (sizes.size() < 2) {
+    double bytes = 0.0;
+    double seconds = 0.0;
+    for (const TransferSample* s : sized) {
+      bytes += s->bytes;
+      seconds += s->time;
+    }
+    if (bytes > 0.0 && seconds > 0.0) {
+      link.bandwidth = bytes / seconds;
+    } else {
+      link.latency = Median(times);
+    }
+    return link;
+  }
+  Eigen::MatrixXd features(static_cast<Eigen::Index>(sized.size()), 2);
+  Eigen::VectorXd t(static_cast<Eigen::Index>(sized.size()));
+  for (size_t i = 0; i < sized.size(); ++i) {
+    features(static_cast<Eigen::Index>(i), 0) = 1.0;
+    features(static_cast<Eigen::Index>(i), 1) = sized[i]->bytes;
+    t(static_cast<Eigen::Index>(i)) = sized[i]->time;
+  }
+  const Eigen::VectorXd x = SolveScaled(features, t, options);
+  link.latency = x(0);
+  if (x(1) > 0.0) link.bandwidth = std::min(kUnboundedBandwidth, 1.0 / x(1));
+  return link;
+}
+
+sim::DeviceProfile FitProfile(const TraceSamples& samples, const FitOptions& options,
+                              const std::vector<int32_t>& steps, const std::vector<int64_t>& step_numbers) {
+  const std::set<int32_t> chosen(steps.begin(), steps.end());
+  auto selected = [&](int32_t step) { return chosen.empty() || chosen.count(step) > 0; };
+  std::map<std::string, std::vector<const OpSample*>> by_type;
+  std::map<graphs::OpClass, std::vector<const OpSample*>> by_class;
+  std::vector<const OpSample*> all;
+  for (const OpSample& s : samples.ops) {
+    if (!selected(s.step)) continue;
+    by_type[s.type].push_back(&s);
+    by_class[s.op_class].push_back(&s);
+    all.push_back(&s);
+  }
+  std::map<std::string, std::vector<const TransferSample*>> by_link;
+  for (const TransferSample& t : samples.transfers) {
+    if (selected(t.step)) by_link[t.link].push_back(&t);
+  }
+  sim::DeviceProfile profile;
+  profile.device_kind = samples.device_kind;
+  profile.source["trace"] = std::filesystem::path(samples.source).filename().string();
+  profile.source["steps"] = step_numbers;
+  profile.source["steps"].SetStyle(YAML::EmitterStyle::Flow);
+  profile.launch_overhead = samples.launch_overhead;
+  profile.fallback = FitKernelCost(all, options);
+  for (const auto& [type, list] : by_type) profile.op_types[type] = FitKernelCost(list, options);
+  for (const auto& [cls, list] : by_class) profile.op_classes[static_cast<size_t>(cls)] = FitKernelCost(list, options);
+  for (const auto& [link, list] : by_link) profile.links[link] = FitLinkCost(list, options);
+  return profile;
+}
+
+double PredictKernel(const sim::DeviceProfile& profile, std::string_view op_type, double flops, double bytes) {
+  return profile.FitFor(op_type, graphs::ClassifyOp(op_type)).Time(flops, bytes);
+}
+
+double PredictTransfer(const sim::DeviceProfile& profile, std::string_view link, double bytes) {
+  const auto it = profile.links.find(link);
+  if (it == profile.links.end()) return profile.fallback.Time(0.0, 0.0);
+  return it->second.latency + bytes / it->second.bandwidth;
+}
+
+}  // namespace gosim::calibration

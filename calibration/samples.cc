@@ -1,0 +1,144 @@
+#include "calibration/samples.h"
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+
+#include "calibration/op_work.h"
+
+namespace gosim::calibration {
+namespace {
+
+constexpr double kStallGap = 1.0e-3;  // seconds; longer stream gaps are stalls, not launch costs
+
+double Median(std::vector<double> v) {
+  if (v.empty()) return 0.0;
+  const size_t mid = v.size() / 2;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
+  double m = v[mid];
+  if (v.size() % 2 == 0) m = 0.5 * (m + *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid)));
+  return m;
+}
+
+}  // namespace
+
+std::string LinkNameOf(const Trace& trace, const GpuActivity& a) {
+  if (a.kind == ActivityKind::kMemcpy) {
+    const std::string_view kind = CopyKindName(a.copy);
+    return "memcpy_" + std::string(kind.empty() ? "other" : kind);
+  }
+  if (a.collective >= 0) return "nccl_" + trace.collectives[static_cast<size_t>(a.collective)].name;
+  return "";
+}
+
+TraceSamples ExtractSamples(const Trace& trace) {
+  TraceSamples out;
+  out.source = trace.source;
+  out.device_kind = trace.DeviceKind();
+  const size_t n = trace.activities.size();
+  out.activity_op.assign(n, -1);
+  out.activity_transfer.assign(n, -1);
+  const ConvHints hints = PairConvolutionOutputs(trace);
+  std::map<int32_t, int32_t> sample_of_op;
+
+  for (size_t i = 0; i < n; ++i) {
+    const GpuActivity& a = trace.activities[i];
+    const std::string link = LinkNameOf(trace, a);
+    if (!link.empty()) {
+      TransferSample t;
+      t.link = link;
+      t.time = a.duration;
+      t.activity = static_cast<int32_t>(i);
+      if (a.collective >= 0) {
+        t.bytes = static_cast<double>(trace.collectives[static_cast<size_t>(a.collective)].bytes);
+        t.has_size = t.bytes > 0.0;
+      } else {
+        t.bytes = static_cast<double>(a.bytes);
+      }
+      const double launched = a.runtime >= 0 ? trace.runtime[static_cast<size_t>(a.runtime)].start : a.start;
+      t.step = StepAt(trace, launched);
+      out.activity_transfer[i] = static_cast<int32_t>(out.transfers.size());
+      out.transfers.push_back(std::move(t));
+      continue;
+    }
+    const int32_t top = TopLevelOp(trace, a.op);
+    if (top < 0) continue;
+    auto [it, inserted] = sample_of_op.emplace(top, static_cast<int32_t>(out.ops.size()));
+    if (inserted) {
+      const TraceOp& op = trace.ops[static_cast<size_t>(top)];
+      OpSample s;
+      s.op = top;
+      s.type = op.name;
+      s.op_class = graphs::ClassifyOp(op.name);
+      s.has_shapes = op.has_inputs;
+      if (op.has_inputs) {
+        const auto hint = hints.find(top);
+        const OpWork work = EstimateOpWork(op.name, op.inputs, hint == hints.end() ? nullptr : &hint->second);
+        s.flops = work.flops;
+        s.bytes = work.bytes;
+        s.approximate = work.approximate || !work.known;
+      }
+      s.step = StepAt(trace, op.start);
+      out.ops.push_back(std::move(s));
+    }
+    OpSample& s = out.ops[static_cast<size_t>(it->second)];
+    s.time += a.duration;
+    ++s.kernels;
+    out.activity_op[i] = it->second;
+  }
+
+  // Ordinals by start time within (step, type).
+  std::vector<int32_t> order(out.ops.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(), [&](int32_t x, int32_t y) {
+    return trace.ops[static_cast<size_t>(out.ops[static_cast<size_t>(x)].op)].start <
+           trace.ops[static_cast<size_t>(out.ops[static_cast<size_t>(y)].op)].start;
+  });
+  std::map<std::pair<int32_t, std::string>, int32_t> counters;
+  for (int32_t s : order) {
+    OpSample& sample = out.ops[static_cast<size_t>(s)];
+    sample.ordinal = counters[{sample.step, sample.type}]++;
+  }
+
+  // Launch costs from the gaps on each stream.
+  std::map<std::pair<int32_t, int32_t>, std::vector<int32_t>> streams;
+  for (size_t i = 0; i < n; ++i) {
+    streams[{trace.activities[i].device, trace.activities[i].stream}].push_back(static_cast<int32_t>(i));
+  }
+  std::vector<double> idle_per_op(out.ops.size(), 0.0);
+  std::vector<double> latencies;
+  std::vector<double> queued_gaps;
+  for (auto& [key, list] : streams) {
+    std::sort(list.begin(), list.end(), [&](int32_t x, int32_t y) {
+      return trace.activities[static_cast<size_t>(x)].start < trace.activities[static_cast<size_t>(y)].start;
+    });
+    for (size_t k = 1; k < list.size(); ++k) {
+      const GpuActivity& prev = trace.activities[static_cast<size_t>(list[k - 1])];
+      const GpuActivity& a = trace.activities[static_cast<size_t>(list[k])];
+      const double gap = a.start - prev.end();
+      const int32_t sample = out.activity_op[static_cast<size_t>(list[k])];
+      if (sample >= 0 && gap > 0.0 && gap <= kStallGap) idle_per_op[static_cast<size_t>(sample)] += gap;
+      if (a.runtime >= 0) {
+        const RuntimeCall& call = trace.runtime[static_cast<size_t>(a.runtime)];
+        if (a.kind == ActivityKind::kKernel && prev.end() <= call.start && a.start >= call.start) {
+          latencies.push_back(a.start - call.start);
+        }
+        if (call.start < prev.end() && gap >= 0.0 && gap <= kStallGap) queued_gaps.push_back(gap);
+      }
+    }
+  }
+  double idle_sum = 0.0;
+  int64_t idle_count = 0;
+  for (size_t s = 0; s < out.ops.size(); ++s) {
+    if (out.ops[s].step < 0) continue;
+    idle_sum += idle_per_op[s];
+    ++idle_count;
+  }
+  out.launch_overhead = idle_count > 0 ? idle_sum / static_cast<double>(idle_count) : 0.0;
+  out.launch_latency = Median(latencies);
+  out.launch_samples = static_cast<int64_t>(latencies.size());
+  out.kernel_gap = Median(queued_gaps);
+  return out;
+}
+
+}  // namespace gosim::calibration

@@ -1,0 +1,75 @@
+// Turning a Trace into fitting samples.
+//
+// An op sample is one top-level operator instance (see TopLevelOp) that ran
+// GPU work: its kernel time is the total duration of the kernels and memsets
+// it launched (NCCL kernels and memcpys excluded), its FLOPs and bytes come
+// from its recorded input shapes (op_work.h). A transfer sample is one memcpy
+// ("memcpy_htod", "memcpy_dtoh", "memcpy_dtod", "memcpy_ptop") or one NCCL
+// collective ("nccl_allreduce", "nccl_alltoall", ...) with its size.
+#ifndef GOSIM_CALIBRATION_SAMPLES_H_
+#define GOSIM_CALIBRATION_SAMPLES_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "calibration/trace.h"
+#include "graphs/op_class.h"
+
+namespace gosim::calibration {
+
+struct OpSample {
+  int32_t op = -1;            // the top-level op in the trace
+  std::string type;           // its name, e.g. "aten::conv2d"
+  graphs::OpClass op_class = graphs::OpClass::kOther;  // graphs::ClassifyOp(type)
+  double flops = 0.0;
+  double bytes = 0.0;         // read + written
+  bool has_shapes = false;    // the trace recorded input shapes for it
+  bool approximate = false;   // an assumed size entered flops / bytes
+  double time = 0.0;          // seconds of kernel + memset time
+  int32_t kernels = 0;        // GPU activities summed into `time`
+  int32_t step = -1;          // index into Trace::steps, -1 outside every step
+  int32_t ordinal = -1;       // the k-th sample of `type` in its step, by start time
+};
+
+struct TransferSample {
+  std::string link;           // "memcpy_htod", "nccl_allreduce", ...
+  double bytes = 0.0;
+  bool has_size = true;       // false for a collective whose message size is unknown
+  double time = 0.0;          // seconds
+  int32_t step = -1;
+  int32_t activity = -1;
+};
+
+struct TraceSamples {
+  std::string source;
+  std::string device_kind;
+  std::vector<OpSample> ops;
+  std::vector<TransferSample> transfers;
+  // Per trace activity: its op sample / transfer sample, or -1.
+  std::vector<int32_t> activity_op;
+  std::vector<int32_t> activity_transfer;
+  // Mean GPU idle time per op sample (in steps) between its activities and
+  // the previous activity on the same stream (gaps over 1 ms, stalls rather
+  // than launch costs, are left out), in seconds: the profile's
+  // launch_overhead. And the median time from a launch call to the start of
+  // its kernel on an idle stream.
+  double launch_overhead = 0.0;
+  double launch_latency = 0.0;
+  int64_t launch_samples = 0;
+  // Median gap between consecutive activities on a stream when the second
+  // was launched before the first ended (the GPU's own per-kernel cost when
+  // kernels are queued back to back), in seconds.
+  double kernel_gap = 0.0;
+};
+
+// Extracts the samples of every op, memcpy and collective of `trace`.
+TraceSamples ExtractSamples(const Trace& trace);
+
+// The transfer link name of an activity ("memcpy_htod", "nccl_allreduce"), or
+// "" when it is neither a memcpy nor a collective.
+std::string LinkNameOf(const Trace& trace, const GpuActivity& activity);
+
+}  // namespace gosim::calibration
+
+#endif  // GOSIM_CALIBRATION_SAMPLES_H_

@@ -1,0 +1,135 @@
+#include "experiments/cells.h"
+
+#include <cerrno>
+#include <cinttypes>
+#include <cstdio>
+#include <cstdlib>
+
+#include "core/rng.h"
+
+namespace gosim::experiments {
+
+namespace {
+
+// A YAML plain scalar as the JSON value a reader would expect. Quoted
+// scalars ("1") stay strings.
+nlohmann::json ScalarToJson(const YAML::Node& node) {
+  const std::string& text = node.Scalar();
+  if (node.Tag() == "!") return text;  // explicitly quoted in the file
+  if (text == "~" || text == "null" || text == "Null" || text == "NULL") return nullptr;
+  if (text == "true" || text == "True" || text == "TRUE") return true;
+  if (text == "false" || text == "False" || text == "FALSE") return false;
+  if (!text.empty()) {
+    errno = 0;
+    char* end = nullptr;
+    const long long integer = std::strtoll(text.c_str(), &end, 10);
+    if (errno == 0 && end && *end == '\0') return static_cast<int64_t>(integer);
+    errno = 0;
+    end = nullptr;
+    const double number = std::strtod(text.c_str(), &end);
+    const bool plain_number = text.find_first_not_of("0123456789+-.eE") == std::string::npos;
+    if (errno == 0 && end && *end == '\0' && plain_number) return number;
+  }
+  return text;
+}
+
+nlohmann::json SimOptionsJson(const sim::SimOptions& options) {
+  return {{"track_memory", options.track_memory},
+          {"infeasible_step_time", options.infeasible_step_time},
+          {"stop_at_oom", options.stop_at_oom},
+          {"reuse_transfers", options.reuse_transfers}};
+}
+
+nlohmann::json ObjectiveJson(const agents::Objective& objective) {
+  nlohmann::json out = {{"kind", ObjectiveKindName(objective.kind)}};
+  if (objective.kind == agents::ObjectiveKind::kWeighted) {
+    out["memory_weight"] = objective.memory_weight;
+    out["reference_step_time"] = objective.reference_step_time;
+  }
+  return out;
+}
+
+}  // namespace
+
+nlohmann::json YamlToJson(const YAML::Node& node) {
+  if (!node || node.IsNull()) return nullptr;
+  if (node.IsScalar()) return ScalarToJson(node);
+  if (node.IsSequence()) {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& element : node) out.push_back(YamlToJson(element));
+    return out;
+  }
+  nlohmann::json out = nlohmann::json::object();
+  for (auto it = node.begin(); it != node.end(); ++it) out[it->first.Scalar()] = YamlToJson(it->second);
+  return out;
+}
+
+std::string HashHex(const std::string& text) {
+  uint64_t hash = 0xcbf29ce484222325ULL;
+  for (const unsigned char c : text) {
+    hash ^= c;
+    hash *= 0x100000001b3ULL;
+  }
+  char buffer[17];
+  std::snprintf(buffer, sizeof(buffer), "%016" PRIx64, Mix64(hash));
+  return buffer;
+}
+
+std::string SafeFileName(const std::string& text) {
+  std::string out = text;
+  for (char& c : out) {
+    const bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+                    c == '_' || c == '-';
+    if (!ok) c = '_';
+  }
+  if (out.empty() || out[0] == '.') out.insert(out.begin(), '_');
+  return out;
+}
+
+std::string Cell::FileStem(const ExperimentConfig& config) const {
+  const std::string stem = config.graphs[static_cast<size_t>(graph)].name + "." +
+                           config.clusters[static_cast<size_t>(cluster)] + "." +
+                           config.agents[static_cast<size_t>(agent)].label + ".s" + std::to_string(seed);
+  return SafeFileName(stem) + "." + id;
+}
+
+std::vector<Cell> ExpandGrid(const ExperimentConfig& config) {
+  const nlohmann::json cost_model = {{"name", config.cost_model},
+                                     {"options", YamlToJson(config.cost_model_options)}};
+  const nlohmann::json sim_options = SimOptionsJson(config.sim);
+  const nlohmann::json objective = ObjectiveJson(config.objective);
+  std::vector<Cell> cells;
+  for (size_t g = 0; g < config.graphs.size(); ++g) {
+    for (size_t c = 0; c < config.clusters.size(); ++c) {
+      for (size_t a = 0; a < config.agents.size(); ++a) {
+        const AgentSpec& agent = config.agents[a];
+        nlohmann::json options = YamlToJson(agent.options);
+        if (options.is_null()) options = nlohmann::json::object();
+        for (const uint64_t seed : agent.seeds) {
+          Cell cell;
+          cell.graph = static_cast<int32_t>(g);
+          cell.cluster = static_cast<int32_t>(c);
+          cell.agent = static_cast<int32_t>(a);
+          cell.seed = seed;
+          cell.budget = agent.budget;
+          cell.identity = {
+              {"graph", config.graphs[g].identity},
+              {"cluster", config.clusters[c]},
+              {"cost_model", cost_model},
+              {"sim", sim_options},
+              {"objective", objective},
+              {"agent", {{"name", agent.name}, {"options", options}}},
+              {"seed", seed},
+              {"budget",
+               {{"evaluations", agent.budget.evaluations}, {"wall_seconds", agent.budget.wall_seconds}}},
+          };
+          cell.id = HashHex(cell.identity.dump());
+          cells.push_back(std::move(cell));
+        }
+      }
+    }
+  }
+  return cells;
+}
+
+}  // namespace gosim::experiments

@@ -1,0 +1,284 @@
+// `gosim calibrate --trace T.json[.gz] --out configs/calibrated/NAME.yaml
+//  [--report] [--holdout-steps 20,21] [--transfer-trace B.json.gz] ...`
+//
+// Reads a profiler trace, fits a calibrated device profile on every step and
+// writes it (--out). With --report it also prints the accuracy: kernel-time
+// errors on held-out steps (fitted on the others), the whole-step replay of
+// every step, and, with --transfer-trace, the prediction of another GPU's
+// trace. The method and the measured numbers are in docs/CALIBRATION.md.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "calibration/accuracy.h"
+#include "calibration/fit.h"
+#include "calibration/replay.h"
+#include "calibration/samples.h"
+#include "calibration/trace_reader.h"
+#include "core/error.h"
+#include "core/strings.h"
+#include "experiments/commands.h"
+#include "sim/cluster.h"
+#include "sim/device_profile.h"
+
+namespace gosim::cli {
+
+namespace {
+
+using calibration::AccuracyReport;
+using calibration::DeviceScale;
+using calibration::Trace;
+using calibration::TraceSamples;
+
+struct CalibrateArgs {
+  std::string trace;
+  std::string out;
+  bool report = false;
+  bool replay = true;
+  std::vector<int64_t> holdout_steps;
+  std::string step_pattern = "^ProfilerStep#(\\d+)$";
+  std::string fit = "huber";
+  std::string weighting = "absolute";
+  int min_samples = 3;
+  std::string device_kind;
+  std::string transfer_trace;
+  std::string transfer_step_pattern;
+  double cross_thread_gap_us = 200.0;
+};
+
+std::string TraceSummary(const Trace& trace, const TraceSamples& samples) {
+  char line[512];
+  int64_t kernels = 0;
+  for (const auto& a : trace.activities) kernels += a.kind == calibration::ActivityKind::kKernel;
+  int64_t shaped = 0;
+  for (const auto& s : samples.ops) shaped += s.has_shapes;
+  std::snprintf(line, sizeof(line),
+                "trace %s: schema %s, device %s, %zu ops, %zu runtime calls, %zu GPU activities (%lld kernels), "
+                "%zu collectives, %zu steps\n"
+                "  kernels joined to ops: %lld by External id, %lld by enclosing op, %lld by their own id, "
+                "%lld unattributed, %lld without a runtime call\n"
+                "  samples: %zu ops (%lld with input shapes), %zu memcpys/collectives; launch overhead %.2f us per "
+                "op, launch latency %.2f us\n",
+                trace.source.c_str(), std::string(calibration::TraceSchemaName(trace.schema)).c_str(),
+                samples.device_kind.c_str(), trace.ops.size(), trace.runtime.size(), trace.activities.size(),
+                static_cast<long long>(kernels), trace.collectives.size(), trace.steps.size(),
+                static_cast<long long>(trace.join.by_external_id), static_cast<long long>(trace.join.by_enclosure),
+                static_cast<long long>(trace.join.by_activity_id), static_cast<long long>(trace.join.unattributed),
+                static_cast<long long>(trace.join.no_runtime), samples.ops.size(), static_cast<long long>(shaped),
+                samples.transfers.size(), samples.launch_overhead * 1e6, samples.launch_latency * 1e6);
+  return line;
+}
+
+// Step indices of `numbers`; ConfigError for a number the trace lacks.
+std::vector<int32_t> StepIndices(const Trace& trace, const std::vector<int64_t>& numbers) {
+  std::vector<int32_t> out;
+  std::vector<std::string> known;
+  for (const auto& s : trace.steps) known.push_back(std::to_string(s.number));
+  for (int64_t n : numbers) {
+    int32_t found = -1;
+    for (size_t i = 0; i < trace.steps.size(); ++i) {
+      if (trace.steps[i].number == n) found = static_cast<int32_t>(i);
+    }
+    if (found < 0) {
+      throw ConfigError("the trace has no step " + std::to_string(n), Location{"--holdout-steps"},
+                        "its steps are: " + (known.empty() ? std::string("none") : Join(known, ", ")));
+    }
+    out.push_back(found);
+  }
+  return out;
+}
+
+// The first device of kind `kind` among the cluster presets, or nullptr.
+std::optional<sim::DeviceSpec> PresetDevice(const std::string& kind) {
+  std::error_code ec;
+  std::vector<std::string> files;
+  for (const auto& entry : std::filesystem::directory_iterator("configs/clusters", ec)) {
+    if (entry.path().extension() == ".yaml") files.push_back(entry.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  for (const std::string& file : files) {
+    try {
+      const sim::Cluster cluster = sim::LoadCluster(file);
+      for (const auto& d : cluster.devices()) {
+        if (d.kind == kind) return d;
+      }
+    } catch (const Error&) {
+      continue;  // a broken preset is reported by the commands that use it
+    }
+  }
+  return std::nullopt;
+}
+
+void ReportTransfer(const CalibrateArgs& args, const sim::DeviceProfile& profile, const TraceSamples& source,
+                    const calibration::ReadOptions& read) {
+  calibration::ReadOptions target_read = read;
+  if (!args.transfer_step_pattern.empty()) target_read.step_pattern = args.transfer_step_pattern;
+  const Trace target = calibration::ReadTrace(args.transfer_trace, target_read);
+  const TraceSamples target_samples = calibration::ExtractSamples(target);
+  std::printf("\n== transfer: profile of %s (%s) predicting %s (%s)\n", source.source.c_str(),
+              source.device_kind.c_str(), target.source.c_str(), target_samples.device_kind.c_str());
+  std::printf("%s", TraceSummary(target, target_samples).c_str());
+  const auto aliases = calibration::DefaultOpAliases();
+  AccuracyReport plain = calibration::EvaluateTransfer(profile, source, target_samples, {}, DeviceScale{}, aliases);
+  plain.title = "-- unscaled (the source profile as is)";
+  std::printf("%s", calibration::FormatAccuracy(plain).c_str());
+  const auto from = PresetDevice(source.device_kind);
+  const auto to = PresetDevice(target_samples.device_kind);
+  if (!from || !to) {
+    std::printf("-- roofline-scaled: skipped (no cluster preset in configs/clusters with device kind %s and %s)\n",
+                source.device_kind.c_str(), target_samples.device_kind.c_str());
+    return;
+  }
+  DeviceScale scale;
+  scale.per_flop = from->peak_flops_fp32 / to->peak_flops_fp32;
+  scale.per_byte = from->memory_bandwidth / to->memory_bandwidth;
+  AccuracyReport scaled = calibration::EvaluateTransfer(profile, source, target_samples, {}, scale, aliases);
+  char title[256];
+  std::snprintf(title, sizeof(title),
+                "-- roofline-scaled: per_flop x %.3f (fp32 peak %s / %s), per_byte x %.3f (memory bandwidth), from "
+                "the cluster presets",
+                scale.per_flop, source.device_kind.c_str(), target_samples.device_kind.c_str(), scale.per_byte);
+  scaled.title = title;
+  std::printf("%s", calibration::FormatAccuracy(scaled).c_str());
+}
+
+int Calibrate(const CalibrateArgs& args) {
+  calibration::FitOptions fit;
+  fit.method = calibration::ParseFitMethod(args.fit);
+  fit.weighting = calibration::ParseWeighting(args.weighting);
+  fit.min_samples = args.min_samples;
+  if (args.min_samples < 1) throw ConfigError("--min-samples must be >= 1", Location{"--min-samples"});
+  if (args.out.empty() && !args.report) {
+    throw ConfigError("nothing to do", Location{"gosim calibrate"},
+                      "give --out FILE to write the profile and/or --report to print the accuracy");
+  }
+  calibration::ReadOptions read;
+  read.step_pattern = args.step_pattern;
+  const Trace trace = calibration::ReadTrace(args.trace, read);
+  TraceSamples samples = calibration::ExtractSamples(trace);
+  if (!args.device_kind.empty()) samples.device_kind = args.device_kind;
+  if (samples.ops.empty()) {
+    throw TraceError("the trace has no GPU kernels joined to operators", Location{args.trace},
+                     "calibration needs a GPU trace recorded with CUDA activities and CPU ops");
+  }
+
+  std::vector<int64_t> numbers;
+  for (const auto& s : trace.steps) numbers.push_back(s.number);
+  sim::DeviceProfile profile = calibration::FitProfile(samples, fit, {}, numbers);
+
+  // Hold-out: the given steps, else the last third.
+  std::vector<int32_t> holdout;
+  if (!args.holdout_steps.empty()) {
+    holdout = StepIndices(trace, args.holdout_steps);
+  } else if (trace.steps.size() >= 2) {
+    const size_t n = trace.steps.size();
+    for (size_t i = n - std::max<size_t>(1, n / 3); i < n; ++i) holdout.push_back(static_cast<int32_t>(i));
+  }
+  if (!holdout.empty() && holdout.size() >= trace.steps.size()) {
+    throw ConfigError("every step is held out", Location{"--holdout-steps"}, "leave at least one step to fit on");
+  }
+  std::optional<AccuracyReport> held;
+  if (!holdout.empty()) {
+    held = calibration::EvaluateHoldout(samples, numbers, holdout, fit);
+    // The written profile records held-out errors per op type.
+    for (auto& [type, f] : profile.op_types) {
+      const auto it = held->per_type.find(type);
+      f.mape = it != held->per_type.end() ? it->second.mape() : -1.0;
+    }
+  }
+
+  if (args.report) {
+    std::printf("%s", TraceSummary(trace, samples).c_str());
+    std::printf("fit: %s, %s weighting, min %d samples with shapes per group\n", args.fit.c_str(),
+                args.weighting.c_str(), args.min_samples);
+    if (held) {
+      held->title = "\n== hold-out kernel-time accuracy";
+      std::printf("%s", calibration::FormatAccuracy(*held).c_str());
+    } else {
+      std::printf("\n== hold-out kernel-time accuracy: needs at least two profiler steps (found %zu; see "
+                  "--step-pattern)\n",
+                  trace.steps.size());
+    }
+    if (args.replay && !trace.steps.empty()) {
+      std::vector<int32_t> train;
+      std::vector<int64_t> train_numbers;
+      const std::set<int32_t> held_set(holdout.begin(), holdout.end());
+      for (size_t i = 0; i < trace.steps.size(); ++i) {
+        if (!held_set.count(static_cast<int32_t>(i))) {
+          train.push_back(static_cast<int32_t>(i));
+          train_numbers.push_back(numbers[i]);
+        }
+      }
+      const sim::DeviceProfile replay_profile = calibration::FitProfile(samples, fit, train, train_numbers);
+      calibration::ReplayOptions options;
+      options.cross_thread_gap = args.cross_thread_gap_us * 1e-6;
+      std::vector<calibration::ReplayResult> all;
+      std::vector<calibration::ReplayResult> test;
+      for (size_t i = 0; i < trace.steps.size(); ++i) {
+        all.push_back(calibration::ReplayStep(trace, samples, static_cast<int32_t>(i), replay_profile, options));
+        if (held_set.count(static_cast<int32_t>(i))) test.push_back(all.back());
+      }
+      std::printf("\n== whole-step replay (profile fitted on steps %s)\n",
+                  Join([&] {
+                    std::vector<std::string> s;
+                    for (int64_t n : train_numbers) s.push_back(std::to_string(n));
+                    return s;
+                  }(), ", ")
+                      .c_str());
+      std::printf("%s", calibration::FormatReplay(all).c_str());
+      if (!test.empty()) {
+        double sum = 0.0;
+        for (const auto& r : test) sum += std::fabs(r.error());
+        std::printf("  held-out steps only: mean |error| %.1f%%\n", 100.0 * sum / static_cast<double>(test.size()));
+      }
+    }
+    if (!args.transfer_trace.empty()) ReportTransfer(args, profile, samples, read);
+  }
+  if (!args.out.empty()) {
+    sim::SaveDeviceProfile(args.out, profile);
+    std::printf("profile for %s written to %s (%zu op types, %zu links)\n", profile.device_kind.c_str(),
+                args.out.c_str(), profile.op_types.size(), profile.links.size());
+  }
+  return 0;
+}
+
+}  // namespace
+
+void AddCalibrateCommand(CLI::App& root) {
+  auto args = std::make_shared<CalibrateArgs>();
+  CLI::App* cmd = root.add_subcommand("calibrate", "Fit a calibrated device profile to a GPU profiler trace");
+  cmd->add_option("--trace", args->trace, "PyTorch profiler / Kineto or TensorFlow timeline JSON (.gz too)")
+      ->required();
+  cmd->add_option("--out", args->out, "Write the profile here, e.g. configs/calibrated/v100.yaml");
+  cmd->add_flag("--report", args->report, "Print the accuracy: hold-out errors, step replay, transfer");
+  cmd->add_option("--holdout-steps", args->holdout_steps,
+                  "Profiler step numbers to hold out (comma-separated; default: the last third)")
+      ->delimiter(',');
+  cmd->add_option("--step-pattern", args->step_pattern,
+                  "Regex of the annotations that delimit steps (a digit group gives the step number)")
+      ->capture_default_str();
+  cmd->add_option("--fit", args->fit, "nnls or huber (robust)")->capture_default_str();
+  cmd->add_option("--weighting", args->weighting,
+                  "Least-squares weights: relative (per-op percentage error), sqrt, absolute (seconds)")
+      ->capture_default_str();
+  cmd->add_option("--min-samples", args->min_samples,
+                  "Samples with shapes needed for a linear fit; fewer -> median time")
+      ->capture_default_str();
+  cmd->add_option("--device-kind", args->device_kind, "Override the device kind read from the trace");
+  cmd->add_option("--transfer-trace", args->transfer_trace,
+                  "A trace of the same model on another GPU to predict with this profile");
+  cmd->add_option("--transfer-step-pattern", args->transfer_step_pattern,
+                  "Step pattern of the transfer trace (default: --step-pattern)");
+  cmd->add_option("--cross-thread-gap-us", args->cross_thread_gap_us,
+                  "Replay: CPU gaps this long (us) may wait for another thread")
+      ->capture_default_str();
+  cmd->add_flag("!--no-replay", args->replay, "Skip the whole-step replay in the report");
+  Commands().push_back({cmd, [args] { return Calibrate(*args); }});
+}
+
+}  // namespace gosim::cli

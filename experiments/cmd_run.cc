@@ -1,0 +1,79 @@
+// `gosim run EXPERIMENT.yaml [key=value ...]`: runs or resumes an experiment
+// grid and prints the comparison table (docs/EXPERIMENTS.md).
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "experiments/commands.h"
+#include "experiments/runner.h"
+
+namespace gosim::cli {
+
+namespace {
+
+struct RunArgs {
+  std::string experiment;
+  std::vector<std::string> overrides;
+  int64_t max_cells = -1;
+  bool list = false;
+  bool no_progress = false;
+};
+
+int RunList(const experiments::ExperimentConfig& config) {
+  const std::vector<experiments::CellStatus> cells = experiments::ListCells(config);
+  int64_t finished = 0;
+  std::printf("%-6s %-16s %-9s %-24s %-16s %-20s %s\n", "cell", "id", "status", "graph", "cluster", "agent",
+              "seed");
+  for (size_t i = 0; i < cells.size(); ++i) {
+    const experiments::Cell& cell = cells[i].cell;
+    finished += cells[i].finished ? 1 : 0;
+    std::printf("%-6zu %-16s %-9s %-24s %-16s %-20s %llu\n", i + 1, cell.id.c_str(),
+                cells[i].finished ? "done" : "pending",
+                config.graphs[static_cast<size_t>(cell.graph)].name.c_str(),
+                config.clusters[static_cast<size_t>(cell.cluster)].c_str(),
+                config.agents[static_cast<size_t>(cell.agent)].label.c_str(),
+                static_cast<unsigned long long>(cell.seed));
+  }
+  std::printf("%lld of %zu cells finished in %s\n", static_cast<long long>(finished), cells.size(),
+              config.output.c_str());
+  return 0;
+}
+
+int Run(const RunArgs& args) {
+  const experiments::ExperimentConfig config = experiments::LoadExperiment(args.experiment, args.overrides);
+  if (args.list) return RunList(config);
+  experiments::RunOptions options;
+  options.max_cells = args.max_cells;
+  options.progress = !args.no_progress;
+  const experiments::RunReport report = experiments::RunExperiment(config, options);
+  std::printf("%s", report.summary.ToMarkdown().c_str());
+  std::printf(
+      "%lld cells: %lld already finished, %lld run now, %zu failed; results in %s/ (results.jsonl, "
+      "curves.csv, decisions/, summary.md, summary.csv)\n",
+      static_cast<long long>(report.total_cells), static_cast<long long>(report.already_finished),
+      static_cast<long long>(report.ran), report.failed.size(), report.folder.c_str());
+  for (const std::string& failure : report.failed)
+    std::fprintf(stderr, "gosim: failed cell %s\n", failure.c_str());
+  return report.failed.empty() ? 0 : 1;
+}
+
+}  // namespace
+
+void AddRunCommand(CLI::App& root) {
+  auto args = std::make_shared<RunArgs>();
+  CLI::App* run =
+      root.add_subcommand("run", "Run (or resume) a YAML experiment: graphs x clusters x agents x seeds");
+  run->add_option("experiment", args->experiment, "Experiment YAML file (see docs/EXPERIMENTS.md)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  run->add_option("overrides", args->overrides,
+                  "Overrides of the experiment's keys, applied before validation: key.path=value "
+                  "(e.g. budget.evaluations=500 agents[1].options.population=64 seeds=[0,1])");
+  run->add_option("--max-cells", args->max_cells, "Run at most N unfinished cells, then stop (resume later)");
+  run->add_flag("--list", args->list, "List the cells and which are finished; run nothing");
+  run->add_flag("--no-progress", args->no_progress, "No per-cell progress bars");
+  Commands().push_back({run, [args] { return Run(*args); }});
+}
+
+}  // namespace gosim::cli

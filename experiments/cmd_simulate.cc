@@ -1,0 +1,100 @@
+// `gosim simulate --graph G --cluster C [--decision D.json] [--trace T.json]
+// [--json] [--cost-model NAME] [--cost-model-option k=v] [--option k=v]`:
+// simulates one decision (everything on device 0 without --decision) and
+// prints the simulator's summary, or the full result as JSON.
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "core/strings.h"
+#include "core/yaml.h"
+#include "experiments/commands.h"
+#include "experiments/experiment_config.h"
+#include "experiments/graph_source.h"
+#include "sim/cost_model.h"
+#include "sim/decision.h"
+#include "sim/evaluator.h"
+#include "sim/result.h"
+#include "sim/timeline.h"
+
+namespace gosim::cli {
+namespace {
+
+struct SimulateArgs {
+  std::string graph;
+  std::string cluster;
+  std::string decision;
+  std::string trace;
+  bool json = false;
+  bool check_colocation = false;
+  std::string cost_model = "roofline";
+  std::vector<std::string> cost_model_options;
+  std::vector<std::string> sim_options;
+};
+
+int Simulate(const SimulateArgs& args) {
+  // Parse and validate every argument before loading anything large.
+  const experiments::GraphEntry entry = experiments::ParseGraphArgument(args.graph);
+  YAML::Node cost_model_options(YAML::NodeType::Map);
+  for (const std::string& assignment : args.cost_model_options) ApplyOverride(cost_model_options, assignment);
+  const auto cost_model = sim::MakeCostModel(args.cost_model, cost_model_options, "--cost-model-option");
+  YAML::Node sim_node(YAML::NodeType::Map);
+  for (const std::string& assignment : args.sim_options) ApplyOverride(sim_node, assignment);
+  YamlMap sim_map(sim_node, "--option", "");
+  const sim::SimOptions options = experiments::ParseSimOptions(sim_map);
+
+  const sim::Cluster cluster = experiments::LoadClusterAt(args.cluster, Location{"--cluster"});
+  const graphs::Graph graph = experiments::MaterializeGraph(entry);
+  const sim::Decision decision = args.decision.empty() ? sim::SingleDeviceDecision(graph, 0)
+                                                       : sim::LoadDecision(args.decision, graph, cluster);
+  if (args.check_colocation) sim::ValidateDecision(decision, graph, cluster, true);
+
+  const sim::Evaluator evaluator(graph, cluster, cost_model, options);
+  const sim::SimResult result = evaluator.Simulate(decision, !args.trace.empty());
+  if (!args.trace.empty()) sim::WriteChromeTrace(args.trace, result, graph, cluster);
+
+  if (args.json) {
+    std::printf("%s\n", sim::SimResultToJson(result, graph, cluster).c_str());
+    return 0;
+  }
+  std::printf(
+      "graph %s: %d nodes, %d edges; cluster %s: %d devices; cost model %s; decision %s\n",
+      graph.name().c_str(), graph.num_nodes(), graph.num_edges(), cluster.name().c_str(),
+      cluster.num_devices(), cost_model->name().c_str(),
+      args.decision.empty() ? ("everything on " + cluster.device(0).name).c_str() : args.decision.c_str());
+  std::printf("%s", sim::FormatSimResult(result, graph, cluster).c_str());
+  if (!args.trace.empty()) {
+    std::printf("timeline written to %s (open it in https://ui.perfetto.dev)\n", args.trace.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
+
+void AddSimulateCommand(CLI::App& root) {
+  auto args = std::make_shared<SimulateArgs>();
+  CLI::App* cmd = root.add_subcommand("simulate", "Simulate one decision for a graph on a cluster");
+  cmd->add_option("--graph", args->graph, "Graph file, or gen:NAME[:k=v,...] for a generated graph")
+      ->required();
+  cmd->add_option("--cluster", args->cluster, "Cluster preset (configs/clusters/NAME.yaml) or YAML file")
+      ->required();
+  cmd->add_option("--decision", args->decision,
+                  "Decision JSON (docs/FORMATS.md); without it everything runs on device 0");
+  cmd->add_option("--trace", args->trace, "Write the timeline as Chrome trace JSON here (opens in Perfetto)");
+  cmd->add_flag("--json", args->json, "Print the full result as JSON instead of the summary");
+  cmd->add_flag("--check-colocation", args->check_colocation,
+                "Reject decisions that split a colocation group across devices");
+  cmd->add_option("--cost-model", args->cost_model, "Cost model: roofline, measured or calibrated")
+      ->capture_default_str();
+  cmd->add_option("--cost-model-option", args->cost_model_options,
+                  "A cost-model option key=value (repeatable; e.g. profile=configs/calibrated/a100.yaml)");
+  cmd->add_option(
+      "--option", args->sim_options,
+      "A simulator option key=value (repeatable): track_memory, infeasible_step_time, stop_at_oom, "
+      "reuse_transfers, oom_live_tensors");
+  Commands().push_back({cmd, [args] { return Simulate(*args); }});
+}
+
+}  // namespace gosim::cli

@@ -1,0 +1,349 @@
+#include "experiments/experiment_config.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <set>
+
+#include "core/io.h"
+#include "core/strings.h"
+#include "experiments/cells.h"
+#include "sim/cluster.h"
+#include "sim/cost_model.h"
+
+namespace gosim::experiments {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// The node itself, or a null node for the invalid node of a missing key.
+YAML::Node Defined(const YAML::Node& node) {
+  return node ? node : YAML::Node();
+}
+
+agents::Budget ParseBudget(const YAML::Node& node, const std::string& file, const std::string& path,
+                           const agents::Budget& fallback) {
+  agents::Budget budget = fallback;
+  if (node.IsScalar()) {
+    // `budget: 5000` is shorthand for `budget: {evaluations: 5000}`.
+    budget.evaluations = YamlAs<int64_t>(node, file, path);
+    budget.wall_seconds = 0.0;
+  } else {
+    YamlMap map(node, file, path);
+    budget.evaluations = map.Get<int64_t>("evaluations", fallback.evaluations);
+    budget.wall_seconds = map.Get<double>("wall_seconds", fallback.wall_seconds);
+    map.Finish();
+  }
+  if (budget.evaluations < 0)
+    throw ConfigError("budget evaluations must be >= 0", YamlLocation(node, file, path));
+  if (!(budget.wall_seconds >= 0.0)) {
+    throw ConfigError("budget wall_seconds must be >= 0", YamlLocation(node, file, path));
+  }
+  return budget;
+}
+
+// `seeds: 3` means 0, 1, 2; `seeds: [7, 11]` lists them.
+std::vector<uint64_t> ParseSeeds(const YAML::Node& node, const std::string& file, const std::string& path) {
+  std::vector<uint64_t> seeds;
+  if (node.IsScalar()) {
+    const int64_t count = YamlAs<int64_t>(node, file, path);
+    if (count < 1 || count > 100000) {
+      throw ConfigError("seeds must be a count in [1, 100000] or a list of seeds",
+                        YamlLocation(node, file, path));
+    }
+    for (int64_t s = 0; s < count; ++s) seeds.push_back(static_cast<uint64_t>(s));
+  } else if (node.IsSequence()) {
+    std::set<uint64_t> seen;
+    for (size_t i = 0; i < node.size(); ++i) {
+      const std::string element = path + "[" + std::to_string(i) + "]";
+      const int64_t seed = YamlAs<int64_t>(node[i], file, element);
+      if (seed < 0) throw ConfigError("a seed must be >= 0", YamlLocation(node[i], file, element));
+      if (!seen.insert(static_cast<uint64_t>(seed)).second) {
+        throw ConfigError("seed " + std::to_string(seed) + " is listed twice",
+                          YamlLocation(node[i], file, element));
+      }
+      seeds.push_back(static_cast<uint64_t>(seed));
+    }
+    if (seeds.empty()) throw ConfigError("the list of seeds is empty", YamlLocation(node, file, path));
+  } else {
+    throw ConfigError("seeds must be a count or a list of seeds", YamlLocation(node, file, path));
+  }
+  return seeds;
+}
+
+// A scalar or a list of scalars as a list of strings.
+std::vector<std::string> StringList(const YAML::Node& node, const std::string& file,
+                                    const std::string& path) {
+  std::vector<std::string> out;
+  if (!node || node.IsNull()) return out;
+  if (node.IsScalar()) return {YamlAs<std::string>(node, file, path)};
+  if (!node.IsSequence())
+    throw ConfigError("expected a name or a list of names", YamlLocation(node, file, path));
+  for (size_t i = 0; i < node.size(); ++i) {
+    out.push_back(YamlAs<std::string>(node[i], file, path + "[" + std::to_string(i) + "]"));
+  }
+  return out;
+}
+
+AgentSpec ParseAgent(YamlMap& map, const ExperimentConfig& config) {
+  AgentSpec spec;
+  spec.where = map.Where();
+  spec.name = map.Require<std::string>("name");
+  const std::vector<std::string> names = agents::AgentNames();
+  if (std::find(names.begin(), names.end(), spec.name) == names.end()) {
+    map.Fail("name", "unknown agent '" + spec.name + "'." + DidYouMean(spec.name, names),
+             "valid agents are: " + Join(names, ", "));
+  }
+  spec.label = map.Get<std::string>("label", spec.name);
+  if (spec.label.empty()) map.Fail("label", "an agent label must not be empty");
+  // reset() rebinds; operator= on a yaml-cpp node would write through to the tree
+  // (and throws on the invalid node a missing key gives).
+  spec.options.reset(Defined(map.Node("options")));
+  spec.options_file = map.file();
+  spec.options_path = map.ChildPath("options");
+  if (spec.options && spec.options.IsScalar()) {
+    // `options: configs/agents/brkga.yaml` reads the options from a file.
+    spec.options_file = YamlAs<std::string>(spec.options, map.file(), spec.options_path);
+    if (!std::filesystem::is_regular_file(spec.options_file)) {
+      map.Fail("options", "no agent options file '" + spec.options_file + "'",
+               "give a mapping of options or the path of a YAML file of options (e.g. configs/agents/" +
+                   spec.name + ".yaml)");
+    }
+    spec.options.reset(LoadYamlFile(spec.options_file));
+    spec.options_path = "";
+  }
+  if (!spec.options || spec.options.IsNull()) spec.options.reset(YAML::Node(YAML::NodeType::Map));
+  if (!spec.options.IsMap()) {
+    throw ConfigError("agent options must be a mapping of key: value pairs",
+                      YamlLocation(spec.options, spec.options_file, spec.options_path));
+  }
+  spec.budget = config.budget;
+  if (map.Has("budget"))
+    spec.budget = ParseBudget(map.Node("budget"), map.file(), map.ChildPath("budget"), config.budget);
+  spec.seeds = config.seeds;
+  if (map.Has("seeds")) spec.seeds = ParseSeeds(map.Node("seeds"), map.file(), map.ChildPath("seeds"));
+  map.Finish();
+  // Build the agent once so that bad options fail now, not hours into a run.
+  YamlMap options(spec.options, spec.options_file, spec.options_path);
+  agents::MakeAgent(spec.name, options);
+  options.Finish();
+  return spec;
+}
+
+}  // namespace
+
+sim::Cluster LoadClusterAt(const std::string& preset_or_path, const Location& where) {
+  try {
+    return sim::LoadCluster(preset_or_path);
+  } catch (const ConfigError& e) {
+    // Not found: sim names only the bare name; errors inside the file keep their own line.
+    if (e.where().file == preset_or_path && e.where().line == 0)
+      throw ConfigError(e.message(), where, e.hint());
+    throw;
+  }
+}
+
+sim::SimOptions ParseSimOptions(YamlMap& map) {
+  sim::SimOptions options;
+  options.track_memory = map.Get<bool>("track_memory", options.track_memory);
+  options.infeasible_step_time = map.Get<double>("infeasible_step_time", options.infeasible_step_time);
+  options.stop_at_oom = map.Get<bool>("stop_at_oom", options.stop_at_oom);
+  options.reuse_transfers = map.Get<bool>("reuse_transfers", options.reuse_transfers);
+  options.oom_live_tensors = map.Get<int>("oom_live_tensors", options.oom_live_tensors);
+  map.Finish();
+  return options;
+}
+
+agents::Objective ParseObjective(const YAML::Node& node, const std::string& file, const std::string& path) {
+  agents::Objective objective;
+  if (!node || node.IsNull()) return objective;
+  if (node.IsScalar()) {
+    objective.kind =
+        agents::ParseObjectiveKind(YamlAs<std::string>(node, file, path), YamlLocation(node, file, path));
+    return objective;
+  }
+  YamlMap map(node, file, path);
+  objective.kind = agents::ParseObjectiveKind(map.Require<std::string>("kind"), map.Where("kind"));
+  objective.memory_weight = map.Get<double>("memory_weight", objective.memory_weight);
+  objective.reference_step_time = map.Get<double>("reference_step_time", objective.reference_step_time);
+  map.Finish();
+  if (!(objective.memory_weight >= 0.0)) map.Fail("memory_weight", "memory_weight must be >= 0");
+  if (!(objective.reference_step_time > 0.0)) {
+    map.Fail("reference_step_time", "reference_step_time must be > 0 (seconds)");
+  }
+  if (objective.kind != agents::ObjectiveKind::kWeighted &&
+      (map.Has("memory_weight") || map.Has("reference_step_time"))) {
+    map.Fail("kind", "memory_weight and reference_step_time apply only to kind: weighted");
+  }
+  return objective;
+}
+
+const char* ObjectiveKindName(agents::ObjectiveKind kind) {
+  switch (kind) {
+    case agents::ObjectiveKind::kStepTime:
+      return "step_time";
+    case agents::ObjectiveKind::kPeakMemory:
+      return "peak_memory";
+    case agents::ObjectiveKind::kWeighted:
+      return "weighted";
+  }
+  return "step_time";
+}
+
+DisplayMetric ObjectiveDisplay(const agents::Objective& objective, double step_time_s,
+                               double peak_memory_bytes, double score) {
+  switch (objective.kind) {
+    case agents::ObjectiveKind::kStepTime:
+      return {"ms", step_time_s * 1e3};
+    case agents::ObjectiveKind::kPeakMemory:
+      return {"GiB", peak_memory_bytes / static_cast<double>(1ULL << 30)};
+    case agents::ObjectiveKind::kWeighted:
+      break;
+  }
+  return {"", score};
+}
+
+ExperimentConfig ParseExperiment(const YAML::Node& root, const std::string& source) {
+  if (!root || !root.IsMap()) {
+    throw ConfigError("an experiment must be a YAML mapping", YamlLocation(root, source, ""),
+                      "see docs/EXPERIMENTS.md for the schema");
+  }
+  ExperimentConfig config;
+  config.source = source;
+  config.resolved = YAML::Clone(root);
+  YamlMap map = YamlMap::Root(root, source);
+
+  const std::string stem = source.empty() ? "experiment" : fs::path(source).stem().string();
+  config.name = map.Get<std::string>("name", stem);
+  if (config.name.empty() || SafeFileName(config.name) != config.name) {
+    map.Fail("name", "an experiment name may use only letters, digits, '.', '_' and '-'");
+  }
+  map.Get<std::string>("description", "");
+
+  // Graphs: a suite file, inline entries, or both (suite entries first).
+  const bool has_suite = map.Has("suite");
+  const bool has_graphs = map.Has("graphs");
+  if (!has_suite && !has_graphs) {
+    map.Fail("", "the experiment names no graphs", "add suite: <suite.yaml> or a graphs: list");
+  }
+  config.splits = StringList(map.Node("split"), source, map.ChildPath("split"));
+  if (has_suite) {
+    config.suite = map.Require<std::string>("suite");
+    for (GraphEntry& entry : LoadSuiteEntries(config.suite, map.Where("suite"))) {
+      config.graphs.push_back(std::move(entry));
+    }
+  }
+  if (has_graphs) {
+    for (GraphEntry& entry : ParseGraphEntries(map.Node("graphs"), source, map.ChildPath("graphs"))) {
+      config.graphs.push_back(std::move(entry));
+    }
+  }
+  if (!config.splits.empty()) {
+    std::set<std::string> present;
+    for (const GraphEntry& entry : config.graphs) present.insert(entry.split);
+    for (const std::string& split : config.splits) {
+      if (!present.count(split)) {
+        map.Fail("split", "no graph belongs to split '" + split + "'",
+                 "the graphs' splits are: " +
+                     Join(std::vector<std::string>(present.begin(), present.end()), ", "));
+      }
+    }
+    std::erase_if(config.graphs, [&](const GraphEntry& entry) {
+      return std::find(config.splits.begin(), config.splits.end(), entry.split) == config.splits.end();
+    });
+  }
+  if (config.graphs.empty()) map.Fail(has_suite ? "suite" : "graphs", "the experiment has no graphs");
+  std::set<std::string> graph_names;
+  for (const GraphEntry& entry : config.graphs) {
+    if (!graph_names.insert(entry.name).second) {
+      throw ConfigError("two graphs are both named '" + entry.name + "'", entry.where,
+                        "give each graph entry a distinct name: key");
+    }
+  }
+
+  // Machines and the simulator.
+  config.clusters = StringList(map.Node("clusters"), source, map.ChildPath("clusters"));
+  if (config.clusters.empty())
+    map.Fail("clusters", "the experiment names no clusters", "e.g. clusters: [p100x4_pcie]");
+  {
+    const YAML::Node clusters = map.Node("clusters");
+    std::set<std::string> seen;
+    for (size_t i = 0; i < config.clusters.size(); ++i) {
+      const YAML::Node item = clusters.IsSequence() ? clusters[i] : clusters;
+      const Location where =
+          YamlLocation(item, source, map.ChildPath("clusters") + "[" + std::to_string(i) + "]");
+      if (!seen.insert(config.clusters[i]).second) {
+        throw ConfigError("cluster '" + config.clusters[i] + "' is listed twice", where);
+      }
+      LoadClusterAt(config.clusters[i], where);
+    }
+  }
+  const YAML::Node cost_model = map.Node("cost_model");
+  if (cost_model && cost_model.IsScalar()) {
+    config.cost_model = YamlAs<std::string>(cost_model, source, "cost_model");
+  } else if (cost_model && cost_model.IsMap()) {
+    YamlMap cm(cost_model, source, "cost_model");
+    config.cost_model = cm.Require<std::string>("name");
+    config.cost_model_options.reset(Defined(cm.Node("options")));
+    cm.Finish();
+  } else if (cost_model && !cost_model.IsNull()) {
+    map.Fail("cost_model", "cost_model must be a name or {name: ..., options: {...}}");
+  }
+  if (!config.cost_model_options || config.cost_model_options.IsNull()) {
+    config.cost_model_options.reset(YAML::Node(YAML::NodeType::Map));
+  }
+  {
+    const std::vector<std::string> models = sim::CostModelNames();
+    if (std::find(models.begin(), models.end(), config.cost_model) == models.end()) {
+      map.Fail("cost_model",
+               "unknown cost model '" + config.cost_model + "'." + DidYouMean(config.cost_model, models),
+               "valid cost models are: " + Join(models, ", "));
+    }
+    sim::MakeCostModel(config.cost_model, config.cost_model_options, source);
+  }
+  YamlMap sim_map = map.Child("sim");
+  config.sim = ParseSimOptions(sim_map);
+  config.objective = ParseObjective(map.Node("objective"), source, "objective");
+
+  // Budgets, seeds, agents.
+  if (map.Has("budget")) config.budget = ParseBudget(map.Node("budget"), source, "budget", config.budget);
+  if (map.Has("seeds")) config.seeds = ParseSeeds(map.Node("seeds"), source, "seeds");
+  if (!map.Has("agents"))
+    map.Fail("", "the experiment names no agents", "add an agents: list of {name: ...}");
+  std::set<std::string> labels;
+  for (YamlMap& agent_map : map.ChildList("agents")) {
+    AgentSpec spec = ParseAgent(agent_map, config);
+    if (!labels.insert(spec.label).second) {
+      agent_map.Fail("", "two agents are both labelled '" + spec.label + "'",
+                     "give each agent entry a distinct label: (it names the agent in results and tables)");
+    }
+    config.agents.push_back(std::move(spec));
+  }
+  if (config.agents.empty()) map.Fail("agents", "the list of agents is empty");
+
+  config.reference = map.Get<std::string>("reference", config.agents.front().label);
+  if (!labels.count(config.reference)) {
+    const std::vector<std::string> valid(labels.begin(), labels.end());
+    map.Fail(
+        "reference",
+        "reference '" + config.reference + "' is not an agent label." + DidYouMean(config.reference, valid),
+        "valid labels are: " + Join(valid, ", "));
+  }
+  config.output = map.Get<std::string>("output", "runs/" + config.name);
+  if (config.output.empty()) map.Fail("output", "output must name a folder");
+  config.parallel_cells = map.Get<bool>("parallel_cells", false);
+  map.Finish();
+  return config;
+}
+
+ExperimentConfig LoadExperiment(const std::string& path, const std::vector<std::string>& overrides) {
+  YAML::Node root = LoadYamlFile(path);
+  if (!root.IsMap()) {
+    throw ConfigError("an experiment must be a YAML mapping", Location{path, 1},
+                      "see docs/EXPERIMENTS.md for the schema");
+  }
+  for (const std::string& assignment : overrides) ApplyOverride(root, assignment);
+  return ParseExperiment(root, path);
+}
+
+}  // namespace gosim::experiments

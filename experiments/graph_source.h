@@ -1,0 +1,45 @@
+// The graphs of an experiment: entries of a suite file (graphs/suite.h) or
+// listed inline under `graphs:` in the same entry syntax, and the `--graph`
+// argument of `gosim optimize` (a file, or `gen:NAME[:k=v,...]`).
+//
+// An entry is only a description until the runner materializes it, one
+// graph at a time, so that a large suite never sits in memory at once.
+#ifndef GOSIM_EXPERIMENTS_GRAPH_SOURCE_H_
+#define GOSIM_EXPERIMENTS_GRAPH_SOURCE_H_
+
+#include <yaml-cpp/yaml.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "graphs/graph.h"
+#include "graphs/suite.h"
+
+namespace gosim::experiments {
+
+struct GraphEntry {
+  std::string name;          // unique within the experiment; names rows, files and results
+  std::string split;         // "train", "valid", "test" or "" when the entry has none
+  graphs::SuiteEntry entry;  // what MaterializeGraph builds
+  nlohmann::json identity;   // canonical description, part of each cell's identity
+  Location where;            // the entry in its file, for messages
+};
+
+// The entries of suite file `path`; `where` locates the `suite:` key.
+std::vector<GraphEntry> LoadSuiteEntries(const std::string& path, const Location& where);
+
+// Inline `graphs:` entries of an experiment, in the suite entry syntax.
+std::vector<GraphEntry> ParseGraphEntries(const YAML::Node& list, const std::string& file,
+                                          const std::string& path);
+
+// `gen:NAME[:k=v,...]` or a graph file path (the syntax of `gosim graphs`).
+GraphEntry ParseGraphArgument(const std::string& text);
+
+// Builds (generates or loads) the graph of `entry`.
+graphs::Graph MaterializeGraph(const GraphEntry& entry);
+
+}  // namespace gosim::experiments
+
+#endif  // GOSIM_EXPERIMENTS_GRAPH_SOURCE_H_

@@ -1,0 +1,324 @@
+#include "experiments/runner.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <tbb/parallel_for.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+
+#include "core/error.h"
+#include "core/io.h"
+#include "core/log.h"
+#include "core/progress.h"
+#include "core/strings.h"
+#include "sim/cost_model.h"
+#include "sim/decision.h"
+
+namespace gosim::experiments {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+// Holds an exclusive flock on `<folder>/.lock` for the lifetime of a run.
+class FolderLock {
+ public:
+  explicit FolderLock(const std::string& folder) : path_(folder + "/.lock") {
+    fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT, 0644);
+    if (fd_ < 0) throw IoError(std::string("cannot create lock file: ") + std::strerror(errno), {path_});
+    if (::flock(fd_, LOCK_EX | LOCK_NB) != 0) {
+      ::close(fd_);
+      throw StateError("another gosim run is using this run folder", Location{path_},
+                       "wait for it to finish, or set output: to another folder");
+    }
+  }
+  ~FolderLock() {
+    ::flock(fd_, LOCK_UN);
+    ::close(fd_);
+  }
+  FolderLock(const FolderLock&) = delete;
+  FolderLock& operator=(const FolderLock&) = delete;
+
+ private:
+  std::string path_;
+  int fd_ = -1;
+};
+
+std::string EmitYaml(const YAML::Node& node) {
+  YAML::Emitter out;
+  out << node;
+  return std::string(out.c_str()) + "\n";
+}
+
+// Writes config.yaml; a different earlier one is kept as config.<time>.yaml.
+void WriteConfigCopy(const ExperimentConfig& config, const std::string& folder) {
+  const std::string path = folder + "/config.yaml";
+  const std::string text = EmitYaml(config.resolved);
+  if (FileExists(path)) {
+    const std::string previous = ReadFile(path);
+    if (previous == text) return;
+    std::string stamp = UtcNow();
+    std::replace(stamp.begin(), stamp.end(), ':', '-');
+    const std::string kept = folder + "/config." + stamp + ".yaml";
+    std::error_code ec;
+    fs::rename(path, kept, ec);
+    if (ec) throw IoError("cannot keep the previous config: " + ec.message(), {path});
+    GOSIM_LOG(Info) << "the experiment differs from the one run before in " << folder
+                    << "; the earlier config is kept as " << kept;
+  }
+  WriteFileAtomic(path, text);
+}
+
+// The agent's score in words, for progress lines.
+std::string DescribeScore(const agents::Objective& objective, double score) {
+  if (!std::isfinite(score)) return "none yet";
+  if (score >= agents::Objective::kInfeasibleBase) return "infeasible so far";
+  switch (objective.kind) {
+    case agents::ObjectiveKind::kStepTime:
+      return FormatSeconds(score);
+    case agents::ObjectiveKind::kPeakMemory:
+      return FormatBytes(score);
+    case agents::ObjectiveKind::kWeighted:
+      break;
+  }
+  char buffer[32];
+  std::snprintf(buffer, sizeof(buffer), "%.4f", score);
+  return buffer;
+}
+
+struct RunState {
+  const ExperimentConfig& config;
+  std::string folder;
+  std::vector<sim::Cluster> clusters;
+  std::shared_ptr<const sim::CostModel> cost_model;
+  std::vector<Cell> cells;
+  ResultsLog log;
+  std::mutex write_mutex;  // the log and the derived files
+};
+
+void WriteDerivedFiles(RunState& state) {
+  WriteFileAtomic(state.folder + "/curves.csv", CurvesCsv(state.log.records()));
+  const Summary summary = Summarize(state.config, state.cells, state.log);
+  WriteFileAtomic(state.folder + "/summary.md", summary.ToMarkdown());
+  WriteFileAtomic(state.folder + "/summary.csv", summary.ToCsv());
+}
+
+// Runs one cell and commits its files. Thread-safe.
+void RunCell(RunState& state, const Cell& cell, size_t position, const graphs::Graph& graph,
+             const sim::Evaluator& evaluator, bool show_bar) {
+  const ExperimentConfig& config = state.config;
+  const AgentSpec& spec = config.agents[static_cast<size_t>(cell.agent)];
+  const sim::Cluster& cluster = state.clusters[static_cast<size_t>(cell.cluster)];
+  const std::string cluster_name = config.clusters[static_cast<size_t>(cell.cluster)];
+  const std::string counter =
+      "cell " + std::to_string(position + 1) + "/" + std::to_string(state.cells.size());
+  GOSIM_LOG(Info) << counter << ": " << graph.name() << " on " << cluster_name << ", " << spec.label
+                  << ", seed " << cell.seed << " [" << cell.id << "]";
+
+  YamlMap options(spec.options, spec.options_file, spec.options_path);
+  std::unique_ptr<agents::Agent> agent = agents::MakeAgent(spec.name, options);
+  const agents::Problem problem{graph, cluster, evaluator, config.objective, cell.budget, cell.seed};
+  const SolveResult solved = Solve(*agent, problem, show_bar ? counter + " " + spec.label : std::string());
+
+  const std::string decision = "decisions/" + cell.FileStem(config) + ".json";
+  sim::SaveDecision(state.folder + "/" + decision, solved.result.best, graph, cluster);
+
+  CellRecord record;
+  record.cell = cell.id;
+  record.experiment = config.name;
+  record.graph = config.graphs[static_cast<size_t>(cell.graph)].name;
+  record.nodes = graph.num_nodes();
+  record.edges = graph.num_edges();
+  record.cluster = cluster_name;
+  record.devices = cluster.num_devices();
+  record.agent = spec.name;
+  record.label = spec.label;
+  record.seed = cell.seed;
+  record.budget = cell.budget;
+  record.objective = ObjectiveKindName(config.objective.kind);
+  record.best_objective = solved.score;
+  record.feasible = solved.final.feasible;
+  record.step_time = solved.final.step_time;
+  record.peak_memory = solved.final.peak_memory;
+  record.oom_device = solved.final.oom_device;
+  record.evaluations = solved.result.evaluations;
+  record.simulations = solved.simulations;
+  record.wall_seconds = solved.wall_seconds;
+  record.extra = solved.result.extra;
+  record.curve = CompressCurve(solved.result.curve);
+  record.decision = decision;
+  record.finished_at = UtcNow();
+  record.identity = cell.identity;
+
+  {
+    std::lock_guard<std::mutex> lock(state.write_mutex);
+    state.log.Append(record);
+    WriteDerivedFiles(state);
+  }
+  const DisplayMetric shown =
+      ObjectiveDisplay(config.objective, record.step_time, record.peak_memory, record.best_objective);
+  char value[64];
+  std::snprintf(value, sizeof(value), "%.4g %s", shown.value, shown.unit);
+  GOSIM_LOG(Info) << counter << " done: " << (record.feasible ? value : "infeasible") << " after "
+                  << record.evaluations << " evaluations in " << FormatSeconds(record.wall_seconds);
+}
+
+}  // namespace
+
+SolveResult Solve(agents::Agent& agent, const agents::Problem& problem, const std::string& progress_label) {
+  std::unique_ptr<ProgressBar> bar;
+  std::atomic<int64_t> shown{0};
+  agents::ProgressFn progress;
+  if (!progress_label.empty()) {
+    bar = std::make_unique<ProgressBar>(progress_label, problem.budget.evaluations);
+    progress = [&](int64_t evaluations, double best) {
+      int64_t previous = shown.load();
+      while (evaluations > previous && !shown.compare_exchange_weak(previous, evaluations)) {
+      }
+      bar->SetStatus("best " + DescribeScore(problem.objective, best));
+      if (evaluations > previous) bar->Add(evaluations - previous);
+    };
+  }
+  const int64_t before = problem.evaluator.evaluations();
+  const auto start = std::chrono::steady_clock::now();
+  SolveResult out;
+  out.result = agent.Optimize(problem, progress);
+  out.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  out.simulations = problem.evaluator.evaluations() - before;
+  if (bar) bar->Finish();
+  sim::ValidateDecision(out.result.best, problem.graph, problem.cluster);
+  out.final = problem.evaluator.Evaluate(out.result.best);
+  out.score = problem.objective.Score(out.final, problem.cluster);
+  return out;
+}
+
+std::vector<CellStatus> ListCells(const ExperimentConfig& config) {
+  const ResultsLog log(config.output + "/results.jsonl");
+  std::vector<CellStatus> out;
+  for (Cell& cell : ExpandGrid(config)) {
+    const bool finished = log.Has(cell.id);
+    out.push_back({std::move(cell), finished});
+  }
+  return out;
+}
+
+RunReport RunExperiment(const ExperimentConfig& config, const RunOptions& options) {
+  RunReport report;
+  report.folder = config.output;
+  std::error_code ec;
+  fs::create_directories(config.output, ec);
+  if (ec)
+    throw IoError("cannot create the run folder: " + ec.message(), {config.output}, "set output: elsewhere");
+  FolderLock lock(config.output);
+  WriteConfigCopy(config, config.output);
+
+  RunState state{config,  config.output,      {},
+                 nullptr, ExpandGrid(config), ResultsLog(config.output + "/results.jsonl"),
+                 {}};
+  report.total_cells = static_cast<int64_t>(state.cells.size());
+
+  // Cells still to run, grouped by graph (the grid is graph-major).
+  std::vector<size_t> pending;
+  for (size_t i = 0; i < state.cells.size(); ++i) {
+    if (state.log.Has(state.cells[i].id)) {
+      ++report.already_finished;
+    } else {
+      pending.push_back(i);
+    }
+  }
+  if (options.max_cells >= 0 && static_cast<int64_t>(pending.size()) > options.max_cells) {
+    pending.resize(static_cast<size_t>(options.max_cells));
+  }
+  if (report.already_finished > 0) {
+    GOSIM_LOG(Info) << "resuming " << config.output << ": " << report.already_finished << " of "
+                    << report.total_cells << " cells already finished";
+  }
+  GOSIM_LOG(Info) << "experiment " << config.name << ": " << report.total_cells << " cells ("
+                  << config.graphs.size() << " graphs x " << config.clusters.size() << " clusters x "
+                  << config.agents.size() << " agents x seeds), " << pending.size() << " to run";
+
+  if (!pending.empty()) {
+    for (const std::string& cluster : config.clusters) state.clusters.push_back(sim::LoadCluster(cluster));
+    state.cost_model = sim::MakeCostModel(config.cost_model, config.cost_model_options, config.source);
+  }
+  const bool show_bar = options.progress && !config.parallel_cells;
+  std::mutex report_mutex;
+  auto run_guarded = [&](size_t position, const graphs::Graph& graph, const sim::Evaluator& evaluator) {
+    const Cell& cell = state.cells[position];
+    try {
+      RunCell(state, cell, position, graph, evaluator, show_bar);
+      std::lock_guard<std::mutex> guard(report_mutex);
+      ++report.ran;
+    } catch (const Error& e) {
+      GOSIM_LOG(Error) << "cell " << cell.id << " failed: " << e.kind() << ": " << e.what()
+                       << " (it runs again next time)";
+      std::lock_guard<std::mutex> guard(report_mutex);
+      report.failed.push_back(cell.id + ": " + e.what());
+    }
+  };
+
+  size_t next = 0;
+  while (next < pending.size()) {
+    const int32_t g = state.cells[pending[next]].graph;
+    size_t end = next;
+    while (end < pending.size() && state.cells[pending[end]].graph == g) ++end;
+    const GraphEntry& entry = config.graphs[static_cast<size_t>(g)];
+    graphs::Graph graph;
+    try {
+      graph = MaterializeGraph(entry);
+    } catch (const Error& e) {
+      GOSIM_LOG(Error) << "graph " << entry.name << " failed to load: " << e.kind() << ": " << e.what();
+      for (size_t i = next; i < end; ++i)
+        report.failed.push_back(state.cells[pending[i]].id + ": " + e.what());
+      next = end;
+      continue;
+    }
+    GOSIM_LOG(Info) << "graph " << entry.name << ": " << graph.num_nodes() << " nodes, " << graph.num_edges()
+                    << " edges";
+    if (config.parallel_cells) {
+      // Each concurrent cell gets its own Evaluator: agents budget by the
+      // evaluator's counter, which must not mix two cells' calls.
+      tbb::parallel_for(next, end, [&](size_t i) {
+        const size_t position = pending[i];
+        const sim::Evaluator evaluator(graph,
+                                       state.clusters[static_cast<size_t>(state.cells[position].cluster)],
+                                       state.cost_model, config.sim);
+        run_guarded(position, graph, evaluator);
+      });
+    } else {
+      std::unique_ptr<sim::Evaluator> evaluator;
+      int32_t evaluator_cluster = -1;
+      for (size_t i = next; i < end; ++i) {
+        const size_t position = pending[i];
+        const int32_t c = state.cells[position].cluster;
+        if (c != evaluator_cluster) {
+          evaluator.reset();
+          evaluator = std::make_unique<sim::Evaluator>(graph, state.clusters[static_cast<size_t>(c)],
+                                                       state.cost_model, config.sim);
+          evaluator_cluster = c;
+        }
+        run_guarded(position, graph, *evaluator);
+      }
+    }
+    next = end;
+  }
+
+  {
+    std::lock_guard<std::mutex> lock_files(state.write_mutex);
+    WriteDerivedFiles(state);
+  }
+  report.summary = Summarize(config, state.cells, state.log);
+  return report;
+}
+
+}  // namespace gosim::experiments

@@ -1,0 +1,77 @@
+// The experiment runner behind `gosim run`, and the one-problem solve behind
+// `gosim optimize`.
+//
+// RunExperiment expands the grid, skips the cells already in the run
+// folder's results.jsonl, runs the others in grid order (graph, cluster,
+// agent, seed) and writes the files described in experiments/results.h after
+// every cell, so an interrupted run loses at most the cell in progress. One
+// process at a time may use a run folder (an flock'd `.lock` file).
+//
+// Cells run one after another by default; agents parallelize inside. With
+// `parallel_cells: true` the cells of one graph run concurrently, each with
+// its own Evaluator; results are the same as sequential runs for agents whose
+// budget is in evaluations (wall-clock budgets are inherently not
+// reproducible), only the order of the lines in results.jsonl changes.
+#ifndef GOSIM_EXPERIMENTS_RUNNER_H_
+#define GOSIM_EXPERIMENTS_RUNNER_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "agents/agent.h"
+#include "experiments/cells.h"
+#include "experiments/experiment_config.h"
+#include "experiments/summary.h"
+#include "graphs/graph.h"
+#include "sim/cluster.h"
+#include "sim/evaluator.h"
+
+namespace gosim::experiments {
+
+struct RunOptions {
+  // Run at most this many unfinished cells, then stop as if interrupted
+  // (-1 = all). Used by tests and to run a grid in slices.
+  int64_t max_cells = -1;
+  // Show a progress bar per cell (on a terminal; plain log lines otherwise).
+  bool progress = true;
+};
+
+struct RunReport {
+  std::string folder;               // the run folder
+  int64_t total_cells = 0;          // cells of the grid
+  int64_t already_finished = 0;     // skipped because results.jsonl had them
+  int64_t ran = 0;                  // finished by this call
+  std::vector<std::string> failed;  // "cell id: error" of cells that threw; they run again next time
+  Summary summary;                  // over every finished cell of the grid
+};
+
+// Runs (or resumes) `config`. Throws ConfigError / StateError / IoError for
+// problems with the run folder; an error inside one cell is logged, listed
+// in RunReport::failed, and the run goes on with the next cell.
+RunReport RunExperiment(const ExperimentConfig& config, const RunOptions& options = {});
+
+// The cells of `config` with whether each is finished in its run folder.
+struct CellStatus {
+  Cell cell;
+  bool finished = false;
+};
+std::vector<CellStatus> ListCells(const ExperimentConfig& config);
+
+// One optimization: builds nothing, runs `agent` on the problem, checks the
+// returned decision (ValidateDecision) and re-simulates it so the reported
+// figures come from the simulator, not from the agent.
+struct SolveResult {
+  agents::AgentResult result;
+  sim::Evaluation final;      // the best decision, re-simulated
+  double score = 0.0;         // objective.Score(final)
+  int64_t simulations = 0;    // evaluator calls made by the agent
+  double wall_seconds = 0.0;  // of Optimize()
+};
+// `progress_label` non-empty: a progress bar with that label while it runs.
+SolveResult Solve(agents::Agent& agent, const agents::Problem& problem,
+                  const std::string& progress_label = {});
+
+}  // namespace gosim::experiments
+
+#endif  // GOSIM_EXPERIMENTS_RUNNER_H_

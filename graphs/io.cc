@@ -1,0 +1,71 @@
+#include "graphs/io.h"
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+
+#include "core/error.h"
+#include "core/io.h"
+#include "core/strings.h"
+#include "graphs/costgraph_format.h"
+#include "graphs/json_format.h"
+#include "graphs/onnx_format.h"
+
+namespace gosim::graphs {
+namespace {
+
+std::string WithoutGz(const std::string& path) {
+  std::string lower = path;
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (EndsWith(lower, ".gz")) lower.resize(lower.size() - 3);
+  return lower;
+}
+
+// "dir/graph_abc.pbtxt.gz" -> "graph_abc".
+std::string GraphNameFromPath(const std::string& path) {
+  std::string file = std::filesystem::path(path).filename().string();
+  if (EndsWith(file, ".gz")) file.resize(file.size() - 3);
+  const size_t dot = file.rfind('.');
+  if (dot != std::string::npos && dot > 0) file.resize(dot);
+  return file;
+}
+
+}  // namespace
+
+GraphFormat FormatFromPath(const std::string& path) {
+  const std::string p = WithoutGz(path);
+  if (EndsWith(p, ".json")) return GraphFormat::kJson;
+  if (EndsWith(p, ".pbtxt") || EndsWith(p, ".costgraph") || EndsWith(p, ".txt"))
+    return GraphFormat::kCostGraph;
+  if (EndsWith(p, ".onnx")) return GraphFormat::kOnnx;
+  throw GraphError("unknown graph file type", Location(path),
+                   "graph files end in .json, .pbtxt, .costgraph or .txt (each optionally .gz), or .onnx");
+}
+
+Graph LoadGraph(const std::string& path) {
+  const GraphFormat format = FormatFromPath(path);
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) {
+    throw IoError("is a folder, not a graph file", Location(path), "give the path of a graph file");
+  }
+  const std::string data = ReadFile(path);
+  switch (format) {
+    case GraphFormat::kJson:
+      return ReadGraphJson(data, path);
+    case GraphFormat::kCostGraph:
+      return ReadCostGraphText(data, path, GraphNameFromPath(path));
+    case GraphFormat::kOnnx:
+      return ReadOnnx(data, path, GraphNameFromPath(path));
+  }
+  throw GraphError("unknown graph format", Location(path));
+}
+
+void SaveGraph(const Graph& graph, const std::string& path) {
+  if (FormatFromPath(path) != GraphFormat::kJson) {
+    throw GraphError("gosim writes graphs only as native JSON", Location(path),
+                     "give a path ending in .json or .json.gz");
+  }
+  WriteFileAtomic(path, WriteGraphJson(graph));
+}
+
+}  // namespace gosim::graphs

@@ -1,0 +1,452 @@
+#include "graphs/json_format.h"
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <iterator>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <utility>
+#include <vector>
+
+#include "core/error.h"
+#include "core/strings.h"
+#include "graphs/graph_builder.h"
+
+namespace gosim::graphs {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+constexpr std::string_view kFormatName = "gosim.graph";
+constexpr int64_t kVersion = 1;
+constexpr int kMaxDepth = 64;
+
+const std::vector<std::string> kTopKeys{"format", "version", "name", "metadata", "nodes"};
+const std::vector<std::string> kNodeKeys{
+    "name",       "op",    "flops", "bytes_read", "bytes_written", "outputs", "persistent_bytes",
+    "colocation", "scope", "phase", "measured",   "inputs"};
+const std::vector<std::string> kOutputKeys{"bytes", "shape", "dtype"};
+const std::vector<std::string> kPhaseNames{"forward", "backward", "update"};
+
+// A forward iterator over the text that publishes how far nlohmann's lexer
+// has read, so that the parse callback can tell where each node object starts.
+class TrackingIterator {
+ public:
+  using iterator_category = std::forward_iterator_tag;
+  using value_type = char;
+  using difference_type = std::ptrdiff_t;
+  using pointer = const char*;
+  using reference = const char&;
+
+  TrackingIterator() = default;
+  TrackingIterator(const char* p, const char** read_up_to) : p_(p), read_up_to_(read_up_to) {}
+
+  reference operator*() const { return *p_; }
+  TrackingIterator& operator++() {
+    *read_up_to_ = ++p_;
+    return *this;
+  }
+  TrackingIterator operator++(int) {
+    TrackingIterator old = *this;
+    ++*this;
+    return old;
+  }
+  bool operator==(const TrackingIterator& other) const { return p_ == other.p_; }
+
+ private:
+  const char* p_ = nullptr;
+  const char** read_up_to_ = nullptr;
+};
+
+// 1-based line and column of byte `offset` of `text`.
+Location TextLocation(std::string_view text, size_t offset, const std::string& file) {
+  offset = std::min(offset, text.size());
+  Location where(file, 1, 1);
+  size_t line_start = 0;
+  for (size_t i = 0; i < offset; ++i) {
+    if (text[i] == '\n') {
+      ++where.line;
+      line_start = i + 1;
+    }
+  }
+  where.column = static_cast<int>(offset - line_start) + 1;
+  where.byte_offset = static_cast<int64_t>(offset);
+  return where;
+}
+
+// nlohmann's message without its "[json.exception...] parse error at line L,
+// column C: " prefix (the location is reported separately).
+std::string ParseErrorMessage(const std::string& what) {
+  const size_t column = what.find("column");
+  const size_t colon = column == std::string::npos ? std::string::npos : what.find(": ", column);
+  return colon == std::string::npos ? what : what.substr(colon + 2);
+}
+
+bool IsAllDigits(std::string_view text) {
+  if (text.empty()) return false;
+  for (char c : text) {
+    if (c < '0' || c > '9') return false;
+  }
+  return true;
+}
+
+class Reader {
+ public:
+  Reader(std::string_view text, const std::string& source) : text_(text), source_(source) {}
+
+  Graph Read() {
+    const Json root = Parse();
+    if (!root.is_object()) {
+      Fail("", -1, "a graph file must be a JSON object, not " + std::string(root.type_name()),
+           "see docs/FORMATS.md, 'Graph: native JSON'");
+    }
+    CheckKeys(root, kTopKeys, "", -1);
+    const std::string& format = GetString(Require(root, "format", "", -1), "format", -1);
+    if (format != kFormatName) {
+      Fail("format", -1, "unknown format '" + format + "'", "a gosim graph has \"format\": \"gosim.graph\"");
+    }
+    const Json& version = Require(root, "version", "", -1);
+    if (!version.is_number_integer() || version.get<int64_t>() != kVersion) {
+      Fail("version", -1, "unsupported version " + version.dump(),
+           "this gosim reads version " + std::to_string(kVersion));
+    }
+    const std::string& name = GetString(Require(root, "name", "", -1), "name", -1);
+    const Json& nodes = Require(root, "nodes", "", -1);
+    if (!nodes.is_array())
+      Fail("nodes", -1, "must be an array of nodes, not " + std::string(nodes.type_name()));
+    ComputeNodeLines(nodes.size());
+
+    GraphBuilder builder(name, source_);
+    for (size_t i = 0; i < nodes.size(); ++i) ReadNode(nodes[i], static_cast<int>(i), builder);
+    return builder.Build();
+  }
+
+ private:
+  Json Parse() {
+    const char* read_up_to = text_.data();
+    std::string current_key;
+    auto callback = [&](int depth, Json::parse_event_t event, Json& parsed) {
+      if (depth > kMaxDepth) {
+        // nlohmann copies values recursively; deep nesting would exhaust the stack.
+        throw GraphError("JSON nested deeper than " + std::to_string(kMaxDepth) + " levels",
+                         TextLocation(text_, static_cast<size_t>(read_up_to - text_.data()) - 1, source_),
+                         "a graph file nests objects and arrays only a few levels deep");
+      }
+      if (depth == 1 && event == Json::parse_event_t::key) {
+        current_key = parsed.get<std::string>();
+        if (current_key == "nodes") node_offsets_.clear();  // a repeated key: the last one wins
+      } else if (depth == 2 && current_key == "nodes" &&
+                 (event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start ||
+                  event == Json::parse_event_t::value)) {
+        // Where each entry of "nodes" starts (for a number or string: where it ends).
+        node_offsets_.push_back(static_cast<size_t>(read_up_to - text_.data()) - 1);
+      }
+      return true;
+    };
+    try {
+      return Json::parse(TrackingIterator(text_.data(), &read_up_to),
+                         TrackingIterator(text_.data() + text_.size(), &read_up_to), callback);
+    } catch (const Json::parse_error& e) {
+      const size_t offset = e.byte > 0 ? e.byte - 1 : 0;
+      throw GraphError("invalid JSON: " + ParseErrorMessage(e.what()), TextLocation(text_, offset, source_),
+                       "fix the JSON syntax (a truncated file ends early)");
+    }
+  }
+
+  // Converts the node start offsets to lines and columns in one pass.
+  void ComputeNodeLines(size_t num_nodes) {
+    if (node_offsets_.size() != num_nodes) node_offsets_.clear();  // unexpected: report no lines then
+    node_lines_.resize(node_offsets_.size());
+    int line = 1;
+    size_t line_start = 0;
+    size_t pos = 0;
+    for (size_t k = 0; k < node_offsets_.size(); ++k) {
+      const size_t target = std::min(node_offsets_[k], text_.size());
+      for (; pos < target; ++pos) {
+        if (text_[pos] == '\n') {
+          ++line;
+          line_start = pos + 1;
+        }
+      }
+      node_lines_[k] = {line, static_cast<int>(target - line_start) + 1};
+    }
+  }
+
+  // Location of JSON path `path`; `node` >= 0 adds the line where that node starts.
+  Location At(const std::string& path, int node) const {
+    Location where(source_);
+    if (node >= 0 && static_cast<size_t>(node) < node_lines_.size()) {
+      where.line = node_lines_[static_cast<size_t>(node)].first;
+      where.column = node_lines_[static_cast<size_t>(node)].second;
+    }
+    where.path = path;
+    return where;
+  }
+
+  [[noreturn]] void Fail(const std::string& path, int node, const std::string& message,
+                         const std::string& hint = {}) const {
+    throw GraphError(message, At(path, node), hint);
+  }
+
+  static std::string Child(const std::string& path, const std::string& key) {
+    return path.empty() ? key : path + "." + key;
+  }
+  static std::string Element(const std::string& path, size_t index) {
+    return path + "[" + std::to_string(index) + "]";
+  }
+
+  void CheckKeys(const Json& object, const std::vector<std::string>& allowed, const std::string& path,
+                 int node) const {
+    for (const auto& [key, value] : object.items()) {
+      bool known = false;
+      for (const std::string& a : allowed) known = known || key == a;
+      if (!known) {
+        Fail(Child(path, key), node, "unknown key '" + key + "'." + DidYouMean(key, allowed),
+             "valid keys here: " + Join(allowed, ", "));
+      }
+    }
+  }
+
+  const Json& Require(const Json& object, const std::string& key, const std::string& path, int node) const {
+    auto it = object.find(key);
+    if (it == object.end()) Fail(path, node, "missing required key '" + key + "'");
+    return *it;
+  }
+
+  const std::string& GetString(const Json& v, const std::string& path, int node) const {
+    if (!v.is_string()) Fail(path, node, "must be a string, not " + std::string(v.type_name()));
+    return v.get_ref<const std::string&>();
+  }
+
+  // A non-negative integer (an integral floating-point value is accepted).
+  int64_t GetSize(const Json& v, const std::string& path, int node) const {
+    if (v.is_number_unsigned()) {
+      const uint64_t u = v.get<uint64_t>();
+      if (u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
+        Fail(path, node, "value is too large");
+      return static_cast<int64_t>(u);
+    }
+    if (v.is_number_integer()) {
+      const int64_t x = v.get<int64_t>();
+      if (x < 0) Fail(path, node, "must be >= 0, got " + std::to_string(x));
+      return x;
+    }
+    if (v.is_number_float()) {
+      const double x = v.get<double>();
+      if (x < 0) Fail(path, node, "must be >= 0, got " + v.dump());
+      if (x != std::floor(x) || x >= 9.2e18) Fail(path, node, "must be an integer, got " + v.dump());
+      return static_cast<int64_t>(x);
+    }
+    Fail(path, node, "must be a non-negative integer, not " + std::string(v.type_name()));
+  }
+
+  double GetNonNegative(const Json& v, const std::string& path, int node) const {
+    if (!v.is_number()) Fail(path, node, "must be a number, not " + std::string(v.type_name()));
+    const double x = v.get<double>();
+    if (!(x >= 0)) Fail(path, node, "must be >= 0, got " + v.dump());
+    return x;
+  }
+
+  TensorInfo ReadOutput(const Json& j, const std::string& path, int node) const {
+    if (!j.is_object()) Fail(path, node, "an output must be an object, not " + std::string(j.type_name()));
+    CheckKeys(j, kOutputKeys, path, node);
+    TensorInfo t;
+    if (auto it = j.find("bytes"); it != j.end()) t.bytes = GetSize(*it, Child(path, "bytes"), node);
+    if (auto it = j.find("shape"); it != j.end()) {
+      const std::string shape_path = Child(path, "shape");
+      if (!it->is_array()) Fail(shape_path, node, "must be an array of dimensions");
+      for (size_t d = 0; d < it->size(); ++d)
+        t.shape.push_back(GetSize((*it)[d], Element(shape_path, d), node));
+    }
+    if (auto it = j.find("dtype"); it != j.end()) {
+      const std::string& text = GetString(*it, Child(path, "dtype"), node);
+      t.dtype = ParseDType(text);
+      if (t.dtype == DType::kUnknown && text != DTypeName(DType::kUnknown)) {
+        std::vector<std::string> names;
+        for (int k = 0; k <= static_cast<int>(DType::kBool); ++k) {
+          names.emplace_back(DTypeName(static_cast<DType>(k)));
+        }
+        Fail(Child(path, "dtype"), node, "unknown dtype '" + text + "'." + DidYouMean(text, names),
+             "valid dtypes: " + Join(names, ", "));
+      }
+    }
+    return t;
+  }
+
+  void ReadNode(const Json& j, int index, GraphBuilder& builder) const {
+    const std::string path = Element("nodes", static_cast<size_t>(index));
+    if (!j.is_object()) Fail(path, index, "a node must be an object, not " + std::string(j.type_name()));
+    CheckKeys(j, kNodeKeys, path, index);
+    NodeSpec s;
+    s.where = At(path, index);
+    s.name = GetString(Require(j, "name", path, index), Child(path, "name"), index);
+    s.op = GetString(Require(j, "op", path, index), Child(path, "op"), index);
+    if (auto it = j.find("flops"); it != j.end()) s.flops = GetNonNegative(*it, Child(path, "flops"), index);
+    if (auto it = j.find("bytes_read"); it != j.end()) {
+      s.bytes_read = GetSize(*it, Child(path, "bytes_read"), index);
+    }
+    if (auto it = j.find("bytes_written"); it != j.end()) {
+      s.bytes_written = GetSize(*it, Child(path, "bytes_written"), index);
+    }
+    if (auto it = j.find("persistent_bytes"); it != j.end()) {
+      s.persistent_bytes = GetSize(*it, Child(path, "persistent_bytes"), index);
+    }
+    if (auto it = j.find("outputs"); it != j.end()) {
+      const std::string outputs_path = Child(path, "outputs");
+      if (!it->is_array()) Fail(outputs_path, index, "must be an array of outputs");
+      for (size_t k = 0; k < it->size(); ++k)
+        s.outputs.push_back(ReadOutput((*it)[k], Element(outputs_path, k), index));
+    }
+    if (auto it = j.find("colocation"); it != j.end())
+      s.colocation = GetString(*it, Child(path, "colocation"), index);
+    if (auto it = j.find("scope"); it != j.end()) s.scope = GetString(*it, Child(path, "scope"), index);
+    if (auto it = j.find("phase"); it != j.end()) {
+      const std::string& text = GetString(*it, Child(path, "phase"), index);
+      if (!ParsePhase(text, &s.phase)) {
+        Fail(Child(path, "phase"), index, "unknown phase '" + text + "'." + DidYouMean(text, kPhaseNames),
+             "phase is one of forward, backward, update");
+      }
+    }
+    if (auto it = j.find("measured"); it != j.end()) {
+      const std::string measured_path = Child(path, "measured");
+      if (!it->is_object()) Fail(measured_path, index, "must be an object mapping device kind to seconds");
+      for (const auto& [kind, seconds] : it->items()) {
+        if (kind.empty()) Fail(measured_path, index, "a measured time has an empty device kind");
+        s.measured.push_back(MeasuredTime{kind, GetNonNegative(seconds, Child(measured_path, kind), index)});
+      }
+    }
+    const std::string node_name = s.name;
+    builder.AddNode(std::move(s));
+
+    auto it = j.find("inputs");
+    if (it == j.end()) return;
+    const std::string inputs_path = Child(path, "inputs");
+    if (!it->is_array()) Fail(inputs_path, index, "must be an array of \"producer:output\" strings");
+    for (size_t k = 0; k < it->size(); ++k) {
+      const std::string input_path = Element(inputs_path, k);
+      const std::string& ref = GetString((*it)[k], input_path, index);
+      Location where = At(input_path, index);
+      if (!ref.empty() && ref[0] == '^') {
+        if (ref.size() == 1) Fail(input_path, index, "empty control input '^'", "write ^producer");
+        builder.AddControlEdge(ref.substr(1), node_name, where);
+        continue;
+      }
+      std::string producer = ref;
+      int32_t output = 0;
+      const size_t colon = ref.rfind(':');
+      if (colon != std::string::npos && IsAllDigits(std::string_view(ref).substr(colon + 1))) {
+        const std::string digits = ref.substr(colon + 1);
+        if (digits.size() > 9) Fail(input_path, index, "output index " + digits + " is out of range");
+        output = std::stoi(digits);
+        producer = ref.substr(0, colon);
+      }
+      if (producer.empty()) Fail(input_path, index, "input '" + ref + "' names no producer");
+      builder.AddEdge(producer, node_name, output, where);
+    }
+  }
+
+  std::string_view text_;
+  const std::string& source_;
+  std::vector<size_t> node_offsets_;
+  std::vector<std::pair<int, int>> node_lines_;
+};
+
+// Whether a data input of producer `name` must spell out ":0" because the
+// name itself ends in ":<digits>".
+bool NeedsExplicitIndex(const std::string& name) {
+  const size_t colon = name.rfind(':');
+  return colon != std::string::npos && IsAllDigits(std::string_view(name).substr(colon + 1));
+}
+
+Json NodeJson(const Graph& g, NodeId id) {
+  const Node& node = g.node(id);
+  Json n = Json::object();
+  n["name"] = node.name;
+  n["op"] = g.op_type_name(node.op);
+  if (node.flops != 0) n["flops"] = node.flops;
+  if (node.bytes_read != 0) n["bytes_read"] = node.bytes_read;
+  if (node.bytes_written != 0) n["bytes_written"] = node.bytes_written;
+  if (!node.outputs.empty()) {
+    Json outputs = Json::array();
+    for (const TensorInfo& t : node.outputs) {
+      Json o = Json::object();
+      o["bytes"] = t.bytes;
+      if (!t.shape.empty()) o["shape"] = t.shape;
+      if (t.dtype != DType::kUnknown) o["dtype"] = DTypeName(t.dtype);
+      outputs.push_back(std::move(o));
+    }
+    n["outputs"] = std::move(outputs);
+  }
+  if (node.persistent_bytes != 0) n["persistent_bytes"] = node.persistent_bytes;
+  if (node.colocation >= 0) n["colocation"] = g.colocation_groups()[static_cast<size_t>(node.colocation)];
+  if (!node.scope.empty()) n["scope"] = node.scope;
+  if (node.phase != Phase::kForward) n["phase"] = PhaseName(node.phase);
+  if (!node.measured.empty()) {
+    Json measured = Json::object();
+    for (const MeasuredTime& m : node.measured) {
+      if (measured.contains(m.device_kind)) {
+        throw GraphError(
+            "node '" + node.name + "' has two measured times for device kind '" + m.device_kind + "'",
+            Location(g.source()), "keep one measured time per device kind");
+      }
+      measured[m.device_kind] = m.seconds;
+    }
+    n["measured"] = std::move(measured);
+  }
+  Json inputs = Json::array();
+  for (EdgeId e : g.in_edges(id)) {
+    const Edge& edge = g.edge(e);
+    if (edge.is_control()) continue;
+    const std::string& producer = g.node(edge.src).name;
+    if (!producer.empty() && producer[0] == '^') {
+      throw GraphError("node '" + producer + "' has a name starting with '^' and consumers of its data",
+                       Location(g.source()), "rename the node; '^' marks control inputs in this format");
+    }
+    if (edge.output_index == 0 && !NeedsExplicitIndex(producer)) {
+      inputs.push_back(producer);
+    } else {
+      inputs.push_back(producer + ":" + std::to_string(edge.output_index));
+    }
+  }
+  for (EdgeId e : g.in_edges(id)) {
+    const Edge& edge = g.edge(e);
+    if (edge.is_control()) inputs.push_back("^" + g.node(edge.src).name);
+  }
+  if (!inputs.empty()) n["inputs"] = std::move(inputs);
+  return n;
+}
+
+std::string Dump(const Json& j, const std::string& what, const Graph& g) {
+  try {
+    return j.dump();
+  } catch (const Json::type_error& e) {
+    throw GraphError(what + " contains text that is not valid UTF-8", Location(g.source()),
+                     "JSON files hold UTF-8 text; rename it");
+  }
+}
+
+}  // namespace
+
+Graph ReadGraphJson(std::string_view text, const std::string& source) {
+  try {
+    return Reader(text, source).Read();
+  } catch (const Json::exception& e) {
+    // Every value is type-checked before use; this only guards against surprises.
+    throw GraphError(std::string("invalid graph JSON: ") + e.what(), Location(source));
+  }
+}
+
+std::string WriteGraphJson(const Graph& graph) {
+  std::string out =
+      "{\n  \"format\": \"" + std::string(kFormatName) + "\",\n  \"version\": " + std::to_string(kVersion) +
+      ",\n  \"name\": " + Dump(Json(graph.name()), "the graph name", graph) + ",\n  \"nodes\": [";
+  for (NodeId id = 0; id < graph.num_nodes(); ++id) {
+    out += id == 0 ? "\n    " : ",\n    ";
+    out += Dump(NodeJson(graph, id), "node " + std::to_string(id), graph);
+  }
+  out += graph.num_nodes() == 0 ? "]\n}\n" : "\n  ]\n}\n";
+  return out;
+}
+
+}  // namespace gosim::graphs

@@ -1,0 +1,526 @@
+#include "graphs/onnx_format.h"
+
+#include "core/error.h"
+
+#ifdef GOSIM_HAVE_ONNX
+
+#include <onnx/defs/schema.h>
+#include <onnx/onnx_pb.h>
+#include <onnx/shape_inference/implementation.h>
+
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <csignal>
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
+
+#include "graphs/graph_builder.h"
+#include "graphs/op_costs.h"
+
+namespace gosim::graphs {
+namespace {
+
+// Longest time ONNX shape inference may take before the model is rejected.
+constexpr int kInferenceTimeoutSeconds = 120;
+
+// Element type and, when every dimension is a known non-negative number, the
+// shape of one ONNX value.
+struct ValueInfo {
+  int32_t elem_type = 0;
+  bool known = false;
+  std::vector<int64_t> shape;
+  int64_t bytes = 0;  // 0 when the shape or the element size is unknown
+};
+
+// Bytes per element of onnx::TensorProto::DataType (0 for strings and unknown).
+int ElementSize(int32_t elem_type) {
+  using T = onnx::TensorProto;
+  switch (elem_type) {
+    case T::FLOAT:
+    case T::INT32:
+    case T::UINT32:
+      return 4;
+    case T::UINT8:
+    case T::INT8:
+    case T::BOOL:
+      return 1;
+    case T::UINT16:
+    case T::INT16:
+    case T::FLOAT16:
+    case T::BFLOAT16:
+      return 2;
+    case T::INT64:
+    case T::UINT64:
+    case T::DOUBLE:
+    case T::COMPLEX64:
+      return 8;
+    case T::COMPLEX128:
+      return 16;
+    default:
+      return 0;
+  }
+}
+
+DType ToDType(int32_t elem_type) {
+  using T = onnx::TensorProto;
+  switch (elem_type) {
+    case T::FLOAT:
+      return DType::kFloat32;
+    case T::FLOAT16:
+      return DType::kFloat16;
+    case T::BFLOAT16:
+      return DType::kBFloat16;
+    case T::DOUBLE:
+      return DType::kFloat64;
+    case T::INT64:
+      return DType::kInt64;
+    case T::INT32:
+      return DType::kInt32;
+    case T::INT16:
+      return DType::kInt16;
+    case T::INT8:
+      return DType::kInt8;
+    case T::UINT8:
+      return DType::kUInt8;
+    case T::BOOL:
+      return DType::kBool;
+    default:
+      return DType::kUnknown;
+  }
+}
+
+void WriteAll(int fd, std::string_view data) {
+  while (!data.empty()) {
+    const ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+// Runs ONNX shape inference in a child process and copies the inferred
+// value_info and graph outputs into `model`. libonnx 1.12's inference
+// functions index shapes without bounds checks (ConvTranspose reads dim(1) of
+// a weight of any rank, for one), so a corrupt model could otherwise crash
+// the whole program; a crash or a hang of the child becomes a GraphError.
+void InferShapesIsolated(onnx::ModelProto& model, const std::string& source) {
+  const onnx::ISchemaRegistry* registry = onnx::OpSchemaRegistry::Instance();
+  const onnx::ShapeInferenceOptions options(/*check_type_val=*/false, /*strict_mode_val=*/0,
+                                            /*data_prop_val=*/true);
+  // libonnx builds its tables lazily; built once here, before any fork, they
+  // are not rebuilt (and thrown away) by every child.
+  static const bool warmed_up = [&] {
+    onnx::ModelProto tiny;
+    tiny.set_ir_version(8);
+    tiny.add_opset_import()->set_version(13);
+    onnx::NodeProto* node = tiny.mutable_graph()->add_node();
+    node->set_op_type("Identity");
+    node->add_input("x");
+    node->add_output("y");
+    onnx::ValueInfoProto* x = tiny.mutable_graph()->add_input();
+    x->set_name("x");
+    x->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+    x->mutable_type()->mutable_tensor_type()->mutable_shape()->add_dim()->set_dim_value(1);
+    try {
+      onnx::shape_inference::InferShapes(tiny, registry, options);
+    } catch (const std::exception&) {
+      // only a warm-up
+    }
+    return true;
+  }();
+  (void)warmed_up;
+  int fds[2];
+  if (::pipe(fds) != 0)
+    throw IoError(std::string("pipe() failed: ") + std::strerror(errno), Location(source));
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    ::close(fds[0]);
+    ::close(fds[1]);
+    throw IoError(std::string("fork() failed: ") + std::strerror(errno), Location(source));
+  }
+  if (pid == 0) {
+    ::close(fds[0]);
+    // A crash must end the child quietly: no crash handler of the parent's
+    // (a test framework's, a backtrace printer) and no core file.
+    for (int signal : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) std::signal(signal, SIG_DFL);
+    const rlimit no_core{0, 0};
+    ::setrlimit(RLIMIT_CORE, &no_core);
+    std::string reply = "O";
+    try {
+      onnx::shape_inference::InferShapes(model, registry, options);
+      onnx::GraphProto inferred;
+      *inferred.mutable_value_info() = model.graph().value_info();
+      *inferred.mutable_output() = model.graph().output();
+      reply += inferred.SerializeAsString();
+    } catch (const std::exception& e) {
+      reply = std::string("E") + e.what();
+    } catch (...) {
+      reply = "Ean unknown exception";
+    }
+    WriteAll(fds[1], reply);
+    ::_exit(0);
+  }
+  ::close(fds[1]);
+  std::string reply;
+  bool timed_out = false;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(kInferenceTimeoutSeconds);
+  char buffer[1 << 16];
+  for (;;) {
+    const auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      timed_out = true;
+      break;
+    }
+    pollfd p{fds[0], POLLIN, 0};
+    const int ready = ::poll(&p, 1, static_cast<int>(left.count()));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready == 0) continue;  // the deadline check above ends the wait
+    const ssize_t n = ready < 0 ? -1 : ::read(fds[0], buffer, sizeof(buffer));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    reply.append(buffer, static_cast<size_t>(n));
+  }
+  ::close(fds[0]);
+  if (timed_out) ::kill(pid, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  const std::string hint = "the model is corrupt or inconsistent; check it with onnx.checker";
+  if (timed_out) {
+    throw GraphError(
+        "ONNX shape inference did not finish in " + std::to_string(kInferenceTimeoutSeconds) + " s",
+        Location(source), hint);
+  }
+  if (WIFSIGNALED(status)) {
+    throw GraphError(
+        "ONNX shape inference crashed on this model (" + std::string(strsignal(WTERMSIG(status))) + ")",
+        Location(source), hint);
+  }
+  if (reply.empty()) throw GraphError("ONNX shape inference ended without a result", Location(source), hint);
+  if (reply[0] == 'E')
+    throw GraphError("ONNX shape inference failed: " + reply.substr(1), Location(source), hint);
+  onnx::GraphProto inferred;
+  if (!inferred.ParseFromArray(reply.data() + 1, static_cast<int>(reply.size() - 1))) {
+    throw GraphError("ONNX shape inference returned an unreadable result", Location(source), hint);
+  }
+  *model.mutable_graph()->mutable_value_info() = std::move(*inferred.mutable_value_info());
+  *model.mutable_graph()->mutable_output() = std::move(*inferred.mutable_output());
+}
+
+class Importer {
+ public:
+  Importer(const std::string& source, const std::string& name) : source_(source), name_(name) {}
+
+  Graph Import(std::string_view bytes) {
+    onnx::ModelProto model;
+    if (bytes.size() > static_cast<size_t>(INT_MAX) ||
+        !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+      Location where(source_);
+      where.byte_offset = static_cast<int64_t>(bytes.size());
+      throw GraphError("not a valid ONNX model: its " + std::to_string(bytes.size()) +
+                           " bytes do not parse as an onnx.ModelProto",
+                       where, "is the file truncated, or not an ONNX model?");
+    }
+    if (!model.has_graph() || model.graph().node_size() == 0) {
+      throw GraphError("the ONNX model has no graph nodes", Location(source_),
+                       "export a model with at least one operator");
+    }
+    InferShapesIsolated(model, source_);
+    const onnx::GraphProto& graph = model.graph();
+    CollectValues(graph);
+    return Build(graph);
+  }
+
+ private:
+  Location At(const std::string& path) const {
+    Location where(source_);
+    where.path = path;
+    return where;
+  }
+
+  int64_t Add(int64_t a, int64_t b, const std::string& path) const {
+    int64_t sum = 0;
+    if (__builtin_add_overflow(a, b, &sum))
+      throw GraphError("sizes add up to more than 2^63 bytes", At(path));
+    return sum;
+  }
+
+  ValueInfo MakeValue(int32_t elem_type, bool known, std::vector<int64_t> shape,
+                      const std::string& name) const {
+    ValueInfo v;
+    v.elem_type = elem_type;
+    v.known = known;
+    if (!known) return v;
+    v.shape = std::move(shape);
+    int64_t bytes = ElementSize(elem_type);
+    for (int64_t d : v.shape) {
+      if (__builtin_mul_overflow(bytes, d, &bytes)) {
+        throw GraphError("value '" + name + "' has more than 2^63 bytes", At("graph"),
+                         "the shapes in the model are corrupt");
+      }
+    }
+    v.bytes = bytes;
+    return v;
+  }
+
+  void AddValueInfo(const onnx::ValueInfoProto& info) {
+    if (!info.type().has_tensor_type()) return;  // sequences and maps: size unknown
+    const onnx::TypeProto::Tensor& t = info.type().tensor_type();
+    bool known = t.has_shape();
+    std::vector<int64_t> shape;
+    if (known) {
+      for (const auto& d : t.shape().dim()) {
+        if (!d.has_dim_value() || d.dim_value() < 0) {
+          known = false;
+          break;
+        }
+        shape.push_back(d.dim_value());
+      }
+    }
+    values_[info.name()] = MakeValue(t.elem_type(), known, std::move(shape), info.name());
+  }
+
+  void CollectValues(const onnx::GraphProto& graph) {
+    for (const auto& v : graph.input()) AddValueInfo(v);
+    for (const auto& v : graph.value_info()) AddValueInfo(v);
+    for (const auto& v : graph.output()) AddValueInfo(v);
+    for (int i = 0; i < graph.initializer_size(); ++i) {
+      const onnx::TensorProto& t = graph.initializer(i);
+      std::vector<int64_t> dims(t.dims().begin(), t.dims().end());
+      for (int64_t d : dims) {
+        if (d < 0) {
+          throw GraphError("initializer '" + t.name() + "' has a negative dimension",
+                           At("graph.initializer[" + std::to_string(i) + "]"), "the model is corrupt");
+        }
+      }
+      values_[t.name()] = MakeValue(t.data_type(), true, std::move(dims), t.name());
+      initializers_.insert(t.name());
+    }
+    for (const auto& v : graph.input()) graph_inputs_.insert(v.name());
+  }
+
+  const ValueInfo* Value(const std::string& name) const {
+    if (name.empty()) return nullptr;
+    auto it = values_.find(name);
+    return it == values_.end() ? nullptr : &it->second;
+  }
+
+  static const onnx::AttributeProto* Attribute(const onnx::NodeProto& node, const std::string& name) {
+    for (const auto& a : node.attribute()) {
+      if (a.name() == name) return &a;
+    }
+    return nullptr;
+  }
+
+  // FLOPs of `node` from the shapes of its inputs and outputs (op_costs.h);
+  // 0 when a shape it needs is unknown.
+  double Flops(const onnx::NodeProto& node, bool standard_domain) const {
+    auto input = [&](int k) -> const ValueInfo* {
+      const ValueInfo* v = k < node.input_size() ? Value(node.input(k)) : nullptr;
+      return v != nullptr && v->known ? v : nullptr;
+    };
+    auto output = [&](int k) -> const ValueInfo* {
+      const ValueInfo* v = k < node.output_size() ? Value(node.output(k)) : nullptr;
+      return v != nullptr && v->known ? v : nullptr;
+    };
+    auto has_input = [&](int k) { return k < node.input_size() && !node.input(k).empty(); };
+    auto elements = [](const ValueInfo* v) { return v == nullptr ? 0.0 : NumElements(v->shape); };
+    const ValueInfo* x = input(0);
+    const ValueInfo* w = input(1);
+    const ValueInfo* y = output(0);
+    const OpCostClass cls = standard_domain ? ClassifyOnnxOp(node.op_type()) : OpCostClass::kOther;
+    switch (cls) {
+      case OpCostClass::kConv: {
+        if (y == nullptr || w == nullptr || y->shape.size() < 2 || w->shape.size() < 2) return 0;
+        const std::span<const int64_t> ys(y->shape), ws(w->shape);
+        return ConvFlops(static_cast<double>(ys[0]), static_cast<double>(ys[1]), NumElements(ys.subspan(2)),
+                         static_cast<double>(ws[1]), NumElements(ws.subspan(2)), has_input(2));
+      }
+      case OpCostClass::kConvTranspose: {
+        if (x == nullptr || w == nullptr || x->shape.size() < 2 || w->shape.size() < 2) return 0;
+        const std::span<const int64_t> xs(x->shape), ws(w->shape);
+        return ConvTransposeFlops(static_cast<double>(xs[0]), static_cast<double>(xs[1]),
+                                  NumElements(xs.subspan(2)), static_cast<double>(ws[1]),
+                                  NumElements(ws.subspan(2))) +
+               (has_input(2) ? ElementwiseFlops(elements(y)) : 0.0);
+      }
+      case OpCostClass::kGemm: {
+        if (x == nullptr || y == nullptr || x->shape.size() != 2 || y->shape.size() != 2) return 0;
+        const onnx::AttributeProto* trans_a = Attribute(node, "transA");
+        const bool transposed = trans_a != nullptr && trans_a->i() != 0;
+        const double k = static_cast<double>(transposed ? x->shape[0] : x->shape[1]);
+        return GemmFlops(static_cast<double>(y->shape[0]), k, static_cast<double>(y->shape[1]), has_input(2));
+      }
+      case OpCostClass::kMatMul: {
+        if (x == nullptr || w == nullptr || y == nullptr || x->shape.empty() || w->shape.empty()) return 0;
+        const double k = static_cast<double>(x->shape.back());
+        const double m = x->shape.size() >= 2 ? static_cast<double>(x->shape[x->shape.size() - 2]) : 1.0;
+        const double n = w->shape.size() >= 2 ? static_cast<double>(w->shape.back()) : 1.0;
+        if (m * n == 0) return 0;
+        return MatMulFlops(elements(y) / (m * n), m, k, n);
+      }
+      case OpCostClass::kElementwise:
+        return ElementwiseFlops(elements(y));
+      case OpCostClass::kPool: {
+        const onnx::AttributeProto* kernel = Attribute(node, "kernel_shape");
+        if (kernel == nullptr) return 0;
+        std::vector<int64_t> k(kernel->ints().begin(), kernel->ints().end());
+        for (int64_t d : k) {
+          if (d < 0) return 0;
+        }
+        return PoolFlops(elements(y), NumElements(k));
+      }
+      case OpCostClass::kGlobalPool:
+        return GlobalPoolFlops(elements(x));
+      case OpCostClass::kReduce:
+        return ReduceFlops(elements(x));
+      case OpCostClass::kBatchNorm:
+        return BatchNormFlops(elements(y));
+      case OpCostClass::kLayerNorm:
+        return LayerNormFlops(elements(y));
+      case OpCostClass::kSoftmax:
+        return SoftmaxFlops(elements(y));
+      case OpCostClass::kGather:
+      case OpCostClass::kDataMovement:
+        return 0;
+      case OpCostClass::kOther: {
+        double total = 0;
+        for (int k = 0; k < node.output_size(); ++k) total += ElementwiseFlops(elements(output(k)));
+        return total;
+      }
+    }
+    return 0;
+  }
+
+  Graph Build(const onnx::GraphProto& graph) {
+    const int n = graph.node_size();
+    // Producer of every value: (node, output index).
+    std::unordered_map<std::string, std::pair<int, int>> producers;
+    for (int i = 0; i < n; ++i) {
+      const onnx::NodeProto& node = graph.node(i);
+      for (int k = 0; k < node.output_size(); ++k) {
+        if (node.output(k).empty()) continue;
+        const std::string path = "graph.node[" + std::to_string(i) + "].output[" + std::to_string(k) + "]";
+        if (!producers.emplace(node.output(k), std::make_pair(i, k)).second) {
+          throw GraphError("value '" + node.output(k) + "' is produced by two nodes", At(path),
+                           "ONNX graphs assign every value once");
+        }
+        if (initializers_.count(node.output(k)) || graph_inputs_.count(node.output(k))) {
+          throw GraphError(
+              "value '" + node.output(k) + "' is both a node output and a graph input or initializer",
+              At(path), "ONNX graphs assign every value once");
+        }
+      }
+    }
+
+    GraphBuilder builder(name_.empty() ? (graph.name().empty() ? "onnx" : graph.name()) : name_, source_);
+    std::unordered_set<std::string> names;
+    std::unordered_set<std::string> owned_initializers;
+    for (int i = 0; i < n; ++i) {
+      const onnx::NodeProto& node = graph.node(i);
+      const std::string path = "graph.node[" + std::to_string(i) + "]";
+      const bool standard_domain = node.domain().empty() || node.domain() == "ai.onnx";
+      NodeSpec s;
+      s.op = standard_domain ? node.op_type() : node.domain() + "::" + node.op_type();
+      s.name = node.name().empty() ? node.op_type() + "_" + std::to_string(i) : node.name();
+      while (names.count(s.name)) s.name += "_" + std::to_string(i);
+      names.insert(s.name);
+      if (const size_t slash = s.name.rfind('/'); slash != std::string::npos) {
+        const size_t begin = s.name[0] == '/' ? 1 : 0;
+        if (slash > begin) s.scope = s.name.substr(begin, slash - begin);
+      }
+      s.where = At(path);
+      s.flops = Flops(node, standard_domain);
+      for (int k = 0; k < node.output_size(); ++k) {
+        const ValueInfo* v = Value(node.output(k));
+        TensorInfo t;
+        if (v != nullptr) {
+          t.bytes = v->bytes;
+          t.shape = v->shape;
+          t.dtype = ToDType(v->elem_type);
+        }
+        s.bytes_written = Add(s.bytes_written, t.bytes, path);
+        s.outputs.push_back(std::move(t));
+      }
+      const bool gather = standard_domain && ClassifyOnnxOp(node.op_type()) == OpCostClass::kGather;
+      for (int k = 0; k < node.input_size(); ++k) {
+        const std::string& input = node.input(k);
+        if (input.empty()) continue;  // an omitted optional input
+        const std::string input_path = path + ".input[" + std::to_string(k) + "]";
+        const ValueInfo* v = Value(input);
+        const int64_t bytes = v == nullptr ? 0 : v->bytes;
+        // Gather reads the indices and only the rows it gathers (= its output).
+        if (!(gather && k == 0)) s.bytes_read = Add(s.bytes_read, bytes, input_path);
+        if (initializers_.count(input)) {
+          if (owned_initializers.insert(input).second)
+            s.persistent_bytes = Add(s.persistent_bytes, bytes, input_path);
+        } else if (auto it = producers.find(input); it != producers.end()) {
+          edges_.push_back({it->second.first, i, it->second.second, At(input_path)});
+        } else if (!graph_inputs_.count(input)) {
+          throw GraphError("node '" + s.name + "' reads '" + input +
+                               "', which is no graph input, initializer or node output",
+                           At(input_path), "the model is incomplete or corrupt");
+        }
+      }
+      if (gather) s.bytes_read = Add(s.bytes_read, s.bytes_written, path);
+      builder.AddNode(std::move(s));
+    }
+    for (const PendingEdge& e : edges_) builder.AddEdge(e.src, e.dst, e.output, e.where);
+    return builder.Build();
+  }
+
+  struct PendingEdge {
+    int src;
+    int dst;
+    int32_t output;
+    Location where;
+  };
+
+  const std::string& source_;
+  const std::string& name_;
+  std::unordered_map<std::string, ValueInfo> values_;
+  std::unordered_set<std::string> initializers_;
+  std::unordered_set<std::string> graph_inputs_;
+  std::vector<PendingEdge> edges_;
+};
+
+}  // namespace
+
+bool OnnxSupported() {
+  return true;
+}
+
+Graph ReadOnnx(std::string_view bytes, const std::string& source, const std::string& name) {
+  return Importer(source, name).Import(bytes);
+}
+
+}  // namespace gosim::graphs
+
+#else  // !GOSIM_HAVE_ONNX
+
+namespace gosim::graphs {
+
+bool OnnxSupported() {
+  return false;
+}
+
+Graph ReadOnnx(std::string_view, const std::string& source, const std::string&) {
+  throw GraphError("this gosim was built without ONNX support", Location(source),
+                   "install libonnx-dev and rebuild gosim");
+}
+
+}  // namespace gosim::graphs
+
+#endif  // GOSIM_HAVE_ONNX

@@ -1,0 +1,62 @@
+// Coarse classes of operators, shared by cost models (per-class roofline
+// efficiencies), calibrated device profiles (per-class coefficients) and
+// analysis.
+//
+// ClassifyOp understands the op type names of every graph source gosim reads:
+//   TensorFlow        MatMul, Conv2D, Conv2DBackpropInput, FusedBatchNormV3,
+//                     ReluGrad, ApplyAdam, GatherV2, NcclAllReduce, ...
+//   PyTorch aten      aten::mm, aten::addmm, aten::convolution,
+//                     aten::convolution_backward, aten::native_batch_norm,
+//                     aten::relu_, aten::_foreach_add_, c10d::allreduce_,
+//                     also the FX spelling aten.mm.default
+//   ONNX              Gemm, Conv, BatchNormalization, ReduceMean, Gather, ...
+//   gosim generators  the TensorFlow names above plus LayerNorm(Grad),
+//                     Gelu(Grad), RelShift, MeanGrad, ...
+// Matching ignores case, underscores, a namespace prefix ("aten::"), an
+// in-place trailing '_', version suffixes (V2, V3) and, for most classes, a
+// Grad / Backward suffix (ReluGrad is elementwise like Relu). Names it does
+// not recognize are kOther. ClassifyOp does not allocate and is thread-safe.
+#ifndef GOSIM_GRAPHS_OP_CLASS_H_
+#define GOSIM_GRAPHS_OP_CLASS_H_
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+namespace gosim::graphs {
+
+enum class OpClass : uint8_t {
+  kMatMul = 0,     // matrix products, attention, recurrent cells
+  kConv,           // forward convolutions (transposed ones included)
+  kConvBackward,   // gradients of convolutions w.r.t. input or filter
+  kElementwise,    // unary/binary pointwise math, activations, casts, dropout
+  kReduction,      // sums, means, max, arg-max, losses
+  kPooling,        // max / average / global pooling and their gradients
+  kNormalization,  // batch / layer / group / instance norm and their gradients
+  kSoftmax,        // softmax, log-softmax, softmax cross-entropy
+  kEmbedding,      // gathers, embedding lookups, scatters, segment sums
+  kOptimizer,      // parameter updates (ApplyAdam, _foreach_*, ...)
+  kMemory,         // copies, views, reshapes, concat/split, constants
+  kCommunication,  // collectives and send/recv
+  kOther,          // sources (Input, Parameter, Placeholder), NoOp, unknown
+};
+
+inline constexpr int kNumOpClasses = 13;
+
+// "matmul", "conv", "conv_backward", "elementwise", "reduction", "pooling",
+// "normalization", "softmax", "embedding", "optimizer", "memory",
+// "communication", "other".
+std::string_view OpClassName(OpClass op_class);
+// The inverse of OpClassName; also accepts "data_movement" for kMemory.
+// nullopt for anything else.
+std::optional<OpClass> ParseOpClass(std::string_view name);
+// Every class, in enum order.
+const std::array<OpClass, kNumOpClasses>& AllOpClasses();
+
+// The class of an op type name.
+OpClass ClassifyOp(std::string_view op_type);
+
+}  // namespace gosim::graphs
+
+#endif  // GOSIM_GRAPHS_OP_CLASS_H_

@@ -1,0 +1,339 @@
+// The cluster YAML reader: YAML -> ClusterBuilder calls, with every error
+// pointing at the YAML line and path that caused it. Schema: docs/SIMULATOR.md.
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <utility>
+
+#include "core/error.h"
+#include "core/io.h"
+#include "core/strings.h"
+#include "core/yaml.h"
+#include "sim/cluster.h"
+#include "sim/units.h"
+
+namespace gosim::sim {
+namespace {
+
+constexpr const char* kPresetDir = "configs/clusters";
+
+// A required (no fallback) or optional quantity of a mapping.
+double ReadQuantity(YamlMap& m, const std::string& key, sim::Quantity kind, std::optional<double> fallback) {
+  const YAML::Node node = m.Node(key);
+  if (!node || node.IsNull()) {
+    if (!fallback) m.Fail("", "missing required key '" + key + "'", std::string(QuantityExamples(kind)));
+    return *fallback;
+  }
+  return YamlQuantity(node, kind, m.file(), m.ChildPath(key));
+}
+
+int64_t ByteCount(YamlMap& m, const std::string& key, std::optional<double> fallback) {
+  const double bytes = ReadQuantity(m, key, sim::Quantity::kBytes, fallback);
+  if (std::fabs(bytes) > 9.0e18) m.Fail(key, "size is too large", "sizes must fit in 64 bits");
+  return std::llround(bytes);
+}
+
+// Runs `add` (a ClusterBuilder call) and moves any error it throws to the
+// exact line of the key it names inside `entry`.
+template <typename F>
+auto Located(const YamlMap& entry, F&& add) {
+  try {
+    return add();
+  } catch (const ConfigError& e) {
+    const std::string prefix = entry.path() + ".";
+    std::string key;
+    if (StartsWith(e.where().path, prefix)) key = e.where().path.substr(prefix.size());
+    Location where = entry.Where(key);
+    if (!key.empty() && where.path != entry.ChildPath(key)) where.path = entry.ChildPath(key);
+    throw ConfigError(e.message(), where, e.hint());
+  }
+}
+
+// A scalar or a list of scalars, as strings.
+std::vector<std::string> StringList(YamlMap& m, const std::string& key, bool required) {
+  const YAML::Node node = m.Node(key);
+  std::vector<std::string> out;
+  if (!node || node.IsNull()) {
+    if (required) m.Fail("", "missing required key '" + key + "'");
+    return out;
+  }
+  if (node.IsScalar()) {
+    out.push_back(node.Scalar());
+    return out;
+  }
+  if (!node.IsSequence()) m.Fail(key, "expected a name or a list of names");
+  for (size_t i = 0; i < node.size(); ++i) {
+    if (!node[i].IsScalar()) {
+      throw ConfigError("expected a name",
+                        YamlLocation(node[i], m.file(), m.ChildPath(key) + "[" + std::to_string(i) + "]"));
+    }
+    out.push_back(node[i].Scalar());
+  }
+  return out;
+}
+
+std::vector<std::string> ExpandAt(const std::string& pattern, const YamlMap& m, const std::string& key) {
+  try {
+    return ExpandNamePattern(pattern);
+  } catch (const ConfigError& e) {
+    throw ConfigError(e.message() + " ('" + pattern + "')", m.Where(key), e.hint());
+  }
+}
+
+std::string Substitute(std::string text, const std::string& src, const std::string& dst) {
+  for (const auto& [token, value] :
+       {std::pair<std::string, const std::string&>{"{src}", src}, {"{dst}", dst}}) {
+    for (size_t pos = text.find(token); pos != std::string::npos;
+         pos = text.find(token, pos + value.size())) {
+      text.replace(pos, token.size(), value);
+    }
+  }
+  return text;
+}
+
+class ClusterReader {
+ public:
+  ClusterReader(const YAML::Node& root, const std::string& source) : root_(YamlMap::Root(root, source)) {}
+
+  Cluster Read(const std::string& default_name) {
+    root_.Allow({"name", "description", "host", "devices", "resources", "links"});
+    root_.Finish();
+    ClusterBuilder builder(root_.Get<std::string>("name", default_name), root_.file());
+    builder_ = &builder;
+    builder.SetDescription(root_.Get<std::string>("description", ""));
+    ReadHost();
+    for (YamlMap& entry : root_.ChildList("devices")) ReadDevice(entry);
+    for (YamlMap& entry : root_.ChildList("resources")) ReadResource(entry);
+    for (YamlMap& entry : root_.ChildList("links")) ReadLink(entry);
+    if (builder.num_devices() == 0) {
+      throw ConfigError("the cluster has no devices", root_.Where("devices"),
+                        "add at least one entry under devices:");
+    }
+    return builder.Build();
+  }
+
+ private:
+  void ReadHost() {
+    if (!root_.Has("host")) {
+      endpoints_["host"] = Cluster::kHost;
+      endpoint_names_.push_back("host");
+      return;
+    }
+    YamlMap m = root_.Child("host");
+    m.Allow({"name", "kind", "memory_capacity"});
+    m.Finish();
+    HostSpec host;
+    host.name = m.Get<std::string>("name", "host");
+    host.kind = m.Get<std::string>("kind", "");
+    host.memory_capacity = ByteCount(m, "memory_capacity", 0.0);
+    Located(m, [&] {
+      builder_->SetHost(host, m.Where());
+      return 0;
+    });
+    endpoints_[host.name] = Cluster::kHost;
+    endpoint_names_.push_back(host.name);
+  }
+
+  // Each reader checks for unknown keys first: a typo is reported as such
+  // rather than as the required key it misspells.
+  void ReadDevice(YamlMap& m) {
+    m.Allow({"name", "count", "kind", "peak_flops_fp32", "peak_flops_fp16", "peak_flops_fp64",
+             "memory_bandwidth", "memory_capacity", "launch_overhead"});
+    m.Finish();
+    const std::string pattern = m.Require<std::string>("name");
+    const int64_t count = m.Get<int64_t>("count", 0);
+    if (count < 0 || count > 65536) m.Fail("count", "count must be between 1 and 65536 (or left out)");
+    DeviceSpec spec;
+    spec.kind = m.Require<std::string>("kind");
+    spec.peak_flops_fp32 = ReadQuantity(m, "peak_flops_fp32", sim::Quantity::kFlopRate, std::nullopt);
+    spec.peak_flops_fp16 = ReadQuantity(m, "peak_flops_fp16", sim::Quantity::kFlopRate, 0.0);
+    spec.peak_flops_fp64 = ReadQuantity(m, "peak_flops_fp64", sim::Quantity::kFlopRate, 0.0);
+    spec.memory_bandwidth = ReadQuantity(m, "memory_bandwidth", sim::Quantity::kBandwidth, std::nullopt);
+    spec.memory_capacity = ByteCount(m, "memory_capacity", std::nullopt);
+    spec.launch_overhead = ReadQuantity(m, "launch_overhead", sim::Quantity::kSeconds, 0.0);
+    const std::vector<std::string> bases = ExpandAt(pattern, m, "name");
+    const int64_t copies = count == 0 ? 1 : count;
+    if (static_cast<int64_t>(bases.size()) * copies + builder_->num_devices() > ClusterBuilder::kMaxDevices) {
+      m.Fail("name", "more than " + std::to_string(ClusterBuilder::kMaxDevices) + " devices");
+    }
+    for (const std::string& base : bases) {
+      for (int64_t i = 0; i < copies; ++i) {
+        DeviceSpec device = spec;
+        device.name = count == 0 ? base : base + std::to_string(i);
+        const int32_t index = Located(m, [&] { return builder_->AddDevice(device, m.Where()); });
+        endpoints_[device.name] = index;
+        endpoint_names_.push_back(device.name);
+      }
+    }
+  }
+
+  void ReadResource(YamlMap& m) {
+    m.Allow({"name", "bandwidth"});
+    m.Finish();
+    const std::string pattern = m.Require<std::string>("name");
+    SharedResource spec;
+    spec.bandwidth = ReadQuantity(m, "bandwidth", sim::Quantity::kBandwidth, std::nullopt);
+    for (const std::string& name : ExpandAt(pattern, m, "name")) {
+      SharedResource resource = spec;
+      resource.name = name;
+      const int32_t index = Located(m, [&] { return builder_->AddResource(resource, m.Where()); });
+      resources_[name] = index;
+      resource_names_.push_back(name);
+    }
+  }
+
+  std::vector<int32_t> Endpoints(YamlMap& m, const std::string& key) {
+    std::vector<int32_t> out;
+    for (const std::string& pattern : StringList(m, key, true)) {
+      for (const std::string& name : ExpandAt(pattern, m, key)) {
+        const auto it = endpoints_.find(name);
+        if (it == endpoints_.end()) {
+          m.Fail(key, "unknown link endpoint '" + name + "'." + DidYouMean(name, endpoint_names_),
+                 "endpoints are device names or the host ('" + endpoint_names_.front() +
+                     "'); devices: " + Join(DeviceNames(), ", "));
+        }
+        out.push_back(it->second);
+      }
+    }
+    return out;
+  }
+
+  std::vector<std::string> DeviceNames() const {
+    std::vector<std::string> names(endpoint_names_.begin() + 1, endpoint_names_.end());
+    if (names.size() > 12) {
+      names.resize(12);
+      names.push_back("...");
+    }
+    return names;
+  }
+
+  std::vector<int32_t> Resources(YamlMap& m, const std::string& key, const std::vector<std::string>& patterns,
+                                 const std::string& src, const std::string& dst) {
+    std::vector<int32_t> out;
+    for (const std::string& pattern : patterns) {
+      const std::string name = Substitute(pattern, src, dst);
+      const auto it = resources_.find(name);
+      if (it == resources_.end()) {
+        m.Fail(key, "unknown shared resource '" + name + "'." + DidYouMean(name, resource_names_),
+               resource_names_.empty() ? "declare it under resources: (name, bandwidth)"
+                                       : "declared resources: " + Join(resource_names_, ", "));
+      }
+      if (std::find(out.begin(), out.end(), it->second) == out.end()) out.push_back(it->second);
+    }
+    return out;
+  }
+
+  void ReadLink(YamlMap& m) {
+    m.Allow({"src", "dst", "type", "bandwidth", "latency", "bidirectional", "connect", "resources",
+             "reverse_resources"});
+    m.Finish();
+    const std::vector<int32_t> srcs = Endpoints(m, "src");
+    const std::vector<int32_t> dsts = Endpoints(m, "dst");
+    LinkSpec spec;
+    spec.type = m.Get<std::string>("type", "");
+    spec.bandwidth = ReadQuantity(m, "bandwidth", sim::Quantity::kBandwidth, std::nullopt);
+    spec.latency = ReadQuantity(m, "latency", sim::Quantity::kSeconds, 0.0);
+    const bool bidirectional = m.Get<bool>("bidirectional", false);
+    const std::string connect = m.Get<std::string>("connect", "all_pairs");
+    const std::vector<std::string> forward = StringList(m, "resources", false);
+    const bool has_reverse = m.Has("reverse_resources");
+    const std::vector<std::string> reverse =
+        has_reverse ? StringList(m, "reverse_resources", false) : forward;
+    if (has_reverse && !bidirectional) {
+      m.Fail("reverse_resources", "reverse_resources needs bidirectional: true",
+             "remove it, or make the link bidirectional");
+    }
+    std::vector<std::pair<int32_t, int32_t>> pairs;
+    if (connect == "zip") {
+      if (srcs.size() != dsts.size()) {
+        m.Fail("connect", "connect: zip needs as many sources as destinations (" +
+                              std::to_string(srcs.size()) + " vs " + std::to_string(dsts.size()) + ")");
+      }
+      for (size_t i = 0; i < srcs.size(); ++i) pairs.emplace_back(srcs[i], dsts[i]);
+    } else if (connect == "all_pairs") {
+      const bool many = srcs.size() > 1 || dsts.size() > 1;
+      for (const int32_t s : srcs) {
+        for (const int32_t d : dsts) {
+          if (!(many && s == d)) pairs.emplace_back(s, d);
+        }
+      }
+    } else {
+      m.Fail("connect", "connect must be all_pairs or zip, not '" + connect + "'." +
+                            DidYouMean(connect, {"all_pairs", "zip"}));
+    }
+    std::set<std::pair<int32_t, int32_t>> made;
+    const auto add = [&](int32_t s, int32_t d, const std::vector<std::string>& resource_patterns,
+                         const std::string& key) {
+      if (!made.insert({s, d}).second) return;
+      LinkSpec link = spec;
+      link.src = s;
+      link.dst = d;
+      link.resources = Resources(m, key, resource_patterns, EndpointName(s), EndpointName(d));
+      Located(m, [&] { return builder_->AddLink(link, m.Where()); });
+    };
+    for (const auto& [s, d] : pairs) add(s, d, forward, "resources");
+    if (bidirectional) {
+      for (const auto& [s, d] : pairs) add(d, s, reverse, has_reverse ? "reverse_resources" : "resources");
+    }
+  }
+
+  const std::string& EndpointName(int32_t e) const {
+    return endpoint_names_[e == Cluster::kHost ? 0 : static_cast<size_t>(e) + 1];
+  }
+
+  YamlMap root_;
+  ClusterBuilder* builder_ = nullptr;
+  std::map<std::string, int32_t> endpoints_;
+  std::vector<std::string> endpoint_names_;  // host first, then devices in order
+  std::map<std::string, int32_t> resources_;
+  std::vector<std::string> resource_names_;
+};
+
+std::string StemOf(const std::string& source) {
+  std::string stem = std::filesystem::path(source).filename().string();
+  for (const char* ext : {".yaml", ".yml"}) {
+    if (EndsWith(stem, ext)) stem.resize(stem.size() - std::string(ext).size());
+  }
+  return stem.empty() ? "cluster" : stem;
+}
+
+std::vector<std::string> PresetNames() {
+  std::vector<std::string> names;
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(kPresetDir, ec)) {
+    if (entry.path().extension() == ".yaml") names.push_back(entry.path().stem().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+}  // namespace
+
+Cluster ParseCluster(const std::string& yaml_text, const std::string& source) {
+  const YAML::Node root = LoadYamlString(yaml_text, source);
+  if (root && !root.IsNull() && !root.IsMap()) {
+    throw ConfigError("a cluster file must be a mapping (name, devices, links, ...)",
+                      YamlLocation(root, source, ""));
+  }
+  return ClusterReader(root, source).Read(StemOf(source));
+}
+
+Cluster LoadCluster(const std::string& path_or_preset) {
+  std::string path = path_or_preset;
+  const bool bare =
+      path.find('/') == std::string::npos && !EndsWith(path, ".yaml") && !EndsWith(path, ".yml");
+  if (bare) path = std::string(kPresetDir) + "/" + path_or_preset + ".yaml";
+  if (!FileExists(path)) {
+    const std::vector<std::string> presets = PresetNames();
+    throw ConfigError("no cluster file '" + path + "'." + (bare ? DidYouMean(path_or_preset, presets) : ""),
+                      Location{path_or_preset},
+                      presets.empty() ? "give a path to a cluster YAML file"
+                                      : "give a path, or one of the presets in " + std::string(kPresetDir) +
+                                            ": " + Join(presets, ", "));
+  }
+  return ParseCluster(ReadFile(path), path);
+}
+
+}  // namespace gosim::sim

@@ -1,0 +1,409 @@
+// The cost model registry, MakeKernelWork and the three built-in models.
+#include "sim/cost_model.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "core/registry.h"
+#include "core/strings.h"
+#include "sim/cost_models.h"
+
+namespace gosim::sim {
+namespace {
+
+using graphs::OpClass;
+
+constexpr const char* kOptionsPath = "cost_model.options";
+
+// One number in (0, 1].
+double ReadEfficiency(const YAML::Node& node, const std::string& file, const std::string& path) {
+  const double e = YamlAs<double>(node, file, path);
+  if (!(e > 0.0 && e <= 1.0)) {
+    throw ConfigError("an efficiency must be in (0, 1], not " + node.Scalar(), YamlLocation(node, file, path),
+                      "it is the fraction of the device's peak that the op reaches");
+  }
+  return e;
+}
+
+// compute_efficiency / memory_efficiency: {default: e, <class>: e, ...}.
+void ReadClassEfficiencies(YamlMap& m, const std::string& key, double Efficiency::*field,
+                           std::array<Efficiency, graphs::kNumOpClasses>* by_class) {
+  const YAML::Node node = m.Node(key);
+  if (!node || node.IsNull()) return;
+  if (!node.IsMap()) m.Fail(key, "expected a mapping {default: e, matmul: e, ...}");
+  std::vector<std::string> valid{"default"};
+  for (const OpClass c : graphs::AllOpClasses()) valid.emplace_back(graphs::OpClassName(c));
+  std::array<bool, graphs::kNumOpClasses> explicit_class{};
+  std::optional<double> fallback;
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    const std::string name = it->first.Scalar();
+    const std::string path = m.ChildPath(key) + "." + name;
+    if (name == "default") {
+      fallback = ReadEfficiency(it->second, m.file(), path);
+      continue;
+    }
+    const std::optional<OpClass> c = graphs::ParseOpClass(name);
+    if (!c) {
+      throw ConfigError("unknown op class '" + name + "'." + DidYouMean(name, valid),
+                        YamlLocation(it->first, m.file(), path), "valid keys: " + Join(valid, ", "));
+    }
+    (*by_class)[static_cast<size_t>(*c)].*field = ReadEfficiency(it->second, m.file(), path);
+    explicit_class[static_cast<size_t>(*c)] = true;
+  }
+  if (fallback) {
+    for (size_t i = 0; i < by_class->size(); ++i) {
+      if (!explicit_class[i]) (*by_class)[i].*field = *fallback;
+    }
+  }
+}
+
+Fallback ReadFallback(YamlMap& m) {
+  const std::string text = m.Get<std::string>("fallback", "roofline");
+  if (text == "roofline") return Fallback::kRoofline;
+  if (text == "error") return Fallback::kError;
+  m.Fail("fallback",
+         "fallback must be roofline or error, not '" + text + "'." + DidYouMean(text, {"roofline", "error"}));
+}
+
+RooflineOptions ReadNestedRoofline(YamlMap& m) {
+  YamlMap nested = m.Child("roofline");
+  RooflineOptions options = RooflineOptions::FromYaml(nested);
+  nested.Finish();
+  return options;
+}
+
+YamlMap OptionsMap(const YAML::Node& options, const std::string& source) {
+  if (options && !options.IsNull() && !options.IsMap()) {
+    throw ConfigError("cost model options must be a mapping", YamlLocation(options, source, kOptionsPath));
+  }
+  return YamlMap(options, source, kOptionsPath);
+}
+
+graphs::DType NodeDType(const graphs::Node& node) {
+  return node.outputs.empty() ? graphs::DType::kFloat32 : node.outputs.front().dtype;
+}
+
+double NodeBytes(const graphs::Node& node) {
+  return static_cast<double>(node.bytes_read) + static_cast<double>(node.bytes_written);
+}
+
+bool Empty(double flops, double bytes) {
+  return flops == 0.0 && bytes == 0.0;
+}
+
+[[noreturn]] void NoData(const std::string& model, const std::string& what, const graphs::Graph& graph,
+                         const DeviceSpec& device, const std::string& hint) {
+  throw ConfigError(model + " cost model: " + what + " for device kind '" + device.kind + "'",
+                    Location(graph.source()), hint);
+}
+
+using CostModelRegistry = Registry<std::shared_ptr<const CostModel>, const YAML::Node&, const std::string&>;
+
+const CostModelRegistry& CostModels() {
+  static const CostModelRegistry* registry = [] {
+    auto* r = new CostModelRegistry("cost model");
+    r->Register(
+        "roofline",
+        [](const YAML::Node& options, const std::string& source) -> std::shared_ptr<const CostModel> {
+          YamlMap m = OptionsMap(options, source);
+          RooflineOptions o = RooflineOptions::FromYaml(m);
+          m.Finish();
+          return std::make_shared<RooflineCostModel>(std::move(o));
+        },
+        "launch + max(FLOPs / (peak x efficiency), bytes / (bandwidth x efficiency)), per op class");
+    r->Register(
+        "measured",
+        [](const YAML::Node& options, const std::string& source) -> std::shared_ptr<const CostModel> {
+          YamlMap m = OptionsMap(options, source);
+          MeasuredOptions o;
+          o.fallback = ReadFallback(m);
+          o.add_launch_overhead = m.Get<bool>("add_launch_overhead", false);
+          o.roofline = ReadNestedRoofline(m);
+          m.Finish();
+          return std::make_shared<MeasuredCostModel>(std::move(o));
+        },
+        "the graph's measured time per device kind (else 'any'), else roofline");
+    r->Register(
+        "calibrated",
+        [](const YAML::Node& options, const std::string& source) -> std::shared_ptr<const CostModel> {
+          YamlMap m = OptionsMap(options, source);
+          CalibratedOptions o;
+          o.fallback = ReadFallback(m);
+          o.roofline = ReadNestedRoofline(m);
+          std::vector<std::string> paths;
+          if (m.Has("profile")) paths.push_back(m.Get<std::string>("profile", ""));
+          if (m.Has("profiles")) {
+            for (const std::string& p : m.Get<std::vector<std::string>>("profiles", {})) paths.push_back(p);
+          }
+          m.Finish();
+          if (paths.empty()) {
+            m.Fail("", "the calibrated cost model needs a profile",
+                   "set options: {profile: configs/calibrated/NAME.yaml} (written by gosim calibrate)");
+          }
+          std::vector<DeviceProfile> profiles;
+          for (const std::string& p : paths) profiles.push_back(LoadDeviceProfile(p));
+          return std::make_shared<CalibratedCostModel>(std::move(profiles), std::move(o));
+        },
+        "linear kernel-time fits from calibrated device profiles (configs/calibrated/), else roofline");
+    return r;
+  }();
+  return *registry;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+// Registry and shared helpers.
+
+std::shared_ptr<const CostModel> MakeCostModel(const std::string& name, const YAML::Node& options,
+                                               const std::string& source) {
+  return CostModels().Create(name, options, source, Location(source));
+}
+
+std::vector<std::string> CostModelNames() {
+  return CostModels().Names();
+}
+
+KernelWork MakeKernelWork(const graphs::Graph& graph, std::span<const graphs::NodeId> nodes) {
+  KernelWork work;
+  work.nodes = nodes;
+  const auto inside = [&](graphs::NodeId v) { return std::binary_search(nodes.begin(), nodes.end(), v); };
+  double bytes_read = 0.0;
+  double bytes_written = 0.0;
+  double best = -1.0;
+  for (const graphs::NodeId v : nodes) {
+    const graphs::Node& node = graph.node(v);
+    work.flops += node.flops;
+    bytes_read += static_cast<double>(node.bytes_read);
+    bytes_written += static_cast<double>(node.bytes_written);
+    if (node.flops > best) {
+      best = node.flops;
+      work.op = node.op;
+      work.dtype = NodeDType(node);
+    }
+    // Each internal input tensor is read from inside the kernel, not memory;
+    // in-edges come sorted by (src, output), so repeats are adjacent.
+    int64_t last_src = -1;
+    int32_t last_output = graphs::Edge::kControl;
+    for (const graphs::EdgeId e : graph.in_edges(v)) {
+      const graphs::Edge& edge = graph.edge(e);
+      if (edge.is_control() || !inside(edge.src)) continue;
+      if (edge.src == last_src && edge.output_index == last_output) continue;
+      last_src = edge.src;
+      last_output = edge.output_index;
+      bytes_read -= static_cast<double>(edge.bytes);
+    }
+    // An output consumed only inside the group is never written to memory.
+    for (size_t k = 0; k < node.outputs.size(); ++k) {
+      bool consumed = false;
+      bool escapes = false;
+      for (const graphs::EdgeId e : graph.out_edges(v)) {
+        const graphs::Edge& edge = graph.edge(e);
+        if (edge.output_index != static_cast<int32_t>(k)) continue;
+        consumed = true;
+        escapes = escapes || !inside(edge.dst);
+      }
+      if (consumed && !escapes) bytes_written -= static_cast<double>(node.outputs[k].bytes);
+    }
+  }
+  work.bytes_read = std::max(0.0, bytes_read);
+  work.bytes_written = std::max(0.0, bytes_written);
+  return work;
+}
+
+// ---------------------------------------------------------------------------
+// Roofline.
+
+Efficiency DefaultEfficiency(OpClass op_class) {
+  switch (op_class) {
+    case OpClass::kMatMul:
+      return {0.70, 0.70};
+    case OpClass::kConv:
+      return {0.60, 0.60};
+    case OpClass::kConvBackward:
+      return {0.50, 0.60};
+    case OpClass::kElementwise:
+      return {0.50, 0.75};
+    case OpClass::kReduction:
+      return {0.50, 0.60};
+    case OpClass::kPooling:
+      return {0.50, 0.60};
+    case OpClass::kNormalization:
+      return {0.50, 0.60};
+    case OpClass::kSoftmax:
+      return {0.50, 0.60};
+    case OpClass::kEmbedding:
+      return {0.50, 0.40};
+    case OpClass::kOptimizer:
+      return {0.50, 0.70};
+    case OpClass::kMemory:
+      return {0.50, 0.75};
+    case OpClass::kCommunication:
+      return {0.50, 0.70};
+    case OpClass::kOther:
+      return {0.50, 0.50};
+  }
+  return {0.50, 0.50};
+}
+
+RooflineOptions::RooflineOptions() {
+  for (const OpClass c : graphs::AllOpClasses()) by_class[static_cast<size_t>(c)] = DefaultEfficiency(c);
+}
+
+RooflineOptions RooflineOptions::FromYaml(YamlMap& m) {
+  RooflineOptions o;
+  ReadClassEfficiencies(m, "compute_efficiency", &Efficiency::compute, &o.by_class);
+  ReadClassEfficiencies(m, "memory_efficiency", &Efficiency::memory, &o.by_class);
+  const YAML::Node types = m.Node("op_types");
+  if (types && !types.IsNull()) {
+    if (!types.IsMap()) m.Fail("op_types", "expected a mapping {op_type: {compute: e, memory: e}, ...}");
+    for (auto it = types.begin(); it != types.end(); ++it) {
+      const std::string name = it->first.Scalar();
+      YamlMap entry(it->second, m.file(), m.ChildPath("op_types") + "." + name);
+      entry.Allow({"compute", "memory"});
+      entry.Finish();
+      Efficiency e = o.by_class[static_cast<size_t>(graphs::ClassifyOp(name))];
+      if (entry.Has("compute"))
+        e.compute = ReadEfficiency(entry.Node("compute"), m.file(), entry.ChildPath("compute"));
+      if (entry.Has("memory"))
+        e.memory = ReadEfficiency(entry.Node("memory"), m.file(), entry.ChildPath("memory"));
+      o.by_op_type[name] = e;
+    }
+  }
+  o.charge_empty_ops = m.Get<bool>("charge_empty_ops", false);
+  return o;
+}
+
+RooflineCostModel::RooflineCostModel(RooflineOptions options) : options_(std::move(options)) {}
+
+double RooflineCostModel::Time(std::string_view op_type, double flops, double bytes, graphs::DType dtype,
+                               const DeviceSpec& device) const {
+  if (Empty(flops, bytes) && !options_.charge_empty_ops) return 0.0;
+  const auto it = options_.by_op_type.find(op_type);
+  const Efficiency& e = it != options_.by_op_type.end()
+                            ? it->second
+                            : options_.by_class[static_cast<size_t>(graphs::ClassifyOp(op_type))];
+  const double compute = flops > 0.0 ? flops / (device.PeakFlops(dtype) * e.compute) : 0.0;
+  const double memory = bytes > 0.0 ? bytes / (device.memory_bandwidth * e.memory) : 0.0;
+  return device.launch_overhead + std::max(compute, memory);
+}
+
+double RooflineCostModel::NodeTime(const graphs::Graph& graph, graphs::NodeId node,
+                                   const DeviceSpec& device) const {
+  const graphs::Node& n = graph.node(node);
+  return Time(graph.op_type_name(n.op), n.flops, NodeBytes(n), NodeDType(n), device);
+}
+
+double RooflineCostModel::KernelTime(const graphs::Graph& graph, const KernelWork& work,
+                                     const DeviceSpec& device) const {
+  return Time(graph.op_type_name(work.op), work.flops, work.bytes_read + work.bytes_written, work.dtype,
+              device);
+}
+
+// ---------------------------------------------------------------------------
+// Measured.
+
+MeasuredCostModel::MeasuredCostModel(MeasuredOptions options)
+    : options_(std::move(options)), roofline_(options_.roofline) {}
+
+std::optional<double> MeasuredCostModel::Measured(const graphs::Graph& graph, graphs::NodeId node,
+                                                  const DeviceSpec& device) const {
+  const double* any = nullptr;
+  for (const graphs::MeasuredTime& m : graph.node(node).measured) {
+    if (m.device_kind == device.kind) {
+      return m.seconds + (options_.add_launch_overhead ? device.launch_overhead : 0.0);
+    }
+    if (m.device_kind == "any") any = &m.seconds;
+  }
+  if (any == nullptr) return std::nullopt;
+  return *any + (options_.add_launch_overhead ? device.launch_overhead : 0.0);
+}
+
+double MeasuredCostModel::NodeTime(const graphs::Graph& graph, graphs::NodeId node,
+                                   const DeviceSpec& device) const {
+  if (const std::optional<double> t = Measured(graph, node, device)) return *t;
+  if (options_.fallback == Fallback::kError) {
+    NoData("measured", "node '" + graph.node(node).name + "' has no measured time", graph, device,
+           "profile the graph on this kind of device, or set fallback: roofline");
+  }
+  return roofline_.NodeTime(graph, node, device);
+}
+
+double MeasuredCostModel::KernelTime(const graphs::Graph& graph, const KernelWork& work,
+                                     const DeviceSpec& device) const {
+  const double group = roofline_.KernelTime(graph, work, device);
+  double measured = 0.0;
+  double separate = 0.0;
+  bool complete = !work.nodes.empty();
+  for (const graphs::NodeId v : work.nodes) {
+    const std::optional<double> t = Measured(graph, v, device);
+    if (!t) {
+      complete = false;
+      break;
+    }
+    measured += *t;
+    separate += roofline_.NodeTime(graph, v, device);
+  }
+  if (complete) return separate > 0.0 ? measured * (group / separate) : measured;
+  if (options_.fallback == Fallback::kError) {
+    NoData("measured",
+           "a fused group " +
+               std::string(work.nodes.empty() ? "given without its nodes" : "with unmeasured nodes") +
+               " has no measured time",
+           graph, device, "set fallback: roofline");
+  }
+  return group;
+}
+
+// ---------------------------------------------------------------------------
+// Calibrated.
+
+CalibratedCostModel::CalibratedCostModel(std::vector<DeviceProfile> profiles, CalibratedOptions options)
+    : profiles_(std::move(profiles)), options_(std::move(options)), roofline_(options_.roofline) {
+  for (size_t i = 0; i < profiles_.size(); ++i) {
+    for (size_t j = 0; j < i; ++j) {
+      if (profiles_[i].device_kind == profiles_[j].device_kind) {
+        throw ConfigError("two calibrated profiles for device kind '" + profiles_[i].device_kind + "'", {},
+                          "give one profile per device kind");
+      }
+    }
+  }
+}
+
+const DeviceProfile* CalibratedCostModel::ProfileFor(std::string_view device_kind) const {
+  for (const DeviceProfile& p : profiles_) {
+    if (p.device_kind == device_kind) return &p;
+  }
+  return nullptr;
+}
+
+double CalibratedCostModel::Time(std::string_view op_type, double flops, double bytes, graphs::DType dtype,
+                                 const DeviceSpec& device) const {
+  const DeviceProfile* profile = ProfileFor(device.kind);
+  if (profile == nullptr) return roofline_.Time(op_type, flops, bytes, dtype, device);
+  if (Empty(flops, bytes) && !options_.roofline.charge_empty_ops) return 0.0;
+  return profile->KernelTime(op_type, graphs::ClassifyOp(op_type), flops, bytes);
+}
+
+double CalibratedCostModel::NodeTime(const graphs::Graph& graph, graphs::NodeId node,
+                                     const DeviceSpec& device) const {
+  if (options_.fallback == Fallback::kError && ProfileFor(device.kind) == nullptr) {
+    NoData("calibrated", "no profile", graph, device,
+           "calibrate this device kind, or set fallback: roofline");
+  }
+  const graphs::Node& n = graph.node(node);
+  return Time(graph.op_type_name(n.op), n.flops, NodeBytes(n), NodeDType(n), device);
+}
+
+double CalibratedCostModel::KernelTime(const graphs::Graph& graph, const KernelWork& work,
+                                       const DeviceSpec& device) const {
+  if (options_.fallback == Fallback::kError && ProfileFor(device.kind) == nullptr) {
+    NoData("calibrated", "no profile", graph, device,
+           "calibrate this device kind, or set fallback: roofline");
+  }
+  return Time(graph.op_type_name(work.op), work.flops, work.bytes_read + work.bytes_written, work.dtype,
+              device);
+}
+
+}  // namespace gosim::sim

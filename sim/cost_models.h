@@ -1,0 +1,122 @@
+// The built-in cost models behind sim/cost_model.h, for code that builds one
+// directly (tests, calibration) instead of by name with MakeCostModel.
+// Options and defaults are documented in docs/SIMULATOR.md ("Cost models").
+#ifndef GOSIM_SIM_COST_MODELS_H_
+#define GOSIM_SIM_COST_MODELS_H_
+
+#include <array>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/yaml.h"
+#include "graphs/op_class.h"
+#include "sim/cost_model.h"
+#include "sim/device_profile.h"
+
+namespace gosim::sim {
+
+// Fractions of the peak (0 < e <= 1) that an op reaches.
+struct Efficiency {
+  double compute = 1.0;  // of DeviceSpec::PeakFlops(dtype)
+  double memory = 1.0;   // of DeviceSpec::memory_bandwidth
+};
+
+struct RooflineOptions {
+  // Per op class (graphs/op_class.h); the defaults are DefaultEfficiency().
+  std::array<Efficiency, graphs::kNumOpClasses> by_class;
+  // Per op type name, overriding its class (e.g. "aten::mm").
+  std::map<std::string, Efficiency, std::less<>> by_op_type;
+  // A node with no FLOPs and no bytes (a view, a source node, a NoOp) takes
+  // 0 s when false; the launch overhead when true.
+  bool charge_empty_ops = false;
+
+  RooflineOptions();
+  // Reads compute_efficiency, memory_efficiency, op_types and
+  // charge_empty_ops from `m` (other keys are left to the caller).
+  static RooflineOptions FromYaml(YamlMap& m);
+};
+
+// The documented default efficiencies of an op class.
+Efficiency DefaultEfficiency(graphs::OpClass op_class);
+
+// launch + max(flops / (peak(dtype) * compute), bytes / (bandwidth * memory)).
+class RooflineCostModel : public CostModel {
+ public:
+  explicit RooflineCostModel(RooflineOptions options = {});
+  std::string name() const override { return "roofline"; }
+  double NodeTime(const graphs::Graph& graph, graphs::NodeId node, const DeviceSpec& device) const override;
+  double KernelTime(const graphs::Graph& graph, const KernelWork& work,
+                    const DeviceSpec& device) const override;
+  // The formula for one kernel of op type `op_type`; bytes = read + written.
+  double Time(std::string_view op_type, double flops, double bytes, graphs::DType dtype,
+              const DeviceSpec& device) const;
+  const RooflineOptions& options() const { return options_; }
+
+ private:
+  RooflineOptions options_;
+};
+
+enum class Fallback { kRoofline, kError };
+
+struct MeasuredOptions {
+  Fallback fallback = Fallback::kRoofline;
+  // Measured times are taken to include the launch overhead (profilers and
+  // TensorFlow cost graphs time the whole op); true adds the device's.
+  bool add_launch_overhead = false;
+  RooflineOptions roofline;
+};
+
+// The node's measured time for the device kind, else for "any", else the
+// fallback. A fused group whose nodes are all measured (KernelWork::nodes)
+// takes sum(measured) * roofline(group) / sum(roofline(node)): the measured
+// level, scaled by what fusion saves under the roofline model.
+class MeasuredCostModel : public CostModel {
+ public:
+  explicit MeasuredCostModel(MeasuredOptions options = {});
+  std::string name() const override { return "measured"; }
+  double NodeTime(const graphs::Graph& graph, graphs::NodeId node, const DeviceSpec& device) const override;
+  double KernelTime(const graphs::Graph& graph, const KernelWork& work,
+                    const DeviceSpec& device) const override;
+
+ private:
+  // Measured seconds of `node` on `kind` (launch as configured), or nullopt.
+  std::optional<double> Measured(const graphs::Graph& graph, graphs::NodeId node,
+                                 const DeviceSpec& device) const;
+  MeasuredOptions options_;
+  RooflineCostModel roofline_;
+};
+
+struct CalibratedOptions {
+  Fallback fallback = Fallback::kRoofline;  // for device kinds without a profile
+  RooflineOptions roofline;
+};
+
+// DeviceProfile::KernelTime for devices whose kind has a profile; the
+// profile's launch overhead replaces the device's. Zero-work nodes follow
+// RooflineOptions::charge_empty_ops.
+class CalibratedCostModel : public CostModel {
+ public:
+  // ConfigError when two profiles are for the same device kind.
+  CalibratedCostModel(std::vector<DeviceProfile> profiles, CalibratedOptions options = {});
+  std::string name() const override { return "calibrated"; }
+  double NodeTime(const graphs::Graph& graph, graphs::NodeId node, const DeviceSpec& device) const override;
+  double KernelTime(const graphs::Graph& graph, const KernelWork& work,
+                    const DeviceSpec& device) const override;
+  // The profile of a device kind, or nullptr.
+  const DeviceProfile* ProfileFor(std::string_view device_kind) const;
+
+ private:
+  double Time(std::string_view op_type, double flops, double bytes, graphs::DType dtype,
+              const DeviceSpec& device) const;
+  std::vector<DeviceProfile> profiles_;
+  CalibratedOptions options_;
+  RooflineCostModel roofline_;
+};
+
+}  // namespace gosim::sim
+
+#endif  // GOSIM_SIM_COST_MODELS_H_

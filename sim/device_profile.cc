@@ -1,0 +1,194 @@
+#include "sim/device_profile.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "core/error.h"
+#include "core/io.h"
+#include "core/strings.h"
+#include "core/yaml.h"
+
+namespace gosim::sim {
+namespace {
+
+constexpr const char* kFormat = "gosim.device_profile";
+constexpr int kVersion = 1;
+constexpr const char* kProfileDir = "configs/calibrated";
+
+double Finite(YamlMap& m, const std::string& key, double fallback, bool non_negative) {
+  const double value = m.Get<double>(key, fallback);
+  if (!std::isfinite(value) || (non_negative && value < 0.0)) {
+    m.Fail(key, key + (non_negative ? " must be a finite number >= 0" : " must be a finite number"));
+  }
+  return value;
+}
+
+KernelFit ReadFit(YamlMap m) {
+  m.Allow({"intercept", "per_flop", "per_byte", "samples", "mape"});
+  m.Finish();
+  KernelFit fit;
+  fit.intercept = Finite(m, "intercept", 0.0, false);
+  fit.per_flop = Finite(m, "per_flop", 0.0, true);
+  fit.per_byte = Finite(m, "per_byte", 0.0, true);
+  fit.samples = m.Get<int64_t>("samples", 0);
+  if (fit.samples < 0) m.Fail("samples", "samples must be >= 0");
+  fit.mape = Finite(m, "mape", -1.0, false);
+  return fit;
+}
+
+LinkFit ReadLink(YamlMap m) {
+  m.Allow({"latency", "bandwidth", "samples"});
+  m.Finish();
+  LinkFit fit;
+  fit.latency = Finite(m, "latency", 0.0, true);
+  fit.bandwidth = Finite(m, "bandwidth", 0.0, true);
+  if (fit.bandwidth <= 0.0) m.Fail("bandwidth", "a link fit needs a positive bandwidth (bytes/s)");
+  fit.samples = m.Get<int64_t>("samples", 0);
+  if (fit.samples < 0) m.Fail("samples", "samples must be >= 0");
+  return fit;
+}
+
+// The entries of mapping `key` as (name, sub-map) pairs, in file order.
+std::vector<std::pair<std::string, YamlMap>> Entries(YamlMap& parent, const std::string& key) {
+  std::vector<std::pair<std::string, YamlMap>> out;
+  const YAML::Node node = parent.Node(key);
+  if (!node || node.IsNull()) return out;
+  if (!node.IsMap()) parent.Fail(key, "expected a mapping of name: {...}");
+  for (auto it = node.begin(); it != node.end(); ++it) {
+    const std::string name = it->first.Scalar();
+    out.emplace_back(name, YamlMap(it->second, parent.file(), parent.ChildPath(key) + "." + name));
+  }
+  return out;
+}
+
+void EmitFit(YAML::Emitter& out, const KernelFit& fit) {
+  out << YAML::Flow << YAML::BeginMap;
+  out << YAML::Key << "intercept" << YAML::Value << fit.intercept;
+  out << YAML::Key << "per_flop" << YAML::Value << fit.per_flop;
+  out << YAML::Key << "per_byte" << YAML::Value << fit.per_byte;
+  if (fit.samples > 0) out << YAML::Key << "samples" << YAML::Value << fit.samples;
+  if (fit.mape >= 0.0) out << YAML::Key << "mape" << YAML::Value << fit.mape;
+  out << YAML::EndMap;
+}
+
+}  // namespace
+
+double KernelFit::Time(double flops, double bytes) const {
+  return std::max(0.0, intercept + per_flop * flops + per_byte * bytes);
+}
+
+const KernelFit& DeviceProfile::FitFor(std::string_view op_type, graphs::OpClass op_class) const {
+  if (const auto it = op_types.find(op_type); it != op_types.end()) return it->second;
+  const std::optional<KernelFit>& by_class = op_classes[static_cast<size_t>(op_class)];
+  return by_class ? *by_class : fallback;
+}
+
+double DeviceProfile::KernelTime(std::string_view op_type, graphs::OpClass op_class, double flops,
+                                 double bytes) const {
+  return launch_overhead + FitFor(op_type, op_class).Time(flops, bytes);
+}
+
+DeviceProfile ParseDeviceProfile(const std::string& yaml_text, const std::string& source) {
+  const YAML::Node root_node = LoadYamlString(yaml_text, source);
+  if (!root_node.IsMap()) {
+    throw ConfigError("a device profile must be a mapping (format, version, device_kind, ...)",
+                      YamlLocation(root_node, source, ""), "see docs/FORMATS.md, Calibrated device profile");
+  }
+  YamlMap root = YamlMap::Root(root_node, source);
+  root.Allow({"format", "version", "device_kind", "source", "launch_overhead", "default", "op_classes",
+              "op_types", "links"});
+  root.Finish();
+  if (root.Get<std::string>("format", "") != kFormat) {
+    root.Fail(root.Has("format") ? "format" : "",
+              std::string("not a device profile: format must be ") + kFormat);
+  }
+  if (root.Require<int>("version") != kVersion)
+    root.Fail("version", "unsupported profile version (expected 1)");
+  DeviceProfile p;
+  p.device_kind = root.Require<std::string>("device_kind");
+  if (p.device_kind.empty()) root.Fail("device_kind", "device_kind must not be empty");
+  p.source = YAML::Clone(root.Node("source"));
+  p.launch_overhead = Finite(root, "launch_overhead", 0.0, true);
+  if (!root.Has("default"))
+    root.Fail("", "missing required key 'default'", "give default: {intercept, per_flop, per_byte}");
+  p.fallback = ReadFit(root.Child("default"));
+  std::vector<std::string> class_names;
+  for (const graphs::OpClass c : graphs::AllOpClasses()) class_names.emplace_back(graphs::OpClassName(c));
+  for (auto& [name, m] : Entries(root, "op_classes")) {
+    const std::optional<graphs::OpClass> c = graphs::ParseOpClass(name);
+    if (!c) {
+      throw ConfigError("unknown op class '" + name + "'." + DidYouMean(name, class_names),
+                        YamlLocation(m.node(), source, m.path()), "op classes: " + Join(class_names, ", "));
+    }
+    p.op_classes[static_cast<size_t>(*c)] = ReadFit(m);
+  }
+  for (auto& [name, m] : Entries(root, "op_types")) p.op_types.emplace(name, ReadFit(m));
+  for (auto& [name, m] : Entries(root, "links")) p.links.emplace(name, ReadLink(m));
+  return p;
+}
+
+DeviceProfile LoadDeviceProfile(const std::string& path_or_name) {
+  std::string path = path_or_name;
+  const bool bare =
+      path.find('/') == std::string::npos && !EndsWith(path, ".yaml") && !EndsWith(path, ".yml");
+  if (bare) path = std::string(kProfileDir) + "/" + path_or_name + ".yaml";
+  if (!FileExists(path)) {
+    throw ConfigError(
+        "no device profile '" + path + "'", Location{path_or_name},
+        "give a path, or a name in " + std::string(kProfileDir) + " (written by gosim calibrate)");
+  }
+  return ParseDeviceProfile(ReadFile(path), path);
+}
+
+std::string DeviceProfileToYaml(const DeviceProfile& p) {
+  YAML::Emitter out;
+  out.SetDoublePrecision(17);
+  out << YAML::BeginMap;
+  out << YAML::Key << "format" << YAML::Value << kFormat;
+  out << YAML::Key << "version" << YAML::Value << kVersion;
+  out << YAML::Key << "device_kind" << YAML::Value << p.device_kind;
+  if (p.source && !p.source.IsNull()) out << YAML::Key << "source" << YAML::Value << p.source;
+  out << YAML::Key << "launch_overhead" << YAML::Value << p.launch_overhead;
+  out << YAML::Key << "default" << YAML::Value;
+  EmitFit(out, p.fallback);
+  bool any_class = false;
+  for (const auto& fit : p.op_classes) any_class = any_class || fit.has_value();
+  if (any_class) {
+    out << YAML::Key << "op_classes" << YAML::Value << YAML::BeginMap;
+    for (const graphs::OpClass c : graphs::AllOpClasses()) {
+      const std::optional<KernelFit>& fit = p.op_classes[static_cast<size_t>(c)];
+      if (!fit) continue;
+      out << YAML::Key << std::string(graphs::OpClassName(c)) << YAML::Value;
+      EmitFit(out, *fit);
+    }
+    out << YAML::EndMap;
+  }
+  if (!p.op_types.empty()) {
+    out << YAML::Key << "op_types" << YAML::Value << YAML::BeginMap;
+    for (const auto& [name, fit] : p.op_types) {
+      out << YAML::Key << name << YAML::Value;
+      EmitFit(out, fit);
+    }
+    out << YAML::EndMap;
+  }
+  if (!p.links.empty()) {
+    out << YAML::Key << "links" << YAML::Value << YAML::BeginMap;
+    for (const auto& [name, fit] : p.links) {
+      out << YAML::Key << name << YAML::Value << YAML::Flow << YAML::BeginMap;
+      out << YAML::Key << "latency" << YAML::Value << fit.latency;
+      out << YAML::Key << "bandwidth" << YAML::Value << fit.bandwidth;
+      if (fit.samples > 0) out << YAML::Key << "samples" << YAML::Value << fit.samples;
+      out << YAML::EndMap;
+    }
+    out << YAML::EndMap;
+  }
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+void SaveDeviceProfile(const std::string& path, const DeviceProfile& profile) {
+  WriteFileAtomic(path, DeviceProfileToYaml(profile));
+}
+
+}  // namespace gosim::sim

@@ -1,0 +1,76 @@
+// A calibrated device profile: per device kind, a linear kernel-time model
+// fitted to real profiler traces (written by `gosim calibrate`, read by the
+// `calibrated` cost model). File format: docs/FORMATS.md, "Calibrated device
+// profile".
+//
+// Kernel time of a node of op type t with class c (graphs/op_class.h):
+//   launch_overhead + max(0, intercept + per_flop * flops + per_byte * bytes)
+// with bytes = bytes_read + bytes_written and the coefficients of
+// op_types[t] when present, else op_classes[c], else `default`.
+#ifndef GOSIM_SIM_DEVICE_PROFILE_H_
+#define GOSIM_SIM_DEVICE_PROFILE_H_
+
+#include <yaml-cpp/yaml.h>
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "graphs/op_class.h"
+
+namespace gosim::sim {
+
+// One fitted linear model. Units: seconds, seconds per FLOP, seconds per byte.
+struct KernelFit {
+  double intercept = 0.0;  // may be negative; the kernel time is clamped at 0
+  double per_flop = 0.0;   // >= 0
+  double per_byte = 0.0;   // >= 0
+  int64_t samples = 0;     // kernels the fit used (0 = not recorded)
+  double mape = -1.0;  // mean absolute percentage error on held-out data as a fraction; < 0 = not recorded
+
+  // max(0, intercept + per_flop * flops + per_byte * bytes), without launch.
+  double Time(double flops, double bytes) const;
+  bool operator==(const KernelFit&) const = default;
+};
+
+// An alpha-beta fit of one kind of transfer: latency + bytes / bandwidth.
+struct LinkFit {
+  double latency = 0.0;    // seconds, >= 0
+  double bandwidth = 0.0;  // bytes/s, > 0
+  int64_t samples = 0;
+  bool operator==(const LinkFit&) const = default;
+};
+
+struct DeviceProfile {
+  std::string device_kind;       // matches DeviceSpec::kind, e.g. "A100"
+  YAML::Node source;             // free-form provenance (trace, steps, ...); may be null
+  double launch_overhead = 0.0;  // seconds, added once per kernel
+  KernelFit fallback;            // the file's `default`
+  std::array<std::optional<KernelFit>, graphs::kNumOpClasses> op_classes;
+  std::map<std::string, KernelFit, std::less<>> op_types;
+  std::map<std::string, LinkFit, std::less<>> links;  // e.g. memcpy_htod, nccl_allreduce
+
+  // The coefficients for an op type (op_types, then its class, then default).
+  const KernelFit& FitFor(std::string_view op_type, graphs::OpClass op_class) const;
+  // Seconds for one kernel, launch overhead included.
+  double KernelTime(std::string_view op_type, graphs::OpClass op_class, double flops, double bytes) const;
+};
+
+// Parses a profile; every problem is a ConfigError with file, line and path.
+DeviceProfile ParseDeviceProfile(const std::string& yaml_text, const std::string& source);
+// Reads a profile file; a bare name ("a100") is looked up as
+// configs/calibrated/<name>.yaml.
+DeviceProfile LoadDeviceProfile(const std::string& path_or_name);
+// The profile in the file format (doubles with 17 significant digits, so
+// writing then parsing gives the same profile).
+std::string DeviceProfileToYaml(const DeviceProfile& profile);
+// Writes atomically (core/io.h).
+void SaveDeviceProfile(const std::string& path, const DeviceProfile& profile);
+
+}  // namespace gosim::sim
+
+#endif  // GOSIM_SIM_DEVICE_PROFILE_H_

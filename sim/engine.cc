@@ -1,0 +1,694 @@
+// The event loop. One Run is one simulation of one decision in one
+// Workspace. Run<kFull = true> also records every kernel and hop with the
+// cause of its start time (for the critical path, the timeline and the
+// out-of-memory report); Run<false, ...> is the lean path of Evaluate.
+// kFusion selects the node -> task mapping of fused groups (without fusion a
+// task is its node, and the mapping costs nothing).
+//
+// Time advances in instants: all events at time t are handled first (kernels
+// and hops end: memory is freed, successors become ready, transfers are
+// queued), then idle devices and links pick their next work in a fixed order
+// (devices by index, then links by the service order of their head
+// transfers). Hence frees precede allocations at one instant, and a ready
+// queue sees every task that became ready at t before choosing.
+#include <algorithm>
+#include <cassert>
+#include <cmath>
+#include <span>
+#include <string>
+
+#include "core/error.h"
+#include "sim/engine.h"
+
+namespace gosim::sim {
+namespace {
+
+template <typename T>
+void Fill(std::vector<T>& v, size_t n, T value) {
+  v.assign(n, value);  // keeps capacity: no allocation once warmed up
+}
+
+void InsertionSort(std::vector<int32_t>& v) {
+  for (size_t i = 1; i < v.size(); ++i) {
+    const int32_t x = v[i];
+    size_t j = i;
+    for (; j > 0 && v[j - 1] > x; --j) v[j] = v[j - 1];
+    v[j] = x;
+  }
+}
+
+}  // namespace
+
+template <bool kFull, bool kFusion>
+class Run {
+ public:
+  Run(const Engine& engine, const Decision& decision, Workspace& ws)
+      : e_(engine), m_(engine.model_), opt_(engine.options_), dec_(decision), ws_(ws) {}
+
+  RunOutcome Execute() {
+    CheckDecision(dec_, m_, e_.graph_);
+    assert(kFusion == dec_.has_fusion());
+    Setup();
+    if (!out_.stopped) Loop();
+    if (!out_.stopped && tasks_done_ != tasks_total_) {
+      throw DecisionError(std::to_string(tasks_total_ - tasks_done_) + " of " + std::to_string(tasks_total_) +
+                              " kernels never became ready",
+                          {}, "a fusion group is not convex: a path leaves the group and comes back into it");
+    }
+    out_.makespan = now_;
+    out_.fusion = kFusion;
+    return std::move(out_);
+  }
+
+ private:
+  using TaskState = Workspace::TaskState;
+  using CopyState = Workspace::CopyState;
+  using Transfer = Workspace::Transfer;
+
+  // ---- setup -------------------------------------------------------------
+  void Setup() {
+    const int32_t n = m_.num_nodes;
+    nd_ = m_.num_devices;
+    track_ = opt_.track_memory;
+    reuse_ = opt_.reuse_transfers;
+    stop_at_oom_ = opt_.stop_at_oom && opt_.infeasible_step_time > 0.0;
+    xprio_ = dec_.has_transfer_priority() ? dec_.transfer_priority.data() : nullptr;
+    tprio_ = dec_.has_priority() ? dec_.priority.data() : nullptr;
+    tasks_total_ = n;
+
+    ws_.tasks.resize(n);
+    tasks_ = ws_.tasks.data();
+    const int32_t* place = dec_.placement.data();
+    const int32_t nc = m_.num_classes;
+    Fill(ws_.persistent, nd_, int64_t{0});
+    for (int32_t v = 0; v < n; ++v) {
+      const int32_t d = place[v];
+      tasks_[v] = TaskState{m_.op_time[static_cast<size_t>(v) * nc + m_.device_class[d]], m_.deps[v], d};
+      ws_.persistent[d] += m_.persistent[v];
+    }
+    if constexpr (kFusion) BuildGroups();
+
+    // Every entry of these is written before it is read in a run.
+    ws_.copies.resize(static_cast<size_t>(m_.num_tensors));
+    ws_.in_copy.resize(m_.inputs.size());
+    ws_.seen_transfer.resize(nd_);
+    Fill(ws_.seen, nd_, 0);
+    Fill(ws_.mem, nd_, int64_t{0});
+    Fill(ws_.peak, nd_, int64_t{0});
+    Fill(ws_.running, nd_, -1);
+    Fill(ws_.busy, nd_, 0.0);
+    Fill(ws_.kernels, nd_, 0);
+    Fill(ws_.device_dirty, nd_, uint8_t{0});
+    ws_.dirty_devices.clear();
+    ws_.ready.resize(nd_);
+    for (auto& q : ws_.ready) q.Clear();
+    const int32_t nl = m_.num_links, nr = m_.num_resources;
+    Fill(ws_.link_busy, nl, uint8_t{0});
+    Fill(ws_.link_dirty, nl, uint8_t{0});
+    Fill(ws_.link_busy_time, nl, 0.0);
+    Fill(ws_.link_bytes, nl, int64_t{0});
+    Fill(ws_.link_hops, nl, 0);
+    ws_.dirty_links.clear();
+    ws_.link_queue.resize(nl);
+    for (auto& q : ws_.link_queue) q.Clear();
+    Fill(ws_.res_busy, nr, uint8_t{0});
+    Fill(ws_.res_busy_time, nr, 0.0);
+    Fill(ws_.res_bytes, nr, int64_t{0});
+    Fill(ws_.res_hops, nr, 0);
+    ws_.transfers.clear();
+    ws_.events.Clear();
+    if constexpr (kFull) {
+      Fill(ws_.data_cause, n, -1);
+      Fill(ws_.ready_time, n, 0.0);
+      Fill(ws_.op_rec_of, n, -1);
+      Fill(ws_.last_task, nd_, -1);
+      Fill(ws_.link_last_hop, nl, -1);
+      Fill(ws_.res_last_hop, nr, -1);
+      Fill(ws_.live, static_cast<size_t>(m_.NumCopies()), 0);
+      ws_.op_recs.clear();
+      ws_.hop_recs.clear();
+    }
+    // Raw views of the per-run arrays (sized above; none is resized during the run).
+    running_ = ws_.running.data();
+    device_dirty_ = ws_.device_dirty.data();
+    busy_ = ws_.busy.data();
+    kernels_ = ws_.kernels.data();
+    mem_ = ws_.mem.data();
+    peak_ = ws_.peak.data();
+    copies_ = ws_.copies.data();
+    in_copy_ = ws_.in_copy.data();
+    seen_ = ws_.seen.data();
+    seen_transfer_ = ws_.seen_transfer.data();
+    link_busy_ = ws_.link_busy.data();
+    link_dirty_ = ws_.link_dirty.data();
+    res_busy_ = ws_.res_busy.data();
+    ready_ = ws_.ready.data();
+    link_queue_ = ws_.link_queue.data();
+    if (track_) {
+      for (int32_t d = 0; d < nd_; ++d) Alloc(d, ws_.persistent[d], -1, -1);
+      if (out_.stopped) return;
+    }
+    for (int32_t v = 0; v < n; ++v) {
+      if (Task(v) == v && tasks_[v].pending == 0) MakeReady(v, -1);
+    }
+  }
+
+  // Maps every node to its task (a fused group runs as its smallest node id)
+  // and computes each group's kernel time, external inputs, allocation and
+  // priority.
+  void BuildGroups() {
+    const int32_t n = m_.num_nodes;
+    const graphs::Graph& graph = e_.graph_;
+    Fill(ws_.group_leader, n, -1);
+    Fill(ws_.group_size, n, 1);
+    ws_.task_of.resize(n);
+    int32_t* task_of = ws_.task_of.data();
+    for (int32_t v = 0; v < n; ++v) {
+      const int32_t g = dec_.fusion_group[v];
+      if (g < 0) {
+        task_of[v] = v;
+        continue;
+      }
+      if (ws_.group_leader[g] < 0) ws_.group_leader[g] = v;
+      const int32_t leader = ws_.group_leader[g];
+      task_of[v] = leader;
+      if (leader != v) {
+        ++ws_.group_size[leader];
+        --tasks_total_;
+        if (tasks_[v].device != tasks_[leader].device) {
+          throw DecisionError("fusion group " + std::to_string(g) + " spans devices: '" + graph.node(leader).name +
+                                  "' is on device " + std::to_string(tasks_[leader].device) + ", '" +
+                                  graph.node(v).name + "' on device " + std::to_string(tasks_[v].device),
+                              {}, "place every node of a fusion group on the same device");
+        }
+      }
+    }
+    task_of_ = task_of;
+    ws_.member_off.resize(n + 1);
+    ws_.member_off[0] = 0;
+    for (int32_t v = 0; v < n; ++v) {
+      ws_.member_off[v + 1] = ws_.member_off[v] + (task_of[v] == v ? ws_.group_size[v] : 0);
+    }
+    ws_.members.resize(n);
+    ws_.scratch.assign(ws_.member_off.begin(), ws_.member_off.end() - 1);
+    for (int32_t v = 0; v < n; ++v) ws_.members[ws_.scratch[task_of[v]]++] = v;
+
+    ws_.task_alloc.resize(n);
+    for (int32_t v = 0; v < n; ++v) ws_.task_alloc[v] = m_.nodes[v].out_bytes;
+    talloc_ = ws_.task_alloc.data();
+    if (tprio_ != nullptr) {
+      ws_.task_priority.assign(dec_.priority.begin(), dec_.priority.end());
+      tprio_ = ws_.task_priority.data();
+    }
+    for (int32_t leader = 0; leader < n; ++leader) {
+      if (task_of[leader] != leader || ws_.group_size[leader] == 1) continue;
+      const int32_t* members = ws_.members.data() + ws_.member_off[leader];
+      const size_t size = static_cast<size_t>(ws_.group_size[leader]);
+      const KernelWork work = MakeKernelWork(graph, std::span<const graphs::NodeId>(members, size));
+      int64_t alloc = 0;
+      int32_t pending = 0;
+      double priority = tprio_ != nullptr ? tprio_[leader] : 0.0;
+      for (size_t k = 0; k < size; ++k) {
+        const int32_t v = members[k];
+        const EngineModel::NodeInfo& node = m_.nodes[v];
+        if (tprio_ != nullptr) priority = std::max(priority, tprio_[v]);
+        for (int32_t i = node.in_begin; i < node.in_end; ++i) {
+          if (task_of[m_.inputs[i].producer] != leader) ++pending;
+        }
+        for (int32_t i = m_.ctrl_in_off[v]; i < m_.ctrl_in_off[v + 1]; ++i) {
+          if (task_of[m_.ctrl_in[i]] != leader) ++pending;
+        }
+        for (int32_t t = node.out_begin; t < node.out_end; ++t) {
+          if (Materialized(t, leader)) alloc += m_.tensors[t].bytes;
+        }
+      }
+      const DeviceSpec& device = e_.cluster_.device(tasks_[leader].device);
+      const double time = e_.cost_model_.KernelTime(graph, work, device);
+      if (!std::isfinite(time) || time < 0.0) {
+        throw ConfigError("cost model '" + e_.cost_model_.name() + "' gives time " + std::to_string(time) +
+                          " s for the fused group of '" + graph.node(leader).name + "'");
+      }
+      tasks_[leader].time = time;
+      tasks_[leader].pending = pending;
+      ws_.task_alloc[leader] = alloc;
+      if (tprio_ != nullptr) ws_.task_priority[leader] = priority;
+    }
+  }
+
+  int32_t Task(int32_t node) const {
+    if constexpr (kFusion) {
+      return task_of_[node];
+    } else {
+      return node;
+    }
+  }
+  int64_t TaskAlloc(int32_t task) const {
+    if constexpr (kFusion) {
+      return talloc_[task];
+    } else {
+      return m_.nodes[task].out_bytes;
+    }
+  }
+
+  // A fused group's output is materialized when something outside the group
+  // reads it, or when nothing reads it at all (a graph output).
+  bool Materialized(int32_t t, int32_t task) const {
+    const EngineModel::TensorInfo& info = m_.tensors[t];
+    if (info.cons_begin == info.cons_end) return true;
+    for (int32_t i = info.cons_begin; i < info.cons_end; ++i) {
+      if (Task(m_.consumers[i].node) != task) return true;
+    }
+    return false;
+  }
+
+  template <typename F>
+  void ForEachMember(int32_t task, F&& f) {
+    if (!kFusion || ws_.group_size[task] == 1) {
+      f(task);
+    } else {
+      for (int32_t k = ws_.member_off[task]; k < ws_.member_off[task + 1]; ++k) f(ws_.members[k]);
+    }
+  }
+
+  // ---- the loop ----------------------------------------------------------
+  void Loop() {
+    Dispatch();
+    EventQueue& events = ws_.events;
+    while (!out_.stopped && !events.empty()) {
+      const double t = events.top_time();
+      assert(t >= now_ && "time went backwards");
+      now_ = t;
+      do {
+        const Event ev = events.Pop();
+        if (ev.kind() == EventKind::kOpFinish) {
+          OpFinish(ev.id());
+        } else {
+          HopFinish(ev.id());
+        }
+      } while (!events.empty() && events.top_time() == t);
+      Dispatch();
+    }
+  }
+
+  void Dispatch() {
+    if (!ws_.dirty_devices.empty()) DispatchDevices();
+    if (!ws_.dirty_links.empty()) DispatchLinks();
+  }
+
+  void MarkDevice(int32_t d) {
+    if (!device_dirty_[d]) {
+      device_dirty_[d] = 1;
+      ws_.dirty_devices.push_back(d);
+    }
+  }
+  void MarkLink(int32_t l) {
+    if (!link_dirty_[l]) {
+      link_dirty_[l] = 1;
+      ws_.dirty_links.push_back(l);
+    }
+  }
+
+  void MakeReady(int32_t task, int32_t cause) {
+    const int32_t d = tasks_[task].device;
+    if (tprio_ != nullptr) {
+      ready_[d].PushHeap(tprio_[task], task, now_);
+    } else {
+      ready_[d].PushFifo(task, now_);
+    }
+    MarkDevice(d);
+    if constexpr (kFull) {
+      ws_.ready_time[task] = now_;
+      ws_.data_cause[task] = cause;
+    }
+  }
+
+  void DispatchDevices() {
+    auto& dirty = ws_.dirty_devices;
+    if (dirty.size() > 1) InsertionSort(dirty);
+    for (int32_t d : dirty) {
+      device_dirty_[d] = 0;
+      ServiceQueue& q = ready_[d];
+      if (running_[d] >= 0 || q.empty() || out_.stopped) continue;
+      StartOp(tprio_ != nullptr ? q.PopHeap() : q.PopFifo(), d);
+    }
+    dirty.clear();
+  }
+
+  void StartOp(int32_t task, int32_t d) {
+    const double duration = tasks_[task].time;
+    running_[d] = task;
+    busy_[d] += duration;
+    ++kernels_[d];
+    if (track_) {
+      const int64_t alloc = TaskAlloc(task);
+      if (alloc > 0) Alloc(d, alloc, task, -1);
+    }
+    ws_.events.Push(now_ + duration, EventKind::kOpFinish, task);
+    if constexpr (kFull) {
+      const bool waited = now_ > ws_.ready_time[task];
+      const int32_t cause = waited ? ws_.last_task[d] : ws_.data_cause[task];
+      ws_.op_rec_of[task] = static_cast<int32_t>(ws_.op_recs.size());
+      ws_.op_recs.push_back(Workspace::OpRec{task, d, ws_.ready_time[task], now_, now_ + duration, cause, waited});
+      ws_.last_task[d] = task;
+      if (track_) ForEachMember(task, [&](int32_t v) {
+        for (int32_t t = m_.nodes[v].out_begin; t < m_.nodes[v].out_end; ++t) {
+          if (!kFusion || Materialized(t, task)) ++ws_.live[static_cast<int64_t>(t) * nd_ + d];
+        }
+      });
+    }
+  }
+
+  void OpFinish(int32_t task) {
+    const int32_t d = tasks_[task].device;
+    running_[d] = -1;
+    MarkDevice(d);
+    ++tasks_done_;
+    ForEachMember(task, [&](int32_t v) { FinishNode(v, task, d); });
+  }
+
+  // Hands node v's outputs to their consumers (locally or through
+  // transfers), releases v's control successors and its inputs.
+  void FinishNode(int32_t v, int32_t task, int32_t d) {
+    const EngineModel::NodeInfo& node = m_.nodes[v];
+    const EngineModel::Consumer* consumers = m_.consumers.data();
+    TaskState* tasks = tasks_;
+    const bool track = track_;
+    const bool reuse = reuse_;
+    for (int32_t t = node.out_begin; t < node.out_end; ++t) {
+      const EngineModel::TensorInfo& tensor = m_.tensors[t];
+      int32_t users = 0;
+      bool internal = false;
+      const int32_t stamp = ++stamp_;
+      for (int32_t i = tensor.cons_begin; i < tensor.cons_end; ++i) {
+        const int32_t c = consumers[i].node;
+        const int32_t ct = Task(c);
+        if (kFusion && ct == task) {
+          internal = true;
+          continue;
+        }
+        const int32_t cd = tasks[c].device;
+        if (cd == d) {
+          ++users;
+          if (--tasks[ct].pending == 0) MakeReady(ct, task);
+        } else if (!reuse) {
+          ++ws_.transfers[NewTransfer(t, d, cd, i, task)].refs;
+          ++users;
+        } else {
+          if (seen_[cd] != stamp) {
+            seen_[cd] = stamp;
+            seen_transfer_[cd] = NewTransfer(t, d, cd, -1, task);
+            ++users;
+          }
+          ++ws_.transfers[seen_transfer_[cd]].refs;
+        }
+      }
+      if (track) {
+        if (users > 0) {
+          copies_[t] = CopyState{tensor.bytes, users, d};
+        } else if (!internal) {
+          Free(d, tensor.bytes, t);  // nothing reads it: freed when its producer ends
+        }
+      }
+    }
+    for (int32_t i = node.ctrl_begin; i < node.ctrl_end; ++i) {
+      const int32_t ct = Task(m_.ctrl[i]);
+      if ((!kFusion || ct != task) && --tasks[ct].pending == 0) MakeReady(ct, task);
+    }
+    if (track) {
+      for (int32_t k = node.in_begin; k < node.in_end; ++k) {
+        const EngineModel::Input& in = m_.inputs[k];
+        if (kFusion && Task(in.producer) == task) continue;
+        CopyState& local = copies_[in.tensor];
+        if (local.device == d) {
+          if (--local.refs == 0) Free(d, local.bytes, in.tensor);
+        } else {
+          Transfer& tr = ws_.transfers[in_copy_[k]];
+          if (--tr.refs == 0) Free(d, tr.bytes, in.tensor);
+        }
+      }
+    }
+  }
+
+  // Creates the transfer of tensor t to device dst (for the consumer entry
+  // `slot`, or -1 for every consumer there) and queues its first hop.
+  int32_t NewTransfer(int32_t t, int32_t src, int32_t dst, int32_t slot, int32_t cause) {
+    const int32_t x = static_cast<int32_t>(ws_.transfers.size());
+    const int32_t route = m_.route_off[src * nd_ + dst];
+    const auto hops = static_cast<int16_t>(m_.route_off[src * nd_ + dst + 1] - route);
+    const double priority = xprio_ != nullptr ? xprio_[static_cast<int64_t>(t) * nd_ + dst] : 0.0;
+    ws_.transfers.push_back(
+        Transfer{t, src, dst, slot, 0, m_.tensors[t].bytes, route, hops, 0, priority, now_, -1, cause});
+    Enqueue(x, m_.route_links[route]);
+    return x;
+  }
+
+  void Enqueue(int32_t x, int32_t link) {
+    Transfer& tr = ws_.transfers[x];
+    tr.queued = now_;
+    if (xprio_ != nullptr) {
+      link_queue_[link].PushHeap(tr.priority, x, now_);
+    } else {
+      link_queue_[link].PushFifo(x, now_);
+    }
+    MarkLink(link);
+  }
+
+  void HopFinish(int32_t x) {
+    Transfer& tr = ws_.transfers[x];
+    const int32_t link = m_.route_links[tr.route + tr.hop];
+    link_busy_[link] = 0;
+    MarkLink(link);
+    for (int32_t i = m_.link_res_off[link]; i < m_.link_res_off[link + 1]; ++i) {
+      const int32_t r = m_.link_res[i];
+      res_busy_[r] = 0;
+      for (int32_t j = m_.res_links_off[r]; j < m_.res_links_off[r + 1]; ++j) MarkLink(m_.res_links[j]);
+    }
+    if (tr.hop == 0 && track_ && --copies_[tr.tensor].refs == 0) {
+      Free(tr.src, tr.bytes, tr.tensor);  // the data has left the source device
+    }
+    const int32_t cause = kFull ? m_.num_nodes + tr.record : -1;
+    if (tr.hop + 1 < tr.hops) {
+      ++tr.hop;
+      tr.cause = cause;
+      Enqueue(x, m_.route_links[tr.route + tr.hop]);
+      return;
+    }
+    // Arrived: the consumers on the destination device may become ready.
+    const EngineModel::TensorInfo& tensor = m_.tensors[tr.tensor];
+    const int32_t begin = tr.slot >= 0 ? tr.slot : tensor.cons_begin;
+    const int32_t end = tr.slot >= 0 ? tr.slot + 1 : tensor.cons_end;
+    const int32_t dst = tr.dst;
+    for (int32_t i = begin; i < end; ++i) {
+      const EngineModel::Consumer& c = m_.consumers[i];
+      if (tasks_[c.node].device != dst) continue;
+      in_copy_[c.input] = x;
+      const int32_t ct = Task(c.node);
+      if (--tasks_[ct].pending == 0) MakeReady(ct, cause);
+    }
+  }
+
+  bool ResourcesFree(int32_t link) const {
+    for (int32_t i = m_.link_res_off[link]; i < m_.link_res_off[link + 1]; ++i) {
+      if (res_busy_[m_.link_res[i]]) return false;
+    }
+    return true;
+  }
+
+  void DispatchLinks() {
+    // Candidates: idle links with waiting transfers, served in the order of
+    // their head transfers so that links competing for one shared resource
+    // get it first-come first-served (or by transfer priority).
+    auto& dirty = ws_.dirty_links;
+    size_t k = 0;
+    for (int32_t l : dirty) {
+      link_dirty_[l] = 0;
+      if (!link_busy_[l] && !link_queue_[l].empty()) dirty[k++] = l;
+    }
+    dirty.resize(k);
+    if (k > 1) {
+      auto& heads = ws_.link_heads;
+      heads.clear();
+      for (int32_t l : dirty) heads.push_back(Head(l));
+      for (size_t i = 1; i < k; ++i) {  // insertion sort: a handful of links
+        const ServiceQueue::Entry e = heads[i];
+        const int32_t l = dirty[i];
+        size_t j = i;
+        for (; j > 0 && ServiceQueue::ServedAfter(heads[j - 1], e); --j) {
+          heads[j] = heads[j - 1];
+          dirty[j] = dirty[j - 1];
+        }
+        heads[j] = e;
+        dirty[j] = l;
+      }
+    }
+    for (int32_t l : dirty) {
+      if (out_.stopped) break;
+      if (!ResourcesFree(l)) continue;
+      ServiceQueue& q = link_queue_[l];
+      StartHop(xprio_ != nullptr ? q.PopHeap() : q.PopFifo(), l);
+    }
+    dirty.clear();
+  }
+
+  // The head transfer of a link's queue as (priority, queued time, transfer).
+  ServiceQueue::Entry Head(int32_t l) const {
+    const ServiceQueue& q = link_queue_[l];
+    if (xprio_ != nullptr) return q.FrontHeap();
+    const int32_t x = q.FrontFifo();
+    return ServiceQueue::Entry{0.0, ws_.transfers[x].queued, x};
+  }
+
+  void StartHop(int32_t x, int32_t link) {
+    Transfer& tr = ws_.transfers[x];
+    const int64_t bytes = tr.bytes;
+    const double duration = m_.link_latency[link] + static_cast<double>(bytes) / m_.link_bandwidth[link];
+    link_busy_[link] = 1;
+    ws_.link_busy_time[link] += duration;
+    ws_.link_bytes[link] += bytes;
+    ++ws_.link_hops[link];
+    for (int32_t i = m_.link_res_off[link]; i < m_.link_res_off[link + 1]; ++i) {
+      const int32_t r = m_.link_res[i];
+      res_busy_[r] = 1;
+      ws_.res_busy_time[r] += duration;
+      ws_.res_bytes[r] += bytes;
+      ++ws_.res_hops[r];
+    }
+    const bool last_hop = tr.hop + 1 == tr.hops;
+    if (last_hop && track_ && bytes > 0) Alloc(tr.dst, bytes, -1, tr.tensor);  // the received copy
+    ws_.events.Push(now_ + duration, EventKind::kHopFinish, x);
+    if constexpr (kFull) {
+      const bool waited = now_ > tr.queued;
+      const int32_t cause = waited ? Blocker(link) : tr.cause;
+      tr.record = static_cast<int32_t>(ws_.hop_recs.size());
+      ws_.hop_recs.push_back(Workspace::HopRec{x, link, tr.hop, tr.queued, now_, now_ + duration, cause, waited});
+      ws_.link_last_hop[link] = tr.record;
+      for (int32_t i = m_.link_res_off[link]; i < m_.link_res_off[link + 1]; ++i) {
+        ws_.res_last_hop[m_.link_res[i]] = tr.record;
+      }
+      if (last_hop && track_) ++ws_.live[static_cast<int64_t>(tr.tensor) * nd_ + tr.dst];
+    }
+  }
+
+  // The hop that held `link` or one of its resources until now (the reason a
+  // queued transfer started late), as a cause code.
+  int32_t Blocker(int32_t link) const {
+    int32_t best = ws_.link_last_hop[link];
+    double best_end = best >= 0 ? ws_.hop_recs[best].end : -1.0;
+    for (int32_t i = m_.link_res_off[link]; i < m_.link_res_off[link + 1]; ++i) {
+      const int32_t h = ws_.res_last_hop[m_.link_res[i]];
+      if (h >= 0 && ws_.hop_recs[h].end > best_end) {
+        best = h;
+        best_end = ws_.hop_recs[h].end;
+      }
+    }
+    return best >= 0 ? m_.num_nodes + best : -1;
+  }
+
+  // ---- memory ------------------------------------------------------------
+  void Alloc(int32_t d, int64_t bytes, int32_t node, int32_t tensor) {
+    int64_t& mem = mem_[d];
+    mem += bytes;
+    if (mem > peak_[d]) {
+      peak_[d] = mem;
+      if (mem > m_.capacity[d] && out_.oom.device < 0) RecordOom(d, bytes, node, tensor);
+    }
+  }
+
+  void Free(int32_t d, int64_t bytes, int32_t t) {
+    mem_[d] -= bytes;
+    if constexpr (kFull) --ws_.live[static_cast<int64_t>(t) * nd_ + d];
+  }
+
+  void RecordOom(int32_t d, int64_t requested, int32_t node, int32_t tensor) {
+    OomInfo& oom = out_.oom;
+    oom.device = d;
+    oom.time = now_;
+    oom.capacity = m_.capacity[d];
+    oom.requested = requested;
+    oom.in_use = mem_[d] - requested;
+    oom.persistent = ws_.persistent[d];
+    oom.node = node;
+    oom.tensor = tensor;
+    if constexpr (kFull) {
+      for (int32_t t = 0; t < m_.num_tensors; ++t) {
+        const int32_t copies = ws_.live[static_cast<int64_t>(t) * nd_ + d];
+        if (copies <= 0) continue;
+        const bool received = tasks_[m_.tensors[t].producer].device != d;
+        oom.live.push_back(LiveTensor{t, copies * m_.tensors[t].bytes, received});
+      }
+      const size_t keep = std::min(oom.live.size(), static_cast<size_t>(std::max(0, opt_.oom_live_tensors)));
+      std::partial_sort(oom.live.begin(), oom.live.begin() + static_cast<std::ptrdiff_t>(keep), oom.live.end(),
+                        [](const LiveTensor& a, const LiveTensor& b) {
+                          return a.bytes != b.bytes ? a.bytes > b.bytes : a.tensor < b.tensor;
+                        });
+      oom.live.resize(keep);
+    }
+    if (stop_at_oom_) out_.stopped = true;
+  }
+
+  const Engine& e_;
+  const EngineModel& m_;
+  const SimOptions& opt_;
+  const Decision& dec_;
+  Workspace& ws_;
+  RunOutcome out_;
+
+  int32_t nd_ = 0;
+  bool track_ = true;
+  bool reuse_ = true;
+  bool stop_at_oom_ = true;
+  TaskState* tasks_ = nullptr;
+  int32_t* running_ = nullptr;
+  uint8_t* device_dirty_ = nullptr;
+  double* busy_ = nullptr;
+  int32_t* kernels_ = nullptr;
+  int64_t* mem_ = nullptr;
+  int64_t* peak_ = nullptr;
+  CopyState* copies_ = nullptr;
+  int32_t* in_copy_ = nullptr;
+  int32_t* seen_ = nullptr;
+  int32_t* seen_transfer_ = nullptr;
+  uint8_t* link_busy_ = nullptr;
+  uint8_t* link_dirty_ = nullptr;
+  uint8_t* res_busy_ = nullptr;
+  ServiceQueue* ready_ = nullptr;
+  ServiceQueue* link_queue_ = nullptr;
+  const int32_t* task_of_ = nullptr;  // fusion only
+  const int64_t* talloc_ = nullptr;   // fusion only
+  const double* tprio_ = nullptr;     // null: FIFO ready queues
+  const double* xprio_ = nullptr;     // null: FIFO link queues
+  double now_ = 0.0;
+  int32_t stamp_ = 0;
+  int32_t tasks_total_ = 0;
+  int32_t tasks_done_ = 0;
+};
+
+Engine::Engine(const graphs::Graph& graph, const Cluster& cluster, const CostModel& cost_model,
+               const SimOptions& options)
+    : graph_(graph),
+      cluster_(cluster),
+      cost_model_(cost_model),
+      options_(options),
+      model_(BuildEngineModel(graph, cluster, cost_model)) {}
+
+Evaluation Engine::Evaluate(const Decision& decision, Workspace& ws) const {
+  const RunOutcome out = decision.has_fusion() ? Run<false, true>(*this, decision, ws).Execute()
+                                               : Run<false, false>(*this, decision, ws).Execute();
+  Evaluation eval;
+  eval.feasible = out.oom.device < 0;
+  eval.oom_device = out.oom.device;
+  eval.step_time =
+      eval.feasible || options_.infeasible_step_time <= 0.0 ? out.makespan : options_.infeasible_step_time;
+  int64_t peak = 0;
+  for (int64_t p : ws.peak) peak = std::max(peak, p);
+  eval.peak_memory = static_cast<double>(peak);
+  return eval;
+}
+
+SimResult Engine::Simulate(const Decision& decision, bool timeline, Workspace& ws) const {
+  const RunOutcome out = decision.has_fusion() ? Run<true, true>(*this, decision, ws).Execute()
+                                               : Run<true, false>(*this, decision, ws).Execute();
+  return AssembleResult(model_, ws, out, timeline);
+}
+
+}  // namespace gosim::sim

@@ -1,0 +1,59 @@
+// Evaluator: an Engine plus one reusable Workspace per thread.
+#include "sim/evaluator.h"
+
+#include <string>
+
+#include <tbb/blocked_range.h>
+#include <tbb/enumerable_thread_specific.h>
+#include <tbb/parallel_for.h>
+
+#include "core/error.h"
+#include "sim/engine.h"
+
+namespace gosim::sim {
+
+struct Evaluator::Impl {
+  Impl(const graphs::Graph& graph, const Cluster& cluster, const CostModel& cost_model, const SimOptions& options)
+      : engine(graph, cluster, cost_model, options) {}
+
+  Engine engine;
+  // Thread-local workspaces: a thread (TBB worker or caller) always reuses
+  // its own, so evaluations allocate nothing once every workspace is warm.
+  mutable tbb::enumerable_thread_specific<Workspace> workspaces;
+};
+
+Evaluator::Evaluator(const graphs::Graph& graph, const Cluster& cluster, std::shared_ptr<const CostModel> cost_model,
+                     SimOptions options)
+    : graph_(graph), cluster_(cluster), cost_model_(std::move(cost_model)), options_(options) {
+  if (cost_model_ == nullptr) throw ConfigError("Evaluator needs a cost model", {}, "pass MakeCostModel(\"roofline\")");
+  impl_ = std::make_unique<Impl>(graph_, cluster_, *cost_model_, options_);
+}
+
+Evaluator::~Evaluator() = default;
+
+Evaluation Evaluator::Evaluate(const Decision& decision) const {
+  evaluations_.fetch_add(1, std::memory_order_relaxed);
+  return impl_->engine.Evaluate(decision, impl_->workspaces.local());
+}
+
+void Evaluator::EvaluateBatch(std::span<const Decision> decisions, std::span<Evaluation> out) const {
+  if (decisions.size() != out.size()) {
+    throw DecisionError("EvaluateBatch got " + std::to_string(decisions.size()) + " decisions but " +
+                            std::to_string(out.size()) + " result slots",
+                        {}, "pass an output span of the same size");
+  }
+  evaluations_.fetch_add(static_cast<int64_t>(decisions.size()), std::memory_order_relaxed);
+  // Each decision is simulated whole by one thread, so results cannot depend
+  // on how the range is split.
+  tbb::parallel_for(tbb::blocked_range<size_t>(0, decisions.size()), [&](const tbb::blocked_range<size_t>& range) {
+    Workspace& ws = impl_->workspaces.local();
+    for (size_t i = range.begin(); i != range.end(); ++i) out[i] = impl_->engine.Evaluate(decisions[i], ws);
+  });
+}
+
+SimResult Evaluator::Simulate(const Decision& decision, bool timeline) const {
+  evaluations_.fetch_add(1, std::memory_order_relaxed);
+  return impl_->engine.Simulate(decision, timeline, impl_->workspaces.local());
+}
+
+}  // namespace gosim::sim

@@ -1,0 +1,210 @@
+// Simulator throughput: simulated nodes per second of Evaluator::Evaluate
+// (roofline costs, memory tracking on, no timeline) on the DGX-1 preset (8x
+// V100), for random layered training-like DAGs of 1k, 10k and 80k nodes and
+// for the xl suite's GNMT training graph (92,828 nodes); plus batched
+// evaluation on 1 and 2 threads. Figures and the command that produced them: docs/BENCHMARKS.md.
+//
+//   build-engine/tests/bench/sim_bench --benchmark_repetitions=5
+//       --benchmark_report_aggregates_only=true     (one command line)
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <tbb/task_arena.h>
+
+#include "core/rng.h"
+#include "core/yaml.h"
+#include "graphs/generators/generators.h"
+#include "graphs/graph_builder.h"
+#include "sim/cluster.h"
+#include "sim/cost_model.h"
+#include "sim/evaluator.h"
+
+namespace gosim::sim {
+namespace {
+
+constexpr int kDevices = 8;
+
+// A layered DAG shaped like a training step: `n` nodes in layers of 16, each
+// reading 1-3 tensors of the previous layer (sometimes two back), 0.25-8 MB
+// activations, 10 MFLOP - 10 GFLOP per node, weights on a third of the nodes.
+graphs::Graph LayeredGraph(int n, uint64_t seed) {
+  constexpr int kWidth = 16;
+  Rng rng(seed);
+  graphs::GraphBuilder b("layered" + std::to_string(n));
+  for (int v = 0; v < n; ++v) {
+    graphs::NodeSpec s;
+    s.name = "n" + std::to_string(v);
+    s.op = rng.Bernoulli(0.3) ? "MatMul" : "Add";
+    s.flops = std::exp(rng.Uniform(std::log(1e7), std::log(1e10)));
+    const int64_t out = int64_t{1} << rng.UniformInt(int64_t{18}, int64_t{23});
+    s.outputs.push_back(graphs::TensorInfo{out, {}, graphs::DType::kFloat32});
+    s.bytes_written = out;
+    s.bytes_read = 2 * out;
+    s.persistent_bytes = rng.Bernoulli(0.33) ? (int64_t{1} << rng.UniformInt(int64_t{16}, int64_t{22})) : 0;
+    b.AddNode(std::move(s));
+  }
+  for (int v = kWidth; v < n; ++v) {
+    const int layer_start = (v / kWidth - 1) * kWidth;
+    const int fan_in = static_cast<int>(rng.UniformInt(int64_t{1}, int64_t{3}));
+    for (int k = 0; k < fan_in; ++k) {
+      int u = layer_start + static_cast<int>(rng.UniformInt(uint64_t{kWidth}));
+      if (u >= kWidth && rng.Bernoulli(0.1)) u -= kWidth;
+      b.AddEdge(u, v, 0);
+    }
+  }
+  return b.Build();
+}
+
+// The xl suite's graph (configs/suites/xl.yaml): 8-layer GNMT training,
+// unrolled 150 steps each side, 92,828 nodes.
+graphs::Graph GnmtXl() {
+  return graphs::Generate(
+      "gnmt", LoadYamlString("{layers: 8, hidden: 1024, seq_len: 150, batch: 128, training: true}"), "sim_bench");
+}
+
+struct Setup {
+  graphs::Graph graph;
+  Cluster cluster;
+  std::unique_ptr<Evaluator> evaluator;
+  std::vector<Decision> decisions;  // [0] is the one BM_Evaluate runs
+};
+
+// Pipeline-style placements: the topological order cut into 8 contiguous
+// blocks (even cuts, then randomly jittered cuts), which keeps every
+// decision feasible on 16 GB devices and transfers at block boundaries.
+std::vector<Decision> BlockDecisions(const graphs::Graph& g, int count, uint64_t seed) {
+  Rng rng(seed);
+  std::vector<Decision> out;
+  const int n = g.num_nodes();
+  for (int i = 0; i < count; ++i) {
+    std::vector<int> cuts;
+    for (int d = 1; d < kDevices; ++d) {
+      const double jitter = i == 0 ? 0.0 : rng.Uniform(-0.4, 0.4);
+      cuts.push_back(static_cast<int>((d + jitter) * n / kDevices));
+    }
+    Decision dec;
+    dec.placement.resize(static_cast<size_t>(n));
+    for (int v = 0, d = 0; v < n; ++v) {
+      while (d < kDevices - 1 && v >= cuts[static_cast<size_t>(d)]) ++d;
+      dec.placement[static_cast<size_t>(v)] = d;
+    }
+    out.push_back(std::move(dec));
+  }
+  return out;
+}
+
+// GNMT's expert placement (Wu et al. 2016): encoder and decoder layer k on
+// GPU k - 1, everything else (embeddings, attention, softmax) on GPU 0;
+// variant i rotates the devices by i (and reverses them for i >= 8).
+std::vector<Decision> LayerDecisions(const graphs::Graph& g, int count) {
+  std::vector<Decision> out;
+  for (int i = 0; i < count; ++i) {
+    Decision dec;
+    for (int v = 0; v < g.num_nodes(); ++v) {
+      const std::string& scope = g.node(v).scope;
+      const size_t pos = scope.find("layer_");
+      int d = pos == std::string::npos ? 0 : (std::atoi(scope.c_str() + pos + 6) - 1) % kDevices;
+      d = (d + i) % kDevices;
+      if (i >= kDevices) d = kDevices - 1 - d;
+      dec.placement.push_back(d);
+    }
+    out.push_back(std::move(dec));
+  }
+  return out;
+}
+
+Setup& GetSetup(const std::string& key) {
+  static std::map<std::string, std::unique_ptr<Setup>> cache;
+  auto& slot = cache[key];
+  if (!slot) {
+    slot = std::make_unique<Setup>();
+    slot->graph = key == "gnmt" ? GnmtXl() : LayeredGraph(std::stoi(key), 1);
+    slot->cluster = LoadCluster("dgx1_v100");
+    SimOptions options;
+    options.track_memory = true;
+    options.stop_at_oom = false;  // always simulate the whole step
+    slot->evaluator = std::make_unique<Evaluator>(slot->graph, slot->cluster, MakeCostModel("roofline"), options);
+    slot->decisions = key == "gnmt" ? LayerDecisions(slot->graph, 16) : BlockDecisions(slot->graph, 16, 7);
+  }
+  return *slot;
+}
+
+void Report(benchmark::State& state, const Setup& s, int64_t evaluations, bool feasible) {
+  state.counters["nodes"] = s.graph.num_nodes();
+  state.counters["nodes/s"] = benchmark::Counter(static_cast<double>(evaluations) * s.graph.num_nodes(),
+                                                 benchmark::Counter::kIsRate);
+  state.counters["feasible"] = feasible ? 1 : 0;
+}
+
+void BM_Evaluate(benchmark::State& state, const std::string& key) {
+  Setup& s = GetSetup(key);
+  const Decision& d = s.decisions[0];
+  Evaluation e = s.evaluator->Evaluate(d);  // warm-up
+  for (auto _ : state) {
+    e = s.evaluator->Evaluate(d);
+    benchmark::DoNotOptimize(e);
+  }
+  state.counters["step_ms"] = e.step_time * 1e3;
+  state.counters["transfers"] = s.evaluator->Simulate(d).transfers;
+  state.counters["edges"] = s.graph.num_edges();
+  Report(state, s, state.iterations(), e.feasible);
+}
+
+void BM_EvaluateBatch(benchmark::State& state, const std::string& key) {
+  Setup& s = GetSetup(key);
+  const int threads = static_cast<int>(state.range(0));
+  tbb::task_arena arena(threads);
+  std::vector<Evaluation> out(s.decisions.size());
+  bool feasible = true;
+  arena.execute([&] { s.evaluator->EvaluateBatch(s.decisions, out); });  // warm-up every workspace
+  for (auto _ : state) {
+    arena.execute([&] { s.evaluator->EvaluateBatch(s.decisions, out); });
+    benchmark::DoNotOptimize(out.data());
+  }
+  for (const auto& e : out) feasible = feasible && e.feasible;
+  state.counters["threads"] = threads;
+  Report(state, s, state.iterations() * static_cast<int64_t>(s.decisions.size()), feasible);
+}
+
+// Reference point: the least any list-scheduling simulation must do, one
+// pass over the nodes and in-edges computing the longest path of kernel times.
+void BM_LongestPathPass(benchmark::State& state, const std::string& key) {
+  Setup& s = GetSetup(key);
+  const graphs::Graph& g = s.graph;
+  std::vector<double> time(static_cast<size_t>(g.num_nodes())), finish(time.size());
+  const auto cost = MakeCostModel("roofline");
+  for (int v = 0; v < g.num_nodes(); ++v) time[static_cast<size_t>(v)] = cost->NodeTime(g, v, s.cluster.device(0));
+  double makespan = 0.0;
+  for (auto _ : state) {
+    makespan = 0.0;
+    for (int v = 0; v < g.num_nodes(); ++v) {
+      double ready = 0.0;
+      for (graphs::EdgeId e : g.in_edges(v)) ready = std::max(ready, finish[static_cast<size_t>(g.edge(e).src)]);
+      finish[static_cast<size_t>(v)] = ready + time[static_cast<size_t>(v)];
+      makespan = std::max(makespan, finish[static_cast<size_t>(v)]);
+    }
+    benchmark::DoNotOptimize(makespan);
+  }
+  Report(state, s, state.iterations(), true);
+}
+
+BENCHMARK_CAPTURE(BM_LongestPathPass, layered80k, std::string("80000"))->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Evaluate, layered1k, std::string("1000"))->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Evaluate, layered10k, std::string("10000"))->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_Evaluate, layered80k, std::string("80000"))->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_Evaluate, gnmt, std::string("gnmt"))->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_EvaluateBatch, layered80k, std::string("80000"))
+    ->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_EvaluateBatch, gnmt, std::string("gnmt"))
+    ->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+}  // namespace
+}  // namespace gosim::sim
+
+BENCHMARK_MAIN();

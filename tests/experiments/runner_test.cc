@@ -1,0 +1,238 @@
+#include "experiments/runner.h"
+
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/io.h"
+#include "core/strings.h"
+#include "graphs/io.h"
+#include "sim/cost_model.h"
+#include "sim/decision.h"
+#include "sim/evaluator.h"
+#include "tests/experiments/test_util.h"
+
+namespace gosim::experiments {
+namespace {
+
+using testing::TempDir;
+using testing::TinyExperimentYaml;
+using testing::WriteText;
+
+RunOptions Quiet() {
+  RunOptions options;
+  options.progress = false;
+  return options;
+}
+
+std::vector<std::string> Lines(const std::string& path) {
+  std::vector<std::string> out;
+  for (const std::string& line : Split(ReadFile(path), '\n')) {
+    if (!line.empty()) out.push_back(line);
+  }
+  return out;
+}
+
+// The fields of a record that must not depend on when or how fast it ran.
+std::string Reproducible(const CellRecord& r, const std::string& folder) {
+  nlohmann::json json = r.ToJson();
+  for (const char* key : {"wall_seconds", "finished_at", "curve", "simulations"}) json.erase(key);
+  json["decision_json"] = ReadFile(folder + "/" + r.decision);
+  json["curve_evaluations"] = nlohmann::json::array();
+  for (const agents::CurvePoint& p : r.curve)
+    json["curve_evaluations"].push_back({p.evaluations, p.best_objective});
+  return json.dump();
+}
+
+std::map<std::string, std::string> ReproducibleById(const std::string& folder) {
+  std::map<std::string, std::string> out;
+  const ResultsLog log(folder + "/results.jsonl");
+  for (const CellRecord& r : log.records()) out[r.cell] = Reproducible(r, folder);
+  return out;
+}
+
+double SingleDeviceStepTime() {
+  const graphs::Graph graph = graphs::LoadGraph(testing::kTinyGraph);
+  const sim::Cluster cluster = sim::LoadCluster(testing::kTwoGpus);
+  const sim::Evaluator evaluator(graph, cluster, sim::MakeCostModel("roofline"));
+  return evaluator.Evaluate(sim::SingleDeviceDecision(graph)).step_time;
+}
+
+TEST_CASE("A tiny experiment runs end to end and writes every file") {
+  TempDir dir;
+  const std::string run = dir / "run";
+  const ExperimentConfig config = LoadExperiment(WriteText(dir, "exp.yaml", TinyExperimentYaml(run)));
+  const RunReport report = RunExperiment(config, Quiet());
+  CHECK(report.total_cells == 4);
+  CHECK(report.ran == 4);
+  CHECK(report.already_finished == 0);
+  CHECK(report.failed.empty());
+
+  CHECK(Lines(run + "/results.jsonl").size() == 4);
+  CHECK(Lines(run + "/curves.csv").size() >= 5);
+  CHECK(Lines(run + "/curves.csv")[0] ==
+        "cell,graph,cluster,label,seed,evaluations,wall_seconds,best_objective");
+  CHECK(FileExists(run + "/config.yaml"));
+  CHECK(FileExists(run + "/summary.md"));
+  CHECK(Lines(run + "/summary.csv").size() == 3);  // header + 2 agents x 1 graph x 1 cluster
+
+  const graphs::Graph graph = graphs::LoadGraph(testing::kTinyGraph);
+  const sim::Cluster cluster = sim::LoadCluster(testing::kTwoGpus);
+  const sim::Evaluator evaluator(graph, cluster, sim::MakeCostModel("roofline"));
+  const double single = SingleDeviceStepTime();
+  const ResultsLog log(run + "/results.jsonl");
+  for (const CellRecord& r : log.records()) {
+    CHECK(r.graph == "tiny_branches");
+    CHECK(r.nodes == 8);
+    CHECK(r.devices == 2);
+    CHECK(r.feasible);
+    CHECK(StartsWith(r.decision, "decisions/"));
+    // The saved decision re-simulates to exactly the recorded figures.
+    const sim::Decision decision = sim::LoadDecision(run + "/" + r.decision, graph, cluster);
+    const sim::Evaluation again = evaluator.Evaluate(decision);
+    CHECK(again.step_time == r.step_time);
+    CHECK(again.peak_memory == r.peak_memory);
+    CHECK(r.best_objective == r.step_time);  // objective step_time scores seconds
+    if (r.agent == "single_device") {
+      CHECK(r.step_time == single);
+    } else {
+      CHECK(r.agent == "random_search");
+      CHECK(r.evaluations == 40);
+      CHECK(r.curve.back().evaluations == 40);
+    }
+  }
+
+  // The summary compares against single_device with the exact means.
+  const Summary& summary = report.summary;
+  REQUIRE(summary.entries.size() == 2);
+  CHECK(summary.entries[0].label == "single_device");
+  CHECK(summary.entries[0].value == doctest::Approx(single * 1e3));
+  CHECK(*summary.entries[0].vs_reference_pct == 0.0);
+  double random_mean = 0.0;
+  for (const CellRecord& r : log.records()) {
+    if (r.agent == "random_search") random_mean += r.step_time * 1e3 / 2.0;
+  }
+  CHECK(summary.entries[1].value == doctest::Approx(random_mean));
+  CHECK(*summary.entries[1].vs_reference_pct ==
+        doctest::Approx((random_mean / (single * 1e3) - 1.0) * 100.0));
+  const std::string markdown = ReadFile(run + "/summary.md");
+  CHECK(markdown.find("| single_device |") != std::string::npos);
+  CHECK(markdown.find("(ref)") != std::string::npos);
+  CHECK(markdown.find("tiny_branches") != std::string::npos);
+}
+
+TEST_CASE("Resume skips finished cells and reproduces the deleted ones exactly") {
+  TempDir dir;
+  const std::string run = dir / "run";
+  const ExperimentConfig config = LoadExperiment(WriteText(dir, "exp.yaml", TinyExperimentYaml(run)));
+  RunExperiment(config, Quiet());
+  const std::map<std::string, std::string> first = ReproducibleById(run);
+  REQUIRE(first.size() == 4);
+
+  // Lose the last two cells, as if the run had stopped after two.
+  std::vector<std::string> lines = Lines(run + "/results.jsonl");
+  WriteFileAtomic(run + "/results.jsonl", lines[0] + "\n" + lines[1] + "\n");
+  const RunReport resumed = RunExperiment(config, Quiet());
+  CHECK(resumed.already_finished == 2);
+  CHECK(resumed.ran == 2);
+  CHECK(ReproducibleById(run) == first);
+  std::vector<std::string> after = Lines(run + "/results.jsonl");
+  REQUIRE(after.size() == 4);
+  CHECK(after[0] == lines[0]);  // finished lines are never rewritten
+  CHECK(after[1] == lines[1]);
+
+  // Nothing left to do.
+  const RunReport again = RunExperiment(config, Quiet());
+  CHECK(again.ran == 0);
+  CHECK(again.already_finished == 4);
+}
+
+TEST_CASE("A torn last line is ignored on resume and its cell runs again") {
+  TempDir dir;
+  const std::string run = dir / "run";
+  const ExperimentConfig config = LoadExperiment(WriteText(dir, "exp.yaml", TinyExperimentYaml(run)));
+  RunExperiment(config, Quiet());
+  const std::map<std::string, std::string> first = ReproducibleById(run);
+  const std::vector<std::string> lines = Lines(run + "/results.jsonl");
+  WriteFileAtomic(run + "/results.jsonl", lines[0] + "\n" + lines[1] + "\n" + lines[2] + "\n" +
+                                              lines[3].substr(0, lines[3].size() / 2));
+  const RunReport resumed = RunExperiment(config, Quiet());
+  CHECK(resumed.already_finished == 3);
+  CHECK(resumed.ran == 1);
+  CHECK(Lines(run + "/results.jsonl").size() == 4);
+  CHECK(ReproducibleById(run) == first);
+}
+
+TEST_CASE("max_cells stops early; a changed budget makes new cells beside the old ones") {
+  TempDir dir;
+  const std::string run = dir / "run";
+  const std::string path = WriteText(dir, "exp.yaml", TinyExperimentYaml(run));
+  RunOptions options = Quiet();
+  options.max_cells = 1;
+  CHECK(RunExperiment(LoadExperiment(path), options).ran == 1);
+  CHECK(RunExperiment(LoadExperiment(path), Quiet()).ran == 3);
+
+  const RunReport changed = RunExperiment(LoadExperiment(path, {"budget.evaluations=20"}), Quiet());
+  CHECK(changed.already_finished == 0);
+  CHECK(changed.ran == 4);
+  CHECK(Lines(run + "/results.jsonl").size() == 8);
+  // The earlier config is kept beside the new one.
+  int configs = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(run)) {
+    if (StartsWith(entry.path().filename().string(), "config.")) ++configs;
+  }
+  CHECK(configs == 2);
+  // A relabelled agent keeps its cells (labels are not part of the identity).
+  CHECK(RunExperiment(LoadExperiment(path, {"agents[1].label=rs", "budget.evaluations=20"}), Quiet()).ran ==
+        0);
+}
+
+TEST_CASE("parallel_cells gives the same results as a sequential run") {
+  TempDir dir;
+  const ExperimentConfig sequential =
+      LoadExperiment(WriteText(dir, "a.yaml", TinyExperimentYaml(dir / "seq", 3)));
+  const ExperimentConfig parallel =
+      LoadExperiment(WriteText(dir, "b.yaml", TinyExperimentYaml(dir / "par", 3, "parallel_cells: true\n")));
+  CHECK(RunExperiment(sequential, Quiet()).ran == 6);
+  CHECK(RunExperiment(parallel, Quiet()).ran == 6);
+  std::map<std::string, std::string> a = ReproducibleById(dir / "seq");
+  std::map<std::string, std::string> b = ReproducibleById(dir / "par");
+  CHECK(a == b);
+}
+
+TEST_CASE("A run folder in use by another process is refused") {
+  TempDir dir;
+  const std::string run = dir / "run";
+  const ExperimentConfig config = LoadExperiment(WriteText(dir, "exp.yaml", TinyExperimentYaml(run)));
+  std::filesystem::create_directories(run);
+  const int fd = ::open((run + "/.lock").c_str(), O_RDWR | O_CREAT, 0644);
+  REQUIRE(fd >= 0);
+  REQUIRE(::flock(fd, LOCK_EX | LOCK_NB) == 0);
+  CHECK_THROWS_AS(RunExperiment(config, Quiet()), StateError);
+  ::close(fd);
+  CHECK(RunExperiment(config, Quiet()).ran == 4);
+}
+
+TEST_CASE("ListCells reports which cells are finished") {
+  TempDir dir;
+  const std::string run = dir / "run";
+  const ExperimentConfig config = LoadExperiment(WriteText(dir, "exp.yaml", TinyExperimentYaml(run)));
+  std::vector<CellStatus> before = ListCells(config);
+  REQUIRE(before.size() == 4);
+  for (const CellStatus& s : before) CHECK_FALSE(s.finished);
+  RunOptions options = Quiet();
+  options.max_cells = 3;
+  RunExperiment(config, options);
+  int finished = 0;
+  for (const CellStatus& s : ListCells(config)) finished += s.finished ? 1 : 0;
+  CHECK(finished == 3);
+}
+
+}  // namespace
+}  // namespace gosim::experiments

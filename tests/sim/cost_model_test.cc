@@ -1,0 +1,303 @@
+#include "sim/cost_model.h"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <filesystem>
+#include <string>
+
+#include "core/io.h"
+#include "core/yaml.h"
+#include "graphs/graph_builder.h"
+#include "sim/cost_models.h"
+#include "sim/device_profile.h"
+
+namespace gosim::sim {
+namespace {
+
+using graphs::DType;
+using graphs::NodeId;
+
+// Powers of two everywhere, so that every expected time below is exact.
+DeviceSpec Device(const std::string& kind = "X") {
+  DeviceSpec d;
+  d.name = "d0";
+  d.kind = kind;
+  d.peak_flops_fp32 = std::ldexp(1.0, 40);
+  d.peak_flops_fp16 = std::ldexp(1.0, 43);
+  d.memory_bandwidth = std::ldexp(1.0, 30);
+  d.memory_capacity = int64_t{1} << 34;
+  d.launch_overhead = std::ldexp(1.0, -16);
+  return d;
+}
+
+graphs::NodeSpec Op(const std::string& name, const std::string& op, double flops, int64_t read,
+                    int64_t written, int64_t out_bytes, DType dtype = DType::kFloat32) {
+  graphs::NodeSpec s;
+  s.name = name;
+  s.op = op;
+  s.flops = flops;
+  s.bytes_read = read;
+  s.bytes_written = written;
+  if (out_bytes >= 0) s.outputs.push_back(graphs::TensorInfo{out_bytes, {}, dtype});
+  return s;
+}
+
+// mm -> relu: 2^40 and 2^30 FLOPs, each reading and writing 2^29 bytes; h:
+// an fp16 matmul; view: no work; m1 -> m2: measured, 2^20-byte tensors.
+graphs::Graph CostGraph() {
+  graphs::GraphBuilder b("costs");
+  b.AddNode(Op("mm", "MatMul", std::ldexp(1.0, 40), int64_t{1} << 29, int64_t{1} << 29, int64_t{1} << 29));
+  b.AddNode(Op("relu", "Relu", std::ldexp(1.0, 30), int64_t{1} << 29, int64_t{1} << 29, int64_t{1} << 29));
+  b.AddNode(Op("h", "aten::mm", std::ldexp(1.0, 40), 0, 0, 64, DType::kFloat16));
+  b.AddNode(Op("view", "aten::view", 0, 0, 0, 16));
+  graphs::NodeSpec m1 = Op("m1", "Relu", std::ldexp(1.0, 30), 0, int64_t{1} << 20, int64_t{1} << 20);
+  m1.measured = {{"V100", 1e-3}, {"any", 2e-3}};
+  graphs::NodeSpec m2 =
+      Op("m2", "Relu", std::ldexp(1.0, 30), int64_t{1} << 20, int64_t{1} << 20, int64_t{1} << 20);
+  m2.measured = {{"any", 3e-3}};
+  b.AddNode(m1);
+  b.AddNode(m2);
+  b.AddEdge("mm", "relu", 0);
+  b.AddEdge("m1", "m2", 0);
+  return b.Build();
+}
+
+std::shared_ptr<const CostModel> Make(const std::string& name, const std::string& yaml) {
+  return MakeCostModel(name, LoadYamlString(yaml, "exp.yaml"), "exp.yaml");
+}
+
+NodeId N(const graphs::Graph& g, const char* name) {
+  return *g.FindNode(name);
+}
+
+bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+const char* kProfile =
+    "format: gosim.device_profile\n"
+    "version: 1\n"
+    "device_kind: A100\n"
+    "source: {trace: t.json.gz, steps: [1, 2]}\n"
+    "launch_overhead: 3.814697265625e-06\n"                                        // 2^-18
+    "default: {intercept: 0.0, per_flop: 0.0, per_byte: 9.313225746154785e-10}\n"  // 2^-30
+    "op_classes:\n"
+    "  matmul: {intercept: 7.62939453125e-06, per_flop: 9.094947017729282e-13, per_byte: 0.0, samples: 4, "
+    "mape: 0.25}\n"                                                                      // 2^-17, 2^-40
+    "  elementwise: {intercept: 0.0, per_flop: 0.0, per_byte: 1.862645149230957e-09}\n"  // 2^-29
+    "op_types:\n"
+    "  aten::mm: {intercept: 1.52587890625e-05, per_flop: 0.0, per_byte: 0.0}\n"  // 2^-16
+    "links:\n"
+    "  memcpy_htod: {latency: 8.0e-6, bandwidth: 1.2e10, samples: 30}\n";
+
+}  // namespace
+
+TEST_CASE("Roofline default efficiencies give the documented times") {
+  const graphs::Graph g = CostGraph();
+  const DeviceSpec d = Device();
+  const auto model = MakeCostModel("roofline");
+  CHECK(model->name() == "roofline");
+  // MatMul (0.7, 0.7): compute 2^40 / (2^40 * 0.7) = memory 2^30 / (2^30 * 0.7) = 1/0.7 s.
+  CHECK(model->NodeTime(g, N(g, "mm"), d) ==
+        doctest::Approx(std::ldexp(1.0, -16) + 1.0 / 0.7).epsilon(1e-14));
+  // Relu (0.5, 0.75): memory 2^30 / (2^30 * 0.75) beats compute 2^30 / (2^40 * 0.5) = 2^-9.
+  CHECK(model->NodeTime(g, N(g, "relu"), d) ==
+        doctest::Approx(std::ldexp(1.0, -16) + 1.0 / 0.75).epsilon(1e-14));
+  CHECK(DefaultEfficiency(graphs::OpClass::kMatMul).compute == 0.70);
+  CHECK(DefaultEfficiency(graphs::OpClass::kElementwise).memory == 0.75);
+  CHECK(model->NodeTime(g, N(g, "view"), d) == 0.0);  // no work: free by default
+}
+
+TEST_CASE("Roofline with configured efficiencies is exact") {
+  const graphs::Graph g = CostGraph();
+  const DeviceSpec d = Device();
+  const auto model = Make("roofline",
+                          "compute_efficiency: {default: 0.5, matmul: 1.0}\n"
+                          "memory_efficiency: {default: 0.25}\n"
+                          "op_types:\n"
+                          "  aten::mm: {compute: 0.5}\n"
+                          "charge_empty_ops: true\n");
+  const double launch = std::ldexp(1.0, -16);
+  // MatMul: compute 2^40 / 2^40 = 1 s; memory 2^30 / (2^30 / 4) = 4 s.
+  CHECK(model->NodeTime(g, N(g, "mm"), d) == launch + 4.0);
+  // Relu: compute 2^30 / 2^39 = 2^-9 s; memory 2^30 / 2^28 = 4 s.
+  CHECK(model->NodeTime(g, N(g, "relu"), d) == launch + 4.0);
+  // aten::mm in fp16 with its own compute efficiency: 2^40 / (2^43 * 0.5) = 1/4 s.
+  CHECK(model->NodeTime(g, N(g, "h"), d) == launch + 0.25);
+  CHECK(model->NodeTime(g, N(g, "view"), d) == launch);  // charged
+
+  // A fused MatMul + Relu: one launch, summed FLOPs, only boundary bytes:
+  // read 2^29 (mm's input), written 2^29 (relu's output); relu's read of
+  // mm's output and mm's write of it disappear. Separately: 2 launches + 8 s.
+  const std::vector<NodeId> group{N(g, "mm"), N(g, "relu")};
+  const KernelWork work = MakeKernelWork(g, group);
+  CHECK(work.flops == std::ldexp(1.0, 40) + std::ldexp(1.0, 30));
+  CHECK(work.bytes_read == std::ldexp(1.0, 29));
+  CHECK(work.bytes_written == std::ldexp(1.0, 29));
+  CHECK(g.op_type_name(work.op) == "MatMul");
+  CHECK(work.nodes.size() == 2);
+  // compute (2^40 + 2^30) / 2^40 = 1 + 2^-10 s; memory 2^30 * 4 / 2^30 = 4 s.
+  CHECK(model->KernelTime(g, work, d) == launch + 4.0);
+}
+
+TEST_CASE("MakeKernelWork keeps tensors that leave the group and graph outputs") {
+  graphs::GraphBuilder b("fuse");
+  b.AddNode(Op("a", "MatMul", 10, 100, 40, 40));
+  b.AddNode(Op("b", "Relu", 20, 48, 30, 30, DType::kFloat16));
+  b.AddNode(Op("c", "Add", 5, 30, 12, 12));
+  b.AddNode(Op("d", "Relu", 1, 40, 40, 40));
+  b.AddEdge("a", "b", 0);
+  b.AddEdge("b", "c", 0);
+  b.AddEdge("a", "d", 0);
+  const graphs::Graph g = b.Build();
+  const std::vector<NodeId> ab{N(g, "a"), N(g, "b")};
+  KernelWork w = MakeKernelWork(g, ab);
+  CHECK(w.flops == 30);
+  CHECK(w.bytes_read == 100 + 48 - 40);
+  CHECK(w.bytes_written == 40 + 30);  // a's output also goes to d
+  CHECK(g.op_type_name(w.op) == "Relu");
+  CHECK(w.dtype == DType::kFloat16);
+  const std::vector<NodeId> bc{N(g, "b"), N(g, "c")};
+  w = MakeKernelWork(g, bc);
+  CHECK(w.bytes_read == 48);
+  CHECK(w.bytes_written == 12);  // c's output has no consumer: a graph output, still written
+}
+
+TEST_CASE("Measured uses the device kind, then 'any', then the fallback") {
+  const graphs::Graph g = CostGraph();
+  const auto model = MakeCostModel("measured");
+  CHECK(model->name() == "measured");
+  CHECK(model->NodeTime(g, N(g, "m1"), Device("V100")) == 1e-3);
+  CHECK(model->NodeTime(g, N(g, "m1"), Device("A100")) == 2e-3);
+  CHECK(model->NodeTime(g, N(g, "m2"), Device("V100")) == 3e-3);
+  const auto roofline = MakeCostModel("roofline");
+  CHECK(model->NodeTime(g, N(g, "mm"), Device()) == roofline->NodeTime(g, N(g, "mm"), Device()));
+
+  const auto with_launch = Make("measured", "add_launch_overhead: true\n");
+  CHECK(with_launch->NodeTime(g, N(g, "m1"), Device("V100")) == 1e-3 + std::ldexp(1.0, -16));
+
+  const auto strict = Make("measured", "fallback: error\n");
+  CHECK(strict->NodeTime(g, N(g, "m1"), Device("V100")) == 1e-3);
+  try {
+    strict->NodeTime(g, N(g, "mm"), Device("V100"));
+    FAIL("expected ConfigError");
+  } catch (const ConfigError& e) {
+    CHECK(Contains(e.what(), "node 'mm' has no measured time for device kind 'V100'"));
+  }
+
+  // A fused m1 + m2: the measured sum scaled by the roofline saving. With
+  // compute 1.0 and memory 0.25 efficiencies (every class) the roofline
+  // times are exact: m1 = L + 2^-8, m2 = L + 2^-7, group = L + 2^-8 (only
+  // m2's 2^20-byte output crosses the boundary).
+  const auto fused = Make("measured",
+                          "roofline:\n"
+                          "  compute_efficiency: {default: 1.0}\n"
+                          "  memory_efficiency: {default: 0.25}\n");
+  const double launch = std::ldexp(1.0, -16);
+  const std::vector<NodeId> group{N(g, "m1"), N(g, "m2")};
+  const KernelWork work = MakeKernelWork(g, group);
+  CHECK(work.bytes_read + work.bytes_written == std::ldexp(1.0, 20));
+  const double group_time = launch + std::ldexp(1.0, -8);
+  const double separate = (launch + std::ldexp(1.0, -8)) + (launch + std::ldexp(1.0, -7));
+  CHECK(fused->KernelTime(g, work, Device("V100")) == (1e-3 + 3e-3) * (group_time / separate));
+  KernelWork anonymous = work;
+  anonymous.nodes = {};
+  CHECK(fused->KernelTime(g, anonymous, Device("V100")) == group_time);
+  CHECK_THROWS_AS(strict->KernelTime(g, anonymous, Device("V100")), ConfigError);
+}
+
+TEST_CASE("Calibrated profiles: op type, then class, then default; roofline for other kinds") {
+  const graphs::Graph g = CostGraph();
+  const DeviceProfile profile = ParseDeviceProfile(kProfile, "a100.yaml");
+  CHECK(profile.device_kind == "A100");
+  CHECK(profile.links.at("memcpy_htod").bandwidth == 1.2e10);
+  CHECK(profile.op_classes[static_cast<size_t>(graphs::OpClass::kMatMul)]->samples == 4);
+  const CalibratedCostModel model({profile});
+  const DeviceSpec a100 = Device("A100");
+  const double launch = std::ldexp(1.0, -18);
+  // MatMul: class fit 2^-17 + 2^-40 * 2^40 (the device's own launch is not used).
+  CHECK(model.NodeTime(g, N(g, "mm"), a100) == launch + std::ldexp(1.0, -17) + 1.0);
+  // aten::mm: its op-type fit, 2^-16.
+  CHECK(model.NodeTime(g, N(g, "h"), a100) == launch + std::ldexp(1.0, -16));
+  // Relu: elementwise fit 2^-29 * 2^30 bytes.
+  CHECK(model.NodeTime(g, N(g, "relu"), a100) == launch + 2.0);
+  CHECK(model.NodeTime(g, N(g, "view"), a100) == 0.0);
+  // A device kind without a profile falls back to the roofline.
+  const auto roofline = MakeCostModel("roofline");
+  CHECK(model.NodeTime(g, N(g, "mm"), Device("V100")) == roofline->NodeTime(g, N(g, "mm"), Device("V100")));
+  const CalibratedCostModel strict({profile}, CalibratedOptions{Fallback::kError, {}});
+  CHECK_THROWS_AS(strict.NodeTime(g, N(g, "mm"), Device("V100")), ConfigError);
+  CHECK_THROWS_AS(CalibratedCostModel({profile, profile}), ConfigError);
+
+  // Written and parsed back: the same profile.
+  const DeviceProfile back = ParseDeviceProfile(DeviceProfileToYaml(profile), "back.yaml");
+  CHECK(back.launch_overhead == profile.launch_overhead);
+  CHECK(back.fallback == profile.fallback);
+  CHECK(back.op_classes == profile.op_classes);
+  CHECK(back.op_types == profile.op_types);
+  CHECK(back.links == profile.links);
+  CHECK(back.source["steps"][1].as<int>() == 2);
+
+  // By name, from a file.
+  const std::string path = (std::filesystem::temp_directory_path() / "gosim_profile_test.yaml").string();
+  WriteFileAtomic(path, kProfile);
+  const auto by_name = Make("calibrated", "profile: " + path + "\n");
+  CHECK(by_name->name() == "calibrated");
+  CHECK(by_name->NodeTime(g, N(g, "h"), a100) == launch + std::ldexp(1.0, -16));
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("Bad cost model names, options and profiles are ConfigErrors") {
+  CHECK(CostModelNames() == std::vector<std::string>{"calibrated", "measured", "roofline"});
+  try {
+    MakeCostModel("rooflin");
+    FAIL("expected ConfigError");
+  } catch (const ConfigError& e) {
+    CHECK(Contains(e.what(), "Did you mean 'roofline'?"));
+    CHECK(Contains(e.what(), "calibrated, measured, roofline"));
+  }
+  try {
+    Make("roofline", "compute_efficiency: {matmull: 0.5}\n");
+    FAIL("expected ConfigError");
+  } catch (const ConfigError& e) {
+    CHECK(e.where().line == 1);
+    CHECK(Contains(e.what(), "Did you mean 'matmul'?"));
+  }
+  try {
+    Make("roofline", "memory_efficiency:\n  default: 1.5\n");
+    FAIL("expected ConfigError");
+  } catch (const ConfigError& e) {
+    CHECK(e.where().line == 2);
+    CHECK(e.where().path == "cost_model.options.memory_efficiency.default");
+  }
+  try {
+    Make("measured", "falback: error\n");
+    FAIL("expected ConfigError");
+  } catch (const ConfigError& e) {
+    CHECK(Contains(e.what(), "Did you mean 'fallback'?"));
+  }
+  CHECK_THROWS_AS(Make("measured", "fallback: maybe\n"), ConfigError);
+  CHECK_THROWS_AS(Make("calibrated", "fallback: roofline\n"), ConfigError);  // no profile
+  CHECK_THROWS_AS(Make("calibrated", "profile: no_such_profile\n"), ConfigError);
+
+  std::string bad = kProfile;
+  bad.replace(bad.find("  elementwise:"), 14, "  elementwize:");
+  try {
+    ParseDeviceProfile(bad, "p.yaml");
+    FAIL("expected ConfigError");
+  } catch (const ConfigError& e) {
+    CHECK(e.where().line == 9);
+    CHECK(Contains(e.what(), "Did you mean 'elementwise'?"));
+  }
+  bad = kProfile;
+  bad.replace(bad.find("per_flop: 9.094947017729282e-13"), 31, "per_flop: -1.0");
+  CHECK_THROWS_AS(ParseDeviceProfile(bad, "p.yaml"), ConfigError);
+  bad = kProfile;
+  bad.replace(bad.find("gosim.device_profile"), 20, "gosim.something_else");
+  CHECK_THROWS_AS(ParseDeviceProfile(bad, "p.yaml"), ConfigError);
+  CHECK_THROWS_AS(ParseDeviceProfile("format: gosim.device_profile\nversion: 1\ndevice_kind: X\n", "p.yaml"),
+                  ConfigError);  // no default
+}
+
+}  // namespace gosim::sim
