@@ -50,7 +50,9 @@ struct Objective {
 ObjectiveKind ParseObjectiveKind(const std::string& text, const Location& where = {});
 
 struct Budget {
-  int64_t evaluations = 0;  // simulator evaluations; 0 = unlimited
+  // Simulator evaluations; 0 = the agent's own default (iterative agents:
+  // their `evaluations` option; one-shot baselines use what they need).
+  int64_t evaluations = 0;
   double wall_seconds = 0;  // 0 = unlimited
 };
 

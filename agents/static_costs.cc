@@ -40,10 +40,16 @@ StaticCosts::StaticCosts(const sim::Evaluator& evaluator)
       if (s == t) continue;
       double latency = 0.0;
       double per_byte = 0.0;
+      // Store-and-forward over the route's hops (the engine's model, see
+      // docs/SIMULATOR.md); a hop runs at the slowest of its link and the
+      // shared resources it occupies. Contention is not estimated.
       for (int32_t link : cluster.Route(s, t)) {
         const sim::LinkSpec& spec = cluster.links()[static_cast<size_t>(link)];
         latency += spec.latency;
-        if (spec.bandwidth > 0) per_byte = std::max(per_byte, 1.0 / spec.bandwidth);
+        double bandwidth = spec.bandwidth;
+        for (int32_t r : spec.resources)
+          bandwidth = std::min(bandwidth, cluster.resources()[static_cast<size_t>(r)].bandwidth);
+        if (bandwidth > 0) per_byte += 1.0 / bandwidth;
       }
       latency_[static_cast<size_t>(s) * d + t] = latency;
       seconds_per_byte_[static_cast<size_t>(s) * d + t] = per_byte;

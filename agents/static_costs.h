@@ -39,8 +39,10 @@ class StaticCosts {
   }
   // Memory capacity of `device`, bytes.
   double Capacity(int32_t device) const { return capacity_[static_cast<size_t>(device)]; }
-  // Seconds to move `bytes` from device `src` to `dst`: the latencies of the
-  // route plus bytes over its narrowest link; 0 when src == dst.
+  // Seconds to move `bytes` from device `src` to `dst` along the cluster's
+  // route, hop after hop (store-and-forward), each hop latency + bytes over
+  // the narrowest of its link and shared resources; 0 when src == dst.
+  // Contention with other transfers is not estimated.
   double CommTime(double bytes, int32_t src, int32_t dst) const {
     if (src == dst) return 0.0;
     const size_t k = static_cast<size_t>(src) * num_devices_ + dst;

@@ -28,7 +28,8 @@ std::string StepList(const std::vector<int64_t>& steps) {
   return out + "]";
 }
 
-double Scaled(const sim::KernelFit& cost, double flops, double bytes, bool has_shapes, const DeviceScale& scale) {
+double Scaled(const sim::KernelFit& cost, double flops, double bytes, bool has_shapes,
+              const DeviceScale& scale) {
   if (!has_shapes) return std::max(0.0, cost.intercept * scale.intercept);
   return std::max(0.0, cost.intercept * scale.intercept + cost.per_flop * flops * scale.per_flop +
                            cost.per_byte * bytes * scale.per_byte);
@@ -62,8 +63,8 @@ double PredictSample(const sim::DeviceProfile& profile, const OpSample& sample, 
   return Scaled(FitOf(profile, sample.type), sample.flops, sample.bytes, sample.has_shapes, scale);
 }
 
-AccuracyReport EvaluateSteps(const sim::DeviceProfile& profile, const TraceSamples& samples, const std::vector<int32_t>& test,
-                             const DeviceScale& scale) {
+AccuracyReport EvaluateSteps(const sim::DeviceProfile& profile, const TraceSamples& samples,
+                             const std::vector<int32_t>& test, const DeviceScale& scale) {
   AccuracyReport report;
   const std::set<int32_t> steps(test.begin(), test.end());
   std::vector<int32_t> ordered(steps.begin(), steps.end());
@@ -101,9 +102,9 @@ AccuracyReport EvaluateHoldout(const TraceSamples& samples, const std::vector<in
   return report;
 }
 
-AccuracyReport EvaluateTransfer(const sim::DeviceProfile& profile, const TraceSamples& source, const TraceSamples& target,
-                                const std::vector<int32_t>& steps, const DeviceScale& scale,
-                                const std::map<std::string, std::string>& aliases) {
+AccuracyReport EvaluateTransfer(const sim::DeviceProfile& profile, const TraceSamples& source,
+                                const TraceSamples& target, const std::vector<int32_t>& steps,
+                                const DeviceScale& scale, const std::map<std::string, std::string>& aliases) {
   // Reference instances of every source op type: those of the first step it
   // occurs in, by ordinal.
   std::map<std::string, int32_t> reference_step;
@@ -182,14 +183,15 @@ std::string FormatAccuracy(const AccuracyReport& report, int top) {
   char line[256];
   if (!report.title.empty()) out += report.title + "\n";
   if (!report.train_steps.empty() || !report.test_steps.empty()) {
-    out += "  fitted on steps " + StepList(report.train_steps) + ", predicted steps " + StepList(report.test_steps) +
-           "\n";
+    out += "  fitted on steps " + StepList(report.train_steps) + ", predicted steps " +
+           StepList(report.test_steps) + "\n";
   }
-  std::snprintf(line, sizeof(line),
-                "  op kernel times: %lld ops, MAPE %s, time-weighted error %s, total %s (measured %s, predicted %s)\n",
-                static_cast<long long>(report.ops.count), Percent(report.ops.mape()).c_str(),
-                Percent(report.ops.weighted()).c_str(), Percent(report.ops.total()).c_str(),
-                Millis(report.ops.measured).c_str(), Millis(report.ops.predicted).c_str());
+  std::snprintf(
+      line, sizeof(line),
+      "  op kernel times: %lld ops, MAPE %s, time-weighted error %s, total %s (measured %s, predicted %s)\n",
+      static_cast<long long>(report.ops.count), Percent(report.ops.mape()).c_str(),
+      Percent(report.ops.weighted()).c_str(), Percent(report.ops.total()).c_str(),
+      Millis(report.ops.measured).c_str(), Millis(report.ops.predicted).c_str());
   out += line;
   if (report.unmatched > 0) {
     out += "  unmatched target ops (no shapes and no partner in the source trace): " +
@@ -197,15 +199,17 @@ std::string FormatAccuracy(const AccuracyReport& report, int top) {
   }
   for (size_t i = 0; i < report.per_step.size(); ++i) {
     const ErrorStats& s = report.per_step[i];
-    const std::string name =
-        i < report.test_steps.size() ? "step " + std::to_string(report.test_steps[i]) : "step #" + std::to_string(i);
+    const std::string name = i < report.test_steps.size() ? "step " + std::to_string(report.test_steps[i])
+                                                          : "step #" + std::to_string(i);
     std::snprintf(line, sizeof(line), "  %-12s sum of op kernel times: measured %s, predicted %s (%s)\n",
-                  name.c_str(), Millis(s.measured).c_str(), Millis(s.predicted).c_str(), Percent(s.total()).c_str());
+                  name.c_str(), Millis(s.measured).c_str(), Millis(s.predicted).c_str(),
+                  Percent(s.total()).c_str());
     out += line;
   }
   for (const auto& [link, s] : report.per_link) {
-    std::snprintf(line, sizeof(line), "  link %-22s %5lld transfers, MAPE %s, time-weighted error %s\n", link.c_str(),
-                  static_cast<long long>(s.count), Percent(s.mape()).c_str(), Percent(s.weighted()).c_str());
+    std::snprintf(line, sizeof(line), "  link %-22s %5lld transfers, MAPE %s, time-weighted error %s\n",
+                  link.c_str(), static_cast<long long>(s.count), Percent(s.mape()).c_str(),
+                  Percent(s.weighted()).c_str());
     out += line;
   }
   std::vector<std::pair<std::string, const ErrorStats*>> types;
@@ -215,7 +219,8 @@ std::string FormatAccuracy(const AccuracyReport& report, int top) {
     return a.first < b.first;
   });
   if (!types.empty()) {
-    std::snprintf(line, sizeof(line), "  %-44s %6s %12s %8s %9s\n", "op type", "count", "measured", "MAPE", "weighted");
+    std::snprintf(line, sizeof(line), "  %-44s %6s %12s %8s %9s\n", "op type", "count", "measured", "MAPE",
+                  "weighted");
     out += line;
   }
   for (size_t i = 0; i < types.size() && static_cast<int>(i) < top; ++i) {

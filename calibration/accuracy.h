@@ -26,10 +26,10 @@ namespace gosim::calibration {
 
 struct ErrorStats {
   int64_t count = 0;
-  double abs_pct_sum = 0.0;   // sum of |p - m| / m
-  double abs_err_sum = 0.0;   // seconds
-  double measured = 0.0;      // seconds
-  double predicted = 0.0;     // seconds
+  double abs_pct_sum = 0.0;  // sum of |p - m| / m
+  double abs_err_sum = 0.0;  // seconds
+  double measured = 0.0;     // seconds
+  double predicted = 0.0;    // seconds
 
   void Add(double predicted_seconds, double measured_seconds);
   double mape() const { return count > 0 ? abs_pct_sum / static_cast<double>(count) : 0.0; }
@@ -39,13 +39,13 @@ struct ErrorStats {
 
 struct AccuracyReport {
   std::string title;
-  std::vector<int64_t> train_steps;           // step numbers fitted on
-  std::vector<int64_t> test_steps;            // step numbers predicted
-  ErrorStats ops;                             // every op sample predicted
+  std::vector<int64_t> train_steps;  // step numbers fitted on
+  std::vector<int64_t> test_steps;   // step numbers predicted
+  ErrorStats ops;                    // every op sample predicted
   std::map<std::string, ErrorStats> per_type;
   std::map<std::string, ErrorStats> per_link;
-  std::vector<ErrorStats> per_step;           // sum of op kernel times per test step
-  int64_t unmatched = 0;                      // transfer: target ops without shapes or partner
+  std::vector<ErrorStats> per_step;  // sum of op kernel times per test step
+  int64_t unmatched = 0;             // transfer: target ops without shapes or partner
 };
 
 // Coefficient scaling for predicting another device.
@@ -53,16 +53,17 @@ struct DeviceScale {
   double per_flop = 1.0;
   double per_byte = 1.0;
   double intercept = 1.0;
-  double link = 1.0;          // transfer times
+  double link = 1.0;  // transfer times
 };
 
 // The predicted kernel time of `sample` (its shapes when recorded, else the
 // op type's intercept).
-double PredictSample(const sim::DeviceProfile& profile, const OpSample& sample, const DeviceScale& scale = {});
+double PredictSample(const sim::DeviceProfile& profile, const OpSample& sample,
+                     const DeviceScale& scale = {});
 
 // Predicts the samples of the steps `test` (indices into the trace's steps).
-AccuracyReport EvaluateSteps(const sim::DeviceProfile& profile, const TraceSamples& samples, const std::vector<int32_t>& test,
-                             const DeviceScale& scale = {});
+AccuracyReport EvaluateSteps(const sim::DeviceProfile& profile, const TraceSamples& samples,
+                             const std::vector<int32_t>& test, const DeviceScale& scale = {});
 
 // Fits on every step but `holdout` (indices) and predicts `holdout`.
 struct FitOptions;
@@ -72,9 +73,9 @@ AccuracyReport EvaluateHoldout(const TraceSamples& samples, const std::vector<in
 // Predicts `target` with `profile` (fitted on `source`). `aliases` maps a
 // target op name to the source's name for the same op (PyTorch renames);
 // `steps` are the target step indices to predict (empty = every step).
-AccuracyReport EvaluateTransfer(const sim::DeviceProfile& profile, const TraceSamples& source, const TraceSamples& target,
-                                const std::vector<int32_t>& steps, const DeviceScale& scale,
-                                const std::map<std::string, std::string>& aliases);
+AccuracyReport EvaluateTransfer(const sim::DeviceProfile& profile, const TraceSamples& source,
+                                const TraceSamples& target, const std::vector<int32_t>& steps,
+                                const DeviceScale& scale, const std::map<std::string, std::string>& aliases);
 
 // Op names that PyTorch versions spell differently, target -> source and back.
 std::map<std::string, std::string> DefaultOpAliases();

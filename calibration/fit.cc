@@ -22,20 +22,23 @@ double Median(std::vector<double> v) {
   const size_t mid = v.size() / 2;
   std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
   double m = v[mid];
-  if (v.size() % 2 == 0) m = 0.5 * (m + *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid)));
+  if (v.size() % 2 == 0)
+    m = 0.5 * (m + *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid)));
   return m;
 }
 
 // Solves time ~ x . features with x >= 0; columns are scaled to unit maximum
 // for conditioning and all-zero columns get a zero coefficient.
-Eigen::VectorXd SolveScaled(Eigen::MatrixXd features, const Eigen::VectorXd& times, const FitOptions& options) {
+Eigen::VectorXd SolveScaled(Eigen::MatrixXd features, const Eigen::VectorXd& times,
+                            const FitOptions& options) {
   const Eigen::Index m = features.rows();
   const Eigen::Index n = features.cols();
   Eigen::VectorXd rhs = times;
   if (options.weighting != Weighting::kAbsolute) {
     for (Eigen::Index i = 0; i < m; ++i) {
-      const double w = options.weighting == Weighting::kRelative ? 1.0 / std::max(times(i), kMinTime)
-                                                                 : 1.0 / std::sqrt(std::max(times(i), kMinTime));
+      const double w = options.weighting == Weighting::kRelative
+                           ? 1.0 / std::max(times(i), kMinTime)
+                           : 1.0 / std::sqrt(std::max(times(i), kMinTime));
       features.row(i) *= w;
       rhs(i) *= w;
     }
@@ -48,7 +51,8 @@ Eigen::VectorXd SolveScaled(Eigen::MatrixXd features, const Eigen::VectorXd& tim
       features.col(j) /= max;
     }
   }
-  Eigen::VectorXd x = options.method == FitMethod::kHuber ? SolveHuberNnls(features, rhs) : SolveNnls(features, rhs);
+  Eigen::VectorXd x =
+      options.method == FitMethod::kHuber ? SolveHuberNnls(features, rhs) : SolveNnls(features, rhs);
   for (Eigen::Index j = 0; j < n; ++j) x(j) /= scale(j);
   return x;
 }
@@ -197,12 +201,14 @@ sim::DeviceProfile FitProfile(const TraceSamples& samples, const FitOptions& opt
   profile.launch_overhead = samples.launch_overhead;
   profile.fallback = FitKernelCost(all, options);
   for (const auto& [type, list] : by_type) profile.op_types[type] = FitKernelCost(list, options);
-  for (const auto& [cls, list] : by_class) profile.op_classes[static_cast<size_t>(cls)] = FitKernelCost(list, options);
+  for (const auto& [cls, list] : by_class)
+    profile.op_classes[static_cast<size_t>(cls)] = FitKernelCost(list, options);
   for (const auto& [link, list] : by_link) profile.links[link] = FitLinkCost(list, options);
   return profile;
 }
 
-double PredictKernel(const sim::DeviceProfile& profile, std::string_view op_type, double flops, double bytes) {
+double PredictKernel(const sim::DeviceProfile& profile, std::string_view op_type, double flops,
+                     double bytes) {
   return profile.FitFor(op_type, graphs::ClassifyOp(op_type)).Time(flops, bytes);
 }
 

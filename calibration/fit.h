@@ -50,7 +50,8 @@ sim::LinkFit FitLinkCost(const std::vector<const TransferSample*>& samples, cons
 // trace's steps); every sample, in a step or not, when `steps` is empty.
 // `step_numbers` are recorded as the profile's source steps.
 sim::DeviceProfile FitProfile(const TraceSamples& samples, const FitOptions& options,
-                              const std::vector<int32_t>& steps, const std::vector<int64_t>& step_numbers = {});
+                              const std::vector<int32_t>& steps,
+                              const std::vector<int64_t>& step_numbers = {});
 
 // Predicted kernel time of an op (seconds, launch overhead excluded) and of
 // a transfer, as the simulator's calibrated cost model computes them. A

@@ -138,7 +138,8 @@ void ReadSpan(const EventView& e, const TimeBase& time, double* start, double* d
 
 }  // namespace
 
-Trace ReadKinetoEvents(const Json& root, const Json& events, const std::string& source, const ReadOptions& options) {
+Trace ReadKinetoEvents(const Json& root, const Json& events, const std::string& source,
+                       const ReadOptions& options) {
   Trace trace;
   trace.source = source;
   if (root.is_object()) {
@@ -222,7 +223,8 @@ Trace ReadKinetoEvents(const Json& root, const Json& events, const std::string& 
         a.correlation = correlation;
         a.external_id = external_id;
         a.event = static_cast<int32_t>(i);
-        if (auto comms = ReadCommsArgs(e)) extras.activity_comms[static_cast<int32_t>(trace.activities.size())] = *comms;
+        if (auto comms = ReadCommsArgs(e))
+          extras.activity_comms[static_cast<int32_t>(trace.activities.size())] = *comms;
         trace.activities.push_back(std::move(a));
         break;
       }
@@ -232,7 +234,8 @@ Trace ReadKinetoEvents(const Json& root, const Json& events, const std::string& 
         const int64_t stream = e.ArgInt("stream").value_or(-1);
         sync.stream = stream >= 0 && stream < (1LL << 31) ? static_cast<int32_t>(stream) : -1;
         const int64_t wait_stream = e.ArgInt("wait_on_stream").value_or(-1);
-        sync.wait_on_stream = wait_stream >= 0 && wait_stream < (1LL << 31) ? static_cast<int32_t>(wait_stream) : -1;
+        sync.wait_on_stream =
+            wait_stream >= 0 && wait_stream < (1LL << 31) ? static_cast<int32_t>(wait_stream) : -1;
         sync.correlation = correlation;
         sync.record_correlation = e.ArgInt("wait_on_cuda_event_record_corr_id").value_or(-1);
         sync.start = start;
@@ -240,13 +243,15 @@ Trace ReadKinetoEvents(const Json& root, const Json& events, const std::string& 
         trace.syncs.push_back(std::move(sync));
         break;
       }
-      case Category::kIgnored: break;
+      case Category::kIgnored:
+        break;
     }
   }
   if (trace.ops.empty() && trace.activities.empty() && trace.runtime.empty()) {
-    throw TraceError("unknown trace schema: no event has a category this reader knows", Location{source},
-                     "expected PyTorch profiler / Kineto events (cat cpu_op, kernel, cuda_runtime or the legacy "
-                     "Operator, Kernel, Runtime) or a TensorFlow timeline (cat Op)");
+    throw TraceError(
+        "unknown trace schema: no event has a category this reader knows", Location{source},
+        "expected PyTorch profiler / Kineto events (cat cpu_op, kernel, cuda_runtime or the legacy "
+        "Operator, Kernel, Runtime) or a TensorFlow timeline (cat Op)");
   }
   trace.schema = legacy && !current ? TraceSchema::kKinetoLegacy : TraceSchema::kKineto;
   for (size_t t = 0; t < trace.threads.size(); ++t) {

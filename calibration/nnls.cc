@@ -12,7 +12,8 @@ double Median(std::vector<double> v) {
   const size_t mid = v.size() / 2;
   std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
   double m = v[mid];
-  if (v.size() % 2 == 0) m = 0.5 * (m + *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid)));
+  if (v.size() % 2 == 0)
+    m = 0.5 * (m + *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid)));
   return m;
 }
 
@@ -82,7 +83,8 @@ Eigen::VectorXd SolveNnls(const Eigen::MatrixXd& a, const Eigen::VectorXd& b) {
   return x;
 }
 
-Eigen::VectorXd SolveHuberNnls(const Eigen::MatrixXd& a, const Eigen::VectorXd& b, double huber_k, int iterations) {
+Eigen::VectorXd SolveHuberNnls(const Eigen::MatrixXd& a, const Eigen::VectorXd& b, double huber_k,
+                               int iterations) {
   Eigen::VectorXd x = SolveNnls(a, b);
   const Eigen::Index m = a.rows();
   if (m < 3) return x;

@@ -10,9 +10,31 @@ namespace gosim::calibration {
 namespace {
 
 enum class Kind {
-  kMatmul, kConv, kConvBackward, kElementwise, kFill, kReduction, kPooling, kPoolingBackward, kGlobalPool,
-  kNorm, kLayerNorm, kNormBackward, kLayerNormBackward, kSoftmax, kSoftmaxBackward, kCrossEntropy, kNllLoss,
-  kEmbedding, kEmbeddingBackward, kDataMovement, kForeach, kFusedAdam, kFusedSgd, kComm, kOther,
+  kMatmul,
+  kConv,
+  kConvBackward,
+  kElementwise,
+  kFill,
+  kReduction,
+  kPooling,
+  kPoolingBackward,
+  kGlobalPool,
+  kNorm,
+  kLayerNorm,
+  kNormBackward,
+  kLayerNormBackward,
+  kSoftmax,
+  kSoftmaxBackward,
+  kCrossEntropy,
+  kNllLoss,
+  kEmbedding,
+  kEmbeddingBackward,
+  kDataMovement,
+  kForeach,
+  kFusedAdam,
+  kFusedSgd,
+  kComm,
+  kOther,
 };
 
 const std::unordered_map<std::string, Kind>& KindTable() {
@@ -27,58 +49,164 @@ const std::unordered_map<std::string, Kind>& KindTable() {
                       "cudnn_convolution_relu", "cudnn_convolution_add_relu", "mkldnn_convolution",
                       "thnn_conv2d", "_convolution_mode", "conv_transpose1d", "conv_transpose2d",
                       "conv_transpose3d", "cudnn_convolution_transpose", "slow_conv2d_forward"});
-    add(Kind::kConvBackward, {"convolution_backward", "cudnn_convolution_backward", "cudnn_convolution_backward_input",
-                              "cudnn_convolution_backward_weight", "mkldnn_convolution_backward",
-                              "cudnn_convolution_transpose_backward", "slow_conv2d_backward"});
-    add(Kind::kElementwise,
-        {"add", "sub", "mul", "div", "rsub", "neg", "abs", "relu", "relu6", "clamp", "clamp_min", "clamp_max",
-         "threshold", "threshold_backward", "sigmoid", "sigmoid_backward", "tanh", "tanh_backward", "gelu",
-         "gelu_backward", "silu", "silu_backward", "hardswish", "hardswish_backward", "hardtanh",
-         "hardtanh_backward", "leaky_relu", "leaky_relu_backward", "elu", "elu_backward", "exp", "log", "log1p",
-         "sqrt", "rsqrt", "pow", "reciprocal", "where", "masked_fill", "dropout", "native_dropout",
-         "native_dropout_backward", "feature_dropout", "bernoulli", "eq", "ne", "lt", "le", "gt", "ge",
-         "logical_and", "logical_or", "logical_not", "sign", "floor", "ceil", "round", "nan_to_num", "addcmul",
-         "addcdiv", "lerp", "maximum", "minimum", "erf", "sin", "cos", "square", "log_sigmoid_forward",
-         "softplus", "mish", "binary_cross_entropy_with_logits", "mse_loss", "binary_cross_entropy", "sgn"});
-    add(Kind::kFill, {"fill", "zero", "ones_like", "zeros_like", "full_like", "uniform", "normal", "rand", "randn",
-                      "random", "exponential", "ones", "zeros", "full", "arange", "scalar_tensor"});
-    add(Kind::kReduction, {"sum", "mean", "max", "min", "amax", "amin", "argmax", "argmin", "norm",
-                           "linalg_vector_norm", "var", "std", "var_mean", "std_mean", "prod", "logsumexp", "all",
-                           "any", "cumsum", "cumprod", "sort", "topk", "count_nonzero", "nonzero", "unique",
-                           "_unique2", "bucketize"});
-    add(Kind::kPooling, {"max_pool1d", "max_pool2d", "max_pool3d", "max_pool2d_with_indices",
-                         "max_pool3d_with_indices", "avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_max_pool2d"});
+    add(Kind::kConvBackward,
+        {"convolution_backward", "cudnn_convolution_backward", "cudnn_convolution_backward_input",
+         "cudnn_convolution_backward_weight", "mkldnn_convolution_backward",
+         "cudnn_convolution_transpose_backward", "slow_conv2d_backward"});
+    add(Kind::kElementwise, {"add",
+                             "sub",
+                             "mul",
+                             "div",
+                             "rsub",
+                             "neg",
+                             "abs",
+                             "relu",
+                             "relu6",
+                             "clamp",
+                             "clamp_min",
+                             "clamp_max",
+                             "threshold",
+                             "threshold_backward",
+                             "sigmoid",
+                             "sigmoid_backward",
+                             "tanh",
+                             "tanh_backward",
+                             "gelu",
+                             "gelu_backward",
+                             "silu",
+                             "silu_backward",
+                             "hardswish",
+                             "hardswish_backward",
+                             "hardtanh",
+                             "hardtanh_backward",
+                             "leaky_relu",
+                             "leaky_relu_backward",
+                             "elu",
+                             "elu_backward",
+                             "exp",
+                             "log",
+                             "log1p",
+                             "sqrt",
+                             "rsqrt",
+                             "pow",
+                             "reciprocal",
+                             "where",
+                             "masked_fill",
+                             "dropout",
+                             "native_dropout",
+                             "native_dropout_backward",
+                             "feature_dropout",
+                             "bernoulli",
+                             "eq",
+                             "ne",
+                             "lt",
+                             "le",
+                             "gt",
+                             "ge",
+                             "logical_and",
+                             "logical_or",
+                             "logical_not",
+                             "sign",
+                             "floor",
+                             "ceil",
+                             "round",
+                             "nan_to_num",
+                             "addcmul",
+                             "addcdiv",
+                             "lerp",
+                             "maximum",
+                             "minimum",
+                             "erf",
+                             "sin",
+                             "cos",
+                             "square",
+                             "log_sigmoid_forward",
+                             "softplus",
+                             "mish",
+                             "binary_cross_entropy_with_logits",
+                             "mse_loss",
+                             "binary_cross_entropy",
+                             "sgn"});
+    add(Kind::kFill, {"fill", "zero", "ones_like", "zeros_like", "full_like", "uniform", "normal", "rand",
+                      "randn", "random", "exponential", "ones", "zeros", "full", "arange", "scalar_tensor"});
+    add(Kind::kReduction, {"sum",       "mean",     "max",           "min",      "amax",
+                           "amin",      "argmax",   "argmin",        "norm",     "linalg_vector_norm",
+                           "var",       "std",      "var_mean",      "std_mean", "prod",
+                           "logsumexp", "all",      "any",           "cumsum",   "cumprod",
+                           "sort",      "topk",     "count_nonzero", "nonzero",  "unique",
+                           "_unique2",  "bucketize"});
+    add(Kind::kPooling,
+        {"max_pool1d", "max_pool2d", "max_pool3d", "max_pool2d_with_indices", "max_pool3d_with_indices",
+         "avg_pool1d", "avg_pool2d", "avg_pool3d", "adaptive_max_pool2d"});
     add(Kind::kPoolingBackward, {"max_pool2d_with_indices_backward", "max_pool3d_with_indices_backward",
                                  "avg_pool2d_backward", "avg_pool3d_backward", "adaptive_avg_pool2d_backward",
                                  "_adaptive_avg_pool2d_backward", "adaptive_max_pool2d_backward"});
-    add(Kind::kGlobalPool, {"adaptive_avg_pool1d", "adaptive_avg_pool2d", "_adaptive_avg_pool2d",
-                            "adaptive_avg_pool3d"});
+    add(Kind::kGlobalPool,
+        {"adaptive_avg_pool1d", "adaptive_avg_pool2d", "_adaptive_avg_pool2d", "adaptive_avg_pool3d"});
     add(Kind::kNorm, {"batch_norm", "_batch_norm_impl_index", "native_batch_norm", "cudnn_batch_norm",
                       "_native_batch_norm_legit", "_native_batch_norm_legit_no_training", "instance_norm"});
     add(Kind::kLayerNorm, {"layer_norm", "native_layer_norm", "group_norm", "native_group_norm", "rms_norm"});
-    add(Kind::kNormBackward, {"native_batch_norm_backward", "cudnn_batch_norm_backward", "batch_norm_backward",
-                              "_batch_norm_impl_index_backward"});
+    add(Kind::kNormBackward, {"native_batch_norm_backward", "cudnn_batch_norm_backward",
+                              "batch_norm_backward", "_batch_norm_impl_index_backward"});
     add(Kind::kLayerNormBackward, {"native_layer_norm_backward", "native_group_norm_backward"});
     add(Kind::kSoftmax, {"softmax", "_softmax", "log_softmax", "_log_softmax"});
     add(Kind::kSoftmaxBackward, {"_softmax_backward_data", "_log_softmax_backward_data"});
     add(Kind::kCrossEntropy, {"cross_entropy_loss"});
-    add(Kind::kNllLoss, {"nll_loss", "nll_loss_nd", "nll_loss_forward", "nll_loss2d_forward", "nll_loss_backward",
-                         "nll_loss2d_backward"});
+    add(Kind::kNllLoss, {"nll_loss", "nll_loss_nd", "nll_loss_forward", "nll_loss2d_forward",
+                         "nll_loss_backward", "nll_loss2d_backward"});
     add(Kind::kEmbedding, {"embedding", "embedding_bag", "_embedding_bag", "_embedding_bag_forward_only"});
-    add(Kind::kEmbeddingBackward, {"embedding_backward", "embedding_dense_backward", "_embedding_bag_backward",
-                                   "_embedding_bag_dense_backward", "embedding_renorm"});
-    add(Kind::kDataMovement,
-        {"cat", "_cat", "stack", "index", "index_select", "gather", "scatter", "scatter_add", "index_add",
-         "index_copy", "index_put", "_index_put_impl", "copy", "to", "_to_copy", "clone", "contiguous", "permute",
-         "transpose", "flatten_dense_tensors", "unflatten_dense_tensors", "slice_backward", "select_backward",
-         "gather_backward", "constant_pad_nd", "repeat", "narrow_copy", "split_with_sizes_copy", "roll", "flip",
-         "masked_select", "take", "embedding_lookup", "pad", "reflection_pad2d", "replication_pad2d", "tril",
-         "triu", "expand_copy", "view_copy", "_unsafe_view", "reshape", "flatten", "resize"});
+    add(Kind::kEmbeddingBackward,
+        {"embedding_backward", "embedding_dense_backward", "_embedding_bag_backward",
+         "_embedding_bag_dense_backward", "embedding_renorm"});
+    add(Kind::kDataMovement, {"cat",
+                              "_cat",
+                              "stack",
+                              "index",
+                              "index_select",
+                              "gather",
+                              "scatter",
+                              "scatter_add",
+                              "index_add",
+                              "index_copy",
+                              "index_put",
+                              "_index_put_impl",
+                              "copy",
+                              "to",
+                              "_to_copy",
+                              "clone",
+                              "contiguous",
+                              "permute",
+                              "transpose",
+                              "flatten_dense_tensors",
+                              "unflatten_dense_tensors",
+                              "slice_backward",
+                              "select_backward",
+                              "gather_backward",
+                              "constant_pad_nd",
+                              "repeat",
+                              "narrow_copy",
+                              "split_with_sizes_copy",
+                              "roll",
+                              "flip",
+                              "masked_select",
+                              "take",
+                              "embedding_lookup",
+                              "pad",
+                              "reflection_pad2d",
+                              "replication_pad2d",
+                              "tril",
+                              "triu",
+                              "expand_copy",
+                              "view_copy",
+                              "_unsafe_view",
+                              "reshape",
+                              "flatten",
+                              "resize"});
     add(Kind::kFusedAdam, {"_fused_adam", "_fused_adamw"});
     add(Kind::kFusedSgd, {"_fused_sgd"});
-    add(Kind::kComm, {"allreduce", "broadcast", "allgather", "_allgather_base", "reduce_scatter",
-                      "_reduce_scatter_base", "alltoall", "alltoall_base", "send", "recv", "barrier",
-                      "record_param_comms"});
+    add(Kind::kComm,
+        {"allreduce", "broadcast", "allgather", "_allgather_base", "reduce_scatter", "_reduce_scatter_base",
+         "alltoall", "alltoall_base", "send", "recv", "barrier", "record_param_comms"});
     return t;
   }();
   return table;
@@ -93,14 +221,18 @@ Kind KindOf(std::string_view name) {
   return Kind::kOther;
 }
 
-int ElementSize(graphs::DType dtype) { return dtype == graphs::DType::kUnknown ? 4 : graphs::DTypeSize(dtype); }
+int ElementSize(graphs::DType dtype) {
+  return dtype == graphs::DType::kUnknown ? 4 : graphs::DTypeSize(dtype);
+}
 
-double Numel(const std::vector<int64_t>& shape) { return graphs::NumElements(shape); }
+double Numel(const std::vector<int64_t>& shape) {
+  return graphs::NumElements(shape);
+}
 
 // The tensor arguments, in order (list elements flattened, with the list's dtype).
 struct Tensors {
   std::vector<const std::vector<int64_t>*> shapes;
-  std::vector<int> sizes;    // bytes per element
+  std::vector<int> sizes;  // bytes per element
   double total_bytes = 0.0;
   double max_numel = 0.0;
   int max_size = 4;
@@ -136,7 +268,9 @@ const OpInput* TensorAt(const std::vector<OpInput>& inputs, size_t index, size_t
   return &inputs[index];
 }
 
-double Bytes(const OpInput* in) { return in == nullptr ? 0.0 : Numel(in->shape) * ElementSize(in->dtype); }
+double Bytes(const OpInput* in) {
+  return in == nullptr ? 0.0 : Numel(in->shape) * ElementSize(in->dtype);
+}
 
 double Product(const std::vector<int64_t>& shape, size_t from, size_t to) {
   double p = 1.0;
@@ -199,7 +333,8 @@ OpWork ConvWork(const std::vector<OpInput>& in, const std::vector<int64_t>* outp
   const double kernel = Product(weight->shape, 2, weight->shape.size());
   w.flops = graphs::ConvFlops(batch, out_channels, out_spatial, static_cast<double>(weight->shape[1]), kernel,
                               bias != nullptr);
-  w.bytes = Bytes(x) + Bytes(weight) + Bytes(bias) + batch * out_channels * out_spatial * ElementSize(x->dtype);
+  w.bytes =
+      Bytes(x) + Bytes(weight) + Bytes(bias) + batch * out_channels * out_spatial * ElementSize(x->dtype);
   w.known = true;
   return w;
 }
@@ -379,10 +514,14 @@ OpWork EstimateOpWork(std::string_view name, const std::vector<OpInput>& inputs,
   const Kind kind = KindOf(name);
   const std::string base = BaseOpName(name);
   switch (kind) {
-    case Kind::kMatmul: return MatmulWork(base, inputs);
-    case Kind::kConv: return ConvWork(inputs, conv_output);
-    case Kind::kConvBackward: return ConvBackwardWork(base, inputs);
-    default: return GenericWork(kind, base, inputs);
+    case Kind::kMatmul:
+      return MatmulWork(base, inputs);
+    case Kind::kConv:
+      return ConvWork(inputs, conv_output);
+    case Kind::kConvBackward:
+      return ConvBackwardWork(base, inputs);
+    default:
+      return GenericWork(kind, base, inputs);
   }
 }
 
@@ -419,7 +558,8 @@ ConvHints PairConvolutionOutputs(const Trace& trace) {
         const OpInput* g = TensorAt(op.inputs, index, 3);
         if (g != nullptr) grad_output = &g->shape;
       }
-      for (auto it = children[static_cast<size_t>(o)].rbegin(); it != children[static_cast<size_t>(o)].rend(); ++it) {
+      for (auto it = children[static_cast<size_t>(o)].rbegin(); it != children[static_cast<size_t>(o)].rend();
+           ++it) {
         stack.push_back(*it);
       }
     }

@@ -35,9 +35,9 @@ namespace gosim::calibration {
 
 struct OpWork {
   double flops = 0.0;
-  double bytes = 0.0;         // bytes read + written
-  bool known = false;         // derived from recorded shapes
-  bool approximate = false;   // an assumption filled a missing size
+  double bytes = 0.0;        // bytes read + written
+  bool known = false;        // derived from recorded shapes
+  bool approximate = false;  // an assumption filled a missing size
 };
 
 // Output shapes of convolution forward ops that the trace implies, by op

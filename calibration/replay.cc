@@ -30,12 +30,14 @@ class ReplayCostModel : public sim::CostModel {
 StepSimulation SimulateStepGraph(const StepGraph& step_graph) {
   sim::SimOptions options;
   options.track_memory = false;
-  const sim::Evaluator evaluator(step_graph.graph, step_graph.cluster, std::make_shared<ReplayCostModel>(), options);
+  const sim::Evaluator evaluator(step_graph.graph, step_graph.cluster, std::make_shared<ReplayCostModel>(),
+                                 options);
   const sim::SimResult result = evaluator.Simulate(step_graph.decision, /*timeline=*/true);
   StepSimulation out;
   out.makespan = result.step_time;
   for (const sim::OpRecord& op : result.ops) {
-    if (op.node >= 0 && step_graph.gpu_node[static_cast<size_t>(op.node)]) out.gpu_end = std::max(out.gpu_end, op.end);
+    if (op.node >= 0 && step_graph.gpu_node[static_cast<size_t>(op.node)])
+      out.gpu_end = std::max(out.gpu_end, op.end);
   }
   return out;
 }
@@ -67,24 +69,24 @@ ReplayResult ReplayStep(const Trace& trace, const TraceSamples& samples, int32_t
 std::string FormatReplay(const std::vector<ReplayResult>& results) {
   std::string out;
   char line[320];
-  std::snprintf(line, sizeof(line), "  %-8s %11s %11s %8s %11s %8s %11s %8s %11s %11s %6s %s\n", "step", "measured",
-                "simulated", "error", "check", "error", "GPU end", "error", "GPU meas.", "GPU pred.", "nodes",
-                "edges (order/launch/stream/x-stream/sync/x-thread/dropped)");
+  std::snprintf(line, sizeof(line), "  %-8s %11s %11s %8s %11s %8s %11s %8s %11s %11s %6s %s\n", "step",
+                "measured", "simulated", "error", "check", "error", "GPU end", "error", "GPU meas.",
+                "GPU pred.", "nodes", "edges (order/launch/stream/x-stream/sync/x-thread/dropped)");
   out += line;
   double abs_error = 0.0;
   double abs_check = 0.0;
   double abs_gpu_end = 0.0;
   for (const ReplayResult& r : results) {
-    std::snprintf(line, sizeof(line),
-                  "  %-8lld %8.3f ms %8.3f ms %+7.1f%% %8.3f ms %+7.1f%% %8.3f ms %+7.1f%% %8.3f ms %8.3f ms %6d "
-                  "%lld/%lld/%lld/%lld/%lld/%lld/%lld\n",
-                  static_cast<long long>(r.step_number), 1e3 * r.measured, 1e3 * r.simulated, 100.0 * r.error(),
-                  1e3 * r.check, 100.0 * r.check_error(), 1e3 * r.measured_gpu_end, 100.0 * r.gpu_end_error(),
-                  1e3 * r.measured_gpu, 1e3 * r.predicted_gpu, r.nodes,
-                  static_cast<long long>(r.edges.cpu_order), static_cast<long long>(r.edges.launch),
-                  static_cast<long long>(r.edges.stream_order), static_cast<long long>(r.edges.cross_stream),
-                  static_cast<long long>(r.edges.sync), static_cast<long long>(r.edges.cross_thread),
-                  static_cast<long long>(r.edges.dropped));
+    std::snprintf(
+        line, sizeof(line),
+        "  %-8lld %8.3f ms %8.3f ms %+7.1f%% %8.3f ms %+7.1f%% %8.3f ms %+7.1f%% %8.3f ms %8.3f ms %6d "
+        "%lld/%lld/%lld/%lld/%lld/%lld/%lld\n",
+        static_cast<long long>(r.step_number), 1e3 * r.measured, 1e3 * r.simulated, 100.0 * r.error(),
+        1e3 * r.check, 100.0 * r.check_error(), 1e3 * r.measured_gpu_end, 100.0 * r.gpu_end_error(),
+        1e3 * r.measured_gpu, 1e3 * r.predicted_gpu, r.nodes, static_cast<long long>(r.edges.cpu_order),
+        static_cast<long long>(r.edges.launch), static_cast<long long>(r.edges.stream_order),
+        static_cast<long long>(r.edges.cross_stream), static_cast<long long>(r.edges.sync),
+        static_cast<long long>(r.edges.cross_thread), static_cast<long long>(r.edges.dropped));
     out += line;
     abs_error += std::fabs(r.error());
     abs_check += std::fabs(r.check_error());
@@ -92,10 +94,11 @@ std::string FormatReplay(const std::vector<ReplayResult>& results) {
   }
   if (!results.empty()) {
     const double n = static_cast<double>(results.size());
-    std::snprintf(line, sizeof(line),
-                  "  mean |error|: step time %.1f%% with calibrated GPU times, %.1f%% with measured GPU times "
-                  "(check); end of the last GPU activity %.1f%%\n",
-                  100.0 * abs_error / n, 100.0 * abs_check / n, 100.0 * abs_gpu_end / n);
+    std::snprintf(
+        line, sizeof(line),
+        "  mean |error|: step time %.1f%% with calibrated GPU times, %.1f%% with measured GPU times "
+        "(check); end of the last GPU activity %.1f%%\n",
+        100.0 * abs_error / n, 100.0 * abs_check / n, 100.0 * abs_gpu_end / n);
     out += line;
   }
   return out;

@@ -59,23 +59,23 @@ struct EdgeCounts {
   int64_t cross_stream = 0;
   int64_t sync = 0;
   int64_t cross_thread = 0;
-  int64_t dropped = 0;        // inferred edges that contradicted the measured times
+  int64_t dropped = 0;  // inferred edges that contradicted the measured times
 };
 
 struct StepGraph {
   graphs::Graph graph;
   sim::Cluster cluster;
-  sim::Decision decision;     // placement of every node on its thread / stream device
+  sim::Decision decision;  // placement of every node on its thread / stream device
   int64_t step_number = -1;
-  double measured_time = 0.0; // seconds (see the file comment)
+  double measured_time = 0.0;     // seconds (see the file comment)
   double measured_gpu_end = 0.0;  // seconds from the step start to the end of its last GPU activity
-  double measured_gpu = 0.0;  // seconds: sum of the measured GPU activity durations
-  double predicted_gpu = 0.0; // seconds: sum of the GPU node durations used
+  double measured_gpu = 0.0;      // seconds: sum of the measured GPU activity durations
+  double predicted_gpu = 0.0;     // seconds: sum of the GPU node durations used
   int32_t cpu_nodes = 0;
   int32_t gpu_nodes = 0;
-  int32_t unpredicted = 0;    // GPU activities with neither an op nor a link (default cost)
+  int32_t unpredicted = 0;  // GPU activities with neither an op nor a link (default cost)
   EdgeCounts edges;
-  std::vector<bool> gpu_node; // per graph node
+  std::vector<bool> gpu_node;  // per graph node
 };
 
 // Builds the graph of step `step` (index into trace.steps). `profile` may be
@@ -86,9 +86,9 @@ StepGraph BuildStepGraph(const Trace& trace, const TraceSamples& samples, int32_
 
 struct ReplayResult {
   int64_t step_number = -1;
-  double measured = 0.0;      // seconds
-  double simulated = 0.0;     // seconds, with the profile's GPU times
-  double check = 0.0;         // seconds, with the measured GPU times
+  double measured = 0.0;   // seconds
+  double simulated = 0.0;  // seconds, with the profile's GPU times
+  double check = 0.0;      // seconds, with the measured GPU times
   // From the step start to the end of the last GPU activity: measured and
   // simulated with the profile (tells more than the step time when the CPU
   // bounds the step).

@@ -17,15 +17,17 @@ namespace {
 constexpr double kTolerance = 1.0e-6;
 constexpr const char* kReplayKind = "replay";
 
-bool IsDeviceSync(const std::string& name) { return name == "cudaDeviceSynchronize" || name == "cudaFree"; }
+bool IsDeviceSync(const std::string& name) {
+  return name == "cudaDeviceSynchronize" || name == "cudaFree";
+}
 bool IsStreamSync(const std::string& name) {
   return name == "cudaStreamSynchronize" || name == "cudaEventSynchronize";
 }
 
 class StepGraphBuilder {
  public:
-  StepGraphBuilder(const Trace& trace, const TraceSamples& samples, int32_t step, const sim::DeviceProfile* profile,
-                   const ReplayOptions& options)
+  StepGraphBuilder(const Trace& trace, const TraceSamples& samples, int32_t step,
+                   const sim::DeviceProfile* profile, const ReplayOptions& options)
       : trace_(trace),
         samples_(samples),
         step_(trace.steps[static_cast<size_t>(step)]),
@@ -59,10 +61,12 @@ class StepGraphBuilder {
     }
     if (calls_by_thread_.empty()) {
       throw TraceError("step " + std::to_string(step_.number) + " has no CUDA runtime calls to replay",
-                       Location{trace_.source}, "replay needs a GPU trace with runtime events (cuda_runtime)");
+                       Location{trace_.source},
+                       "replay needs a GPU trace with runtime events (cuda_runtime)");
     }
     for (auto& [thread, calls] : calls_by_thread_) {
-      std::sort(calls.begin(), calls.end(), [&](int32_t a, int32_t b) { return Call(a).start < Call(b).start; });
+      std::sort(calls.begin(), calls.end(),
+                [&](int32_t a, int32_t b) { return Call(a).start < Call(b).start; });
       for (int32_t c : calls) in_step_call_.insert(c);
     }
     for (size_t i = 0; i < trace_.activities.size(); ++i) {
@@ -81,7 +85,8 @@ class StepGraphBuilder {
       }
     }
     for (size_t i = 0; i < trace_.runtime.size(); ++i) {
-      if (trace_.runtime[i].correlation >= 0) call_by_correlation_[trace_.runtime[i].correlation] = static_cast<int32_t>(i);
+      if (trace_.runtime[i].correlation >= 0)
+        call_by_correlation_[trace_.runtime[i].correlation] = static_cast<int32_t>(i);
     }
   }
 
@@ -162,7 +167,7 @@ class StepGraphBuilder {
         measured_gpu_ += act.duration;
         predicted_gpu_ += seconds - samples_.kernel_gap;
         gpu_end_ = std::max(gpu_end_, act.end());
-        const int32_t node = AddNode(act.kind == ActivityKind::kKernel ? "gpu:kernel"
+        const int32_t node = AddNode(act.kind == ActivityKind::kKernel   ? "gpu:kernel"
                                      : act.kind == ActivityKind::kMemcpy ? "gpu:memcpy"
                                                                          : "gpu:memset",
                                      device, seconds, act.start, act.end(), true);
@@ -256,14 +261,16 @@ class StepGraphBuilder {
         int32_t waits_for = -1;
         const bool first_elsewhere = k == 0 && !main;
         if (first_elsewhere || call.start - previous_end >= options_.cross_thread_gap) {
-          waits_for = LatestOtherCall(thread, first_elsewhere ? step_.start - kTolerance : previous_end, call.start);
+          waits_for =
+              LatestOtherCall(thread, first_elsewhere ? step_.start - kTolerance : previous_end, call.start);
           if (waits_for >= 0) segment_start = std::max(segment_start, Call(waits_for).end());
         }
         const std::vector<int32_t> awaited = Awaited(c);
         const auto own = activities_of_call_.find(c);
         double launch_point = call.end();
         if (own != activities_of_call_.end()) {
-          for (int32_t a : own->second) launch_point = std::min(launch_point, std::max(call.start, Act(a).start));
+          for (int32_t a : own->second)
+            launch_point = std::min(launch_point, std::max(call.start, Act(a).start));
         }
         const std::string op = "cpu:" + call.name;
         int32_t entry = -1;  // first node of the call, chained after `previous`
@@ -298,7 +305,8 @@ class StepGraphBuilder {
         last_end_ = std::max(last_end_, call.end());
       }
       if (main && step_.end() > previous_end) {
-        const int32_t tail = AddNode("cpu:tail", device, step_.end() - previous_end, previous_end, step_.end());
+        const int32_t tail =
+            AddNode("cpu:tail", device, step_.end() - previous_end, previous_end, step_.end());
         AddEdge(previous, tail, &edges_.cpu_order);
         ++cpu_nodes_;
       }
@@ -325,7 +333,8 @@ class StepGraphBuilder {
           }
           if (key.second == sync->stream) {
             for (int32_t a : list) {
-              if (LaunchTime(a) >= wait_time && (waiter < 0 || LaunchTime(a) < LaunchTime(waiter))) waiter = a;
+              if (LaunchTime(a) >= wait_time && (waiter < 0 || LaunchTime(a) < LaunchTime(waiter)))
+                waiter = a;
             }
           }
         }
@@ -341,7 +350,8 @@ class StepGraphBuilder {
       std::vector<int32_t> launched;  // this thread's activities in launch order
       for (int32_t c : calls) {
         const auto own = activities_of_call_.find(c);
-        if (own != activities_of_call_.end()) launched.insert(launched.end(), own->second.begin(), own->second.end());
+        if (own != activities_of_call_.end())
+          launched.insert(launched.end(), own->second.begin(), own->second.end());
       }
       int32_t recorded = -1;  // activity marked by the latest cudaEventRecord
       size_t next = 0;        // first activity launched after the current call
@@ -383,7 +393,8 @@ class StepGraphBuilder {
       cluster.AddDevice(spec);
     }
     for (int32_t d = 0; d < static_cast<int32_t>(device_names_.size()); ++d) {
-      for (const auto& [src, dst] : {std::make_pair(d, sim::Cluster::kHost), std::make_pair(sim::Cluster::kHost, d)}) {
+      for (const auto& [src, dst] :
+           {std::make_pair(d, sim::Cluster::kHost), std::make_pair(sim::Cluster::kHost, d)}) {
         sim::LinkSpec link;
         link.src = src;
         link.dst = dst;

@@ -19,24 +19,24 @@
 namespace gosim::calibration {
 
 struct OpSample {
-  int32_t op = -1;            // the top-level op in the trace
-  std::string type;           // its name, e.g. "aten::conv2d"
+  int32_t op = -1;                                     // the top-level op in the trace
+  std::string type;                                    // its name, e.g. "aten::conv2d"
   graphs::OpClass op_class = graphs::OpClass::kOther;  // graphs::ClassifyOp(type)
   double flops = 0.0;
-  double bytes = 0.0;         // read + written
-  bool has_shapes = false;    // the trace recorded input shapes for it
-  bool approximate = false;   // an assumed size entered flops / bytes
-  double time = 0.0;          // seconds of kernel + memset time
-  int32_t kernels = 0;        // GPU activities summed into `time`
-  int32_t step = -1;          // index into Trace::steps, -1 outside every step
-  int32_t ordinal = -1;       // the k-th sample of `type` in its step, by start time
+  double bytes = 0.0;        // read + written
+  bool has_shapes = false;   // the trace recorded input shapes for it
+  bool approximate = false;  // an assumed size entered flops / bytes
+  double time = 0.0;         // seconds of kernel + memset time
+  int32_t kernels = 0;       // GPU activities summed into `time`
+  int32_t step = -1;         // index into Trace::steps, -1 outside every step
+  int32_t ordinal = -1;      // the k-th sample of `type` in its step, by start time
 };
 
 struct TransferSample {
-  std::string link;           // "memcpy_htod", "nccl_allreduce", ...
+  std::string link;  // "memcpy_htod", "nccl_allreduce", ...
   double bytes = 0.0;
-  bool has_size = true;       // false for a collective whose message size is unknown
-  double time = 0.0;          // seconds
+  bool has_size = true;  // false for a collective whose message size is unknown
+  double time = 0.0;     // seconds
   int32_t step = -1;
   int32_t activity = -1;
 };

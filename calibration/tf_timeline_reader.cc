@@ -7,7 +7,9 @@
 // Every "Op" event becomes an op (name = args.op, node = args.name); on a GPU
 // process it is also the GPU activity of that op (a kernel, or a memcpy on a
 // memcpy process). When per-stream processes exist, the aggregated
-// "stream:all" process is skipped so that no kernel is counted twice.
+// "stream:all" process is skipped and the device's executor process
+// ("/job:.../device:GPU:0 Compute") gives ops but no kernels, so that no
+// kernel is counted twice.
 #include <regex>
 #include <string>
 
@@ -20,6 +22,7 @@ struct TfProcess {
   bool gpu = false;
   bool memcpy = false;
   bool all_streams = false;
+  bool stream_named = false;  // "/device:GPU:0/stream:N": kernels, not the executor
   int32_t device = 0;
   int32_t stream = 0;
 };
@@ -35,6 +38,7 @@ TfProcess ParseProcessName(const std::string& name) {
   }
   if (std::regex_search(name, m, kStream) && m[1].length() < 9) p.stream = std::stoi(m[1].str());
   p.all_streams = name.find("stream:all") != std::string::npos;
+  p.stream_named = name.find("stream:") != std::string::npos;
   p.memcpy = name.find("memcpy") != std::string::npos || name.find("Memcpy") != std::string::npos;
   return p;
 }
@@ -81,7 +85,9 @@ Trace ReadTfTimelineEvents(const Json& events, const std::string& source, const 
     op.event = static_cast<int32_t>(i);
     const int32_t op_index = static_cast<int32_t>(trace.ops.size());
     trace.ops.push_back(op);
-    if (!p.gpu) continue;
+    // With per-stream processes, the device's executor process only shows
+    // when ops were scheduled; their kernels are on the stream processes.
+    if (!p.gpu || (per_stream && !p.stream_named && !p.memcpy)) continue;
     GpuActivity a;
     a.name = op.name;
     a.kind = p.memcpy ? ActivityKind::kMemcpy : ActivityKind::kKernel;
@@ -101,8 +107,9 @@ Trace ReadTfTimelineEvents(const Json& events, const std::string& source, const 
     trace.activities.push_back(std::move(a));
   }
   if (trace.ops.empty()) {
-    throw TraceError("TensorFlow timeline without complete Op events", Location{source},
-                     "expected events such as {\"ph\": \"X\", \"cat\": \"Op\", \"args\": {\"name\": ..., \"op\": ...}}");
+    throw TraceError(
+        "TensorFlow timeline without complete Op events", Location{source},
+        "expected events such as {\"ph\": \"X\", \"cat\": \"Op\", \"args\": {\"name\": ..., \"op\": ...}}");
   }
   ReaderExtras extras;
   FinishTrace(&trace, extras, options);

@@ -10,21 +10,30 @@ namespace gosim::calibration {
 
 std::string_view TraceSchemaName(TraceSchema schema) {
   switch (schema) {
-    case TraceSchema::kKineto: return "kineto";
-    case TraceSchema::kKinetoLegacy: return "kineto-legacy";
-    case TraceSchema::kTfTimeline: return "tf-timeline";
+    case TraceSchema::kKineto:
+      return "kineto";
+    case TraceSchema::kKinetoLegacy:
+      return "kineto-legacy";
+    case TraceSchema::kTfTimeline:
+      return "tf-timeline";
   }
   return "kineto";
 }
 
 std::string_view CopyKindName(CopyKind kind) {
   switch (kind) {
-    case CopyKind::kNone: return "";
-    case CopyKind::kHtoD: return "htod";
-    case CopyKind::kDtoH: return "dtoh";
-    case CopyKind::kDtoD: return "dtod";
-    case CopyKind::kPtoP: return "ptop";
-    case CopyKind::kOther: return "other";
+    case CopyKind::kNone:
+      return "";
+    case CopyKind::kHtoD:
+      return "htod";
+    case CopyKind::kDtoH:
+      return "dtoh";
+    case CopyKind::kDtoD:
+      return "dtod";
+    case CopyKind::kPtoP:
+      return "ptop";
+    case CopyKind::kOther:
+      return "other";
   }
   return "";
 }
@@ -87,11 +96,14 @@ std::string DeviceKindFromName(std::string_view device_name) {
 graphs::DType DTypeFromProfilerType(std::string_view type) {
   using graphs::DType;
   static const std::map<std::string, DType, std::less<>> kTypes = {
-      {"float", DType::kFloat32},         {"double", DType::kFloat64},     {"c10::Half", DType::kFloat16},
-      {"c10::BFloat16", DType::kBFloat16}, {"long int", DType::kInt64},     {"long", DType::kInt64},
-      {"int", DType::kInt32},             {"short int", DType::kInt16},    {"short", DType::kInt16},
-      {"signed char", DType::kInt8},      {"unsigned char", DType::kUInt8}, {"bool", DType::kBool},
-      {"int64_t", DType::kInt64},         {"int32_t", DType::kInt32},      {"half", DType::kFloat16},
+      {"float", DType::kFloat32},       {"double", DType::kFloat64},
+      {"c10::Half", DType::kFloat16},   {"c10::BFloat16", DType::kBFloat16},
+      {"long int", DType::kInt64},      {"long", DType::kInt64},
+      {"int", DType::kInt32},           {"short int", DType::kInt16},
+      {"short", DType::kInt16},         {"signed char", DType::kInt8},
+      {"unsigned char", DType::kUInt8}, {"bool", DType::kBool},
+      {"int64_t", DType::kInt64},       {"int32_t", DType::kInt32},
+      {"half", DType::kFloat16},
   };
   const auto it = kTypes.find(type);
   if (it != kTypes.end()) return it->second;
@@ -101,9 +113,9 @@ graphs::DType DTypeFromProfilerType(std::string_view type) {
 graphs::DType DTypeFromCommsType(std::string_view type) {
   using graphs::DType;
   static const std::map<std::string, DType, std::less<>> kTypes = {
-      {"Float", DType::kFloat32}, {"Double", DType::kFloat64},  {"Half", DType::kFloat16},
-      {"BFloat16", DType::kBFloat16}, {"Long", DType::kInt64}, {"Int", DType::kInt32},
-      {"Short", DType::kInt16},   {"Char", DType::kInt8},      {"Byte", DType::kUInt8},
+      {"Float", DType::kFloat32},     {"Double", DType::kFloat64}, {"Half", DType::kFloat16},
+      {"BFloat16", DType::kBFloat16}, {"Long", DType::kInt64},     {"Int", DType::kInt32},
+      {"Short", DType::kInt16},       {"Char", DType::kInt8},      {"Byte", DType::kUInt8},
       {"Bool", DType::kBool},
   };
   const auto it = kTypes.find(type);
@@ -120,7 +132,7 @@ std::string NormalizeCollective(std::string_view name) {
     if (std::isalnum(static_cast<unsigned char>(c))) out.push_back(static_cast<char>(std::tolower(c)));
   }
   // Variants of one collective share a name: all_to_all_single, alltoall_base, ...
-  static const std::vector<std::string> kBase = {"allreduce", "alltoall",  "allgather", "reducescatter",
+  static const std::vector<std::string> kBase = {"allreduce", "alltoall", "allgather", "reducescatter",
                                                  "broadcast", "sendrecv", "reduce",    "send",
                                                  "recv",      "gather",   "scatter",   "barrier"};
   for (const std::string& base : kBase) {
@@ -135,7 +147,8 @@ bool IsOperatorName(std::string_view name) {
   const std::string_view ns = name.substr(0, sep);
   const std::string_view op = name.substr(sep + 2);
   auto word = [](std::string_view s) {
-    return std::all_of(s.begin(), s.end(), [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+    return std::all_of(s.begin(), s.end(),
+                       [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
   };
   return word(ns) && word(op) && ns != "autograd";
 }
@@ -159,8 +172,8 @@ int32_t StepAt(const Trace& trace, double time) {
   return -1;
 }
 
-void ThrowEventError(const std::string& source, int64_t event, const std::string& path, const std::string& message,
-                     const std::string& hint) {
+void ThrowEventError(const std::string& source, int64_t event, const std::string& path,
+                     const std::string& message, const std::string& hint) {
   Location where{source};
   where.path = "traceEvents[" + std::to_string(event) + "]" + (path.empty() ? "" : "." + path);
   throw TraceError(message, where, hint);

@@ -33,9 +33,9 @@ std::string_view TraceSchemaName(TraceSchema schema);
 // One argument of an operator as the profiler recorded it ("Input Dims" and
 // "Input type"). Non-tensor arguments (ints, lists, None) have is_tensor false.
 struct OpInput {
-  std::vector<int64_t> shape;               // tensor shape; empty = 0-d tensor or non-tensor
-  std::vector<std::vector<int64_t>> list;   // shapes of a tensor list argument
-  std::string type;                         // as recorded, e.g. "float", "c10::Half", "Scalar"
+  std::vector<int64_t> shape;              // tensor shape; empty = 0-d tensor or non-tensor
+  std::vector<std::vector<int64_t>> list;  // shapes of a tensor list argument
+  std::string type;                        // as recorded, e.g. "float", "c10::Half", "Scalar"
   graphs::DType dtype = graphs::DType::kUnknown;
   bool is_tensor = false;
 };
@@ -47,30 +47,30 @@ struct TraceThread {
 };
 
 struct TraceOp {
-  std::string name;           // e.g. "aten::conv2d", "ProfilerStep#16", "## forward ##"
-  std::string node;           // TF timeline: the graph node name (args.name); else empty
-  bool annotation = false;    // a user annotation / profiler step rather than an operator
-  int32_t thread = -1;        // index into Trace::threads
-  double start = 0.0;         // seconds
-  double duration = 0.0;      // seconds
-  int64_t external_id = -1;   // "External id" / "external id"
+  std::string name;              // e.g. "aten::conv2d", "ProfilerStep#16", "## forward ##"
+  std::string node;              // TF timeline: the graph node name (args.name); else empty
+  bool annotation = false;       // a user annotation / profiler step rather than an operator
+  int32_t thread = -1;           // index into Trace::threads
+  double start = 0.0;            // seconds
+  double duration = 0.0;         // seconds
+  int64_t external_id = -1;      // "External id" / "external id"
   int64_t sequence_number = -1;  // autograd sequence number, -1 when absent
-  int32_t parent = -1;        // innermost enclosing op on the same thread
-  bool has_inputs = false;    // the trace recorded Input Dims for this op
+  int32_t parent = -1;           // innermost enclosing op on the same thread
+  bool has_inputs = false;       // the trace recorded Input Dims for this op
   std::vector<OpInput> inputs;
-  int32_t event = -1;         // index in the file's event list
+  int32_t event = -1;  // index in the file's event list
 
   double end() const { return start + duration; }
 };
 
 struct RuntimeCall {
-  std::string name;           // e.g. "cudaLaunchKernel", "cudaStreamSynchronize"
+  std::string name;  // e.g. "cudaLaunchKernel", "cudaStreamSynchronize"
   int32_t thread = -1;
   double start = 0.0;
   double duration = 0.0;
   int64_t correlation = -1;
   int64_t external_id = -1;
-  int32_t op = -1;            // innermost op enclosing the call on its thread
+  int32_t op = -1;  // innermost op enclosing the call on its thread
   int32_t event = -1;
 
   double end() const { return start + duration; }
@@ -82,20 +82,20 @@ enum class CopyKind : uint8_t { kNone = 0, kHtoD, kDtoH, kDtoD, kPtoP, kOther };
 std::string_view CopyKindName(CopyKind kind);
 
 struct GpuActivity {
-  std::string name;           // kernel name or "Memcpy HtoD (Pageable -> Device)"
+  std::string name;  // kernel name or "Memcpy HtoD (Pageable -> Device)"
   ActivityKind kind = ActivityKind::kKernel;
   CopyKind copy = CopyKind::kNone;
-  bool pageable = false;      // a memcpy from/to pageable host memory
+  bool pageable = false;  // a memcpy from/to pageable host memory
   int32_t device = 0;
   int32_t stream = 0;
   double start = 0.0;
   double duration = 0.0;
-  int64_t bytes = 0;          // memcpy / memset size; 0 for kernels
+  int64_t bytes = 0;  // memcpy / memset size; 0 for kernels
   int64_t correlation = -1;
   int64_t external_id = -1;
-  int32_t runtime = -1;       // the runtime call that launched it
-  int32_t op = -1;            // the innermost op that launched it
-  int32_t collective = -1;    // index into Trace::collectives for NCCL kernels
+  int32_t runtime = -1;     // the runtime call that launched it
+  int32_t op = -1;          // the innermost op that launched it
+  int32_t collective = -1;  // index into Trace::collectives for NCCL kernels
   int32_t event = -1;
 
   double end() const { return start + duration; }
@@ -103,40 +103,40 @@ struct GpuActivity {
 
 // A communication collective with its message size.
 struct Collective {
-  std::string name;           // normalized: "allreduce", "alltoall", "broadcast", ...
-  int64_t bytes = 0;          // input message size in bytes; 0 = unknown
-  int32_t group_size = 0;     // ranks in the group; 0 = unknown
-  std::string dtype;          // as recorded, e.g. "Float"
-  int32_t activity = -1;      // the NCCL kernel
-  int32_t op = -1;            // record_param_comms / nccl:* annotation, -1 if none
+  std::string name;        // normalized: "allreduce", "alltoall", "broadcast", ...
+  int64_t bytes = 0;       // input message size in bytes; 0 = unknown
+  int32_t group_size = 0;  // ranks in the group; 0 = unknown
+  std::string dtype;       // as recorded, e.g. "Float"
+  int32_t activity = -1;   // the NCCL kernel
+  int32_t op = -1;         // record_param_comms / nccl:* annotation, -1 if none
 };
 
 // A GPU-side synchronization the trace recorded (Kineto "cuda_sync").
 struct GpuSync {
-  std::string kind;           // "Stream Sync", "Context Sync", "Event Sync", "Stream Wait Event"
-  int32_t stream = -1;        // waiting stream; -1 = every stream (context sync)
-  int32_t wait_on_stream = -1;           // Stream Wait Event: the stream recorded on
-  int64_t correlation = -1;              // the runtime call that issued it
-  int64_t record_correlation = -1;       // Stream Wait Event: the cudaEventRecord call
+  std::string kind;                 // "Stream Sync", "Context Sync", "Event Sync", "Stream Wait Event"
+  int32_t stream = -1;              // waiting stream; -1 = every stream (context sync)
+  int32_t wait_on_stream = -1;      // Stream Wait Event: the stream recorded on
+  int64_t correlation = -1;         // the runtime call that issued it
+  int64_t record_correlation = -1;  // Stream Wait Event: the cudaEventRecord call
   double start = 0.0;
   int32_t event = -1;
 };
 
 struct ProfilerStep {
-  std::string name;           // "ProfilerStep#16" or the matched annotation
-  int64_t number = -1;        // 16; the ordinal among matches when the name has no number
+  std::string name;     // "ProfilerStep#16" or the matched annotation
+  int64_t number = -1;  // 16; the ordinal among matches when the name has no number
   double start = 0.0;
   double duration = 0.0;
   int32_t thread = -1;
-  int32_t op = -1;            // the annotation op
+  int32_t op = -1;  // the annotation op
 
   double end() const { return start + duration; }
 };
 
 struct DeviceProperties {
   int32_t id = 0;
-  std::string name;           // e.g. "Tesla V100-DGXS-32GB"
-  int64_t total_memory = 0;   // bytes
+  std::string name;          // e.g. "Tesla V100-DGXS-32GB"
+  int64_t total_memory = 0;  // bytes
   int32_t compute_major = 0;
   int32_t compute_minor = 0;
   int32_t num_sms = 0;
@@ -144,17 +144,17 @@ struct DeviceProperties {
 
 // How the kernels were joined to ops (for reports and tests).
 struct JoinStats {
-  int64_t by_external_id = 0;   // runtime External id named an op enclosing the call
-  int64_t by_enclosure = 0;     // innermost op enclosing the runtime call
-  int64_t by_activity_id = 0;   // no runtime call; the activity's own External id
-  int64_t unattributed = 0;     // no op found
-  int64_t no_runtime = 0;       // activities whose runtime call is not in the trace
+  int64_t by_external_id = 0;  // runtime External id named an op enclosing the call
+  int64_t by_enclosure = 0;    // innermost op enclosing the runtime call
+  int64_t by_activity_id = 0;  // no runtime call; the activity's own External id
+  int64_t unattributed = 0;    // no op found
+  int64_t no_runtime = 0;      // activities whose runtime call is not in the trace
 };
 
 struct Trace {
-  std::string source;         // the file it was read from
+  std::string source;  // the file it was read from
   TraceSchema schema = TraceSchema::kKineto;
-  int32_t rank = -1;          // distributedInfo.rank, -1 when absent
+  int32_t rank = -1;  // distributedInfo.rank, -1 when absent
   int32_t world_size = -1;
   std::vector<DeviceProperties> devices;
   std::vector<TraceThread> threads;
@@ -165,7 +165,7 @@ struct Trace {
   std::vector<GpuSync> syncs;
   std::vector<ProfilerStep> steps;
   JoinStats join;
-  double origin_us = 0.0;     // the file timestamp (microseconds) of time 0
+  double origin_us = 0.0;  // the file timestamp (microseconds) of time 0
 
   // The device the GPU activities ran on (the most frequent one), or -1.
   int32_t MainDevice() const;

@@ -28,11 +28,13 @@ void NestOpsAndCalls(Trace* trace) {
   std::vector<std::vector<Item>> per_thread(trace->threads.size());
   for (size_t i = 0; i < trace->ops.size(); ++i) {
     const TraceOp& op = trace->ops[i];
-    per_thread[static_cast<size_t>(op.thread)].push_back({op.start, op.duration, false, static_cast<int32_t>(i)});
+    per_thread[static_cast<size_t>(op.thread)].push_back(
+        {op.start, op.duration, false, static_cast<int32_t>(i)});
   }
   for (size_t i = 0; i < trace->runtime.size(); ++i) {
     const RuntimeCall& call = trace->runtime[i];
-    per_thread[static_cast<size_t>(call.thread)].push_back({call.start, call.duration, true, static_cast<int32_t>(i)});
+    per_thread[static_cast<size_t>(call.thread)].push_back(
+        {call.start, call.duration, true, static_cast<int32_t>(i)});
   }
   std::vector<int32_t> stack;
   for (std::vector<Item>& items : per_thread) {
@@ -67,11 +69,13 @@ bool Encloses(const TraceOp& op, const RuntimeCall& call) {
 void JoinActivities(Trace* trace) {
   std::unordered_map<int64_t, int32_t> by_correlation;
   for (size_t i = 0; i < trace->runtime.size(); ++i) {
-    if (trace->runtime[i].correlation >= 0) by_correlation.emplace(trace->runtime[i].correlation, static_cast<int32_t>(i));
+    if (trace->runtime[i].correlation >= 0)
+      by_correlation.emplace(trace->runtime[i].correlation, static_cast<int32_t>(i));
   }
   std::unordered_map<int64_t, int32_t> by_external;
   for (size_t i = 0; i < trace->ops.size(); ++i) {
-    if (trace->ops[i].external_id >= 0) by_external.emplace(trace->ops[i].external_id, static_cast<int32_t>(i));
+    if (trace->ops[i].external_id >= 0)
+      by_external.emplace(trace->ops[i].external_id, static_cast<int32_t>(i));
   }
   JoinStats& stats = trace->join;
   for (GpuActivity& a : trace->activities) {
@@ -93,7 +97,7 @@ void JoinActivities(Trace* trace) {
     }
     ++stats.no_runtime;
     const auto linked = a.external_id >= 0 && a.external_id != a.correlation ? by_external.find(a.external_id)
-                                                                              : by_external.end();
+                                                                             : by_external.end();
     if (linked != by_external.end() && trace->ops[static_cast<size_t>(linked->second)].start <= a.start) {
       a.op = linked->second;
       ++stats.by_activity_id;

@@ -11,7 +11,9 @@ namespace gosim::calibration {
 namespace internal {
 namespace {
 
-std::string TypeName(const Json& j) { return j.type_name(); }
+std::string TypeName(const Json& j) {
+  return j.type_name();
+}
 
 bool IsIntegral(const Json& j) {
   if (j.is_number_integer()) return true;
@@ -23,8 +25,9 @@ bool IsIntegral(const Json& j) {
 int64_t AsInt(const Json& j) {
   if (j.is_number_unsigned()) {
     const uint64_t u = j.get<uint64_t>();
-    return u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ? std::numeric_limits<int64_t>::max()
-                                                                         : static_cast<int64_t>(u);
+    return u > static_cast<uint64_t>(std::numeric_limits<int64_t>::max())
+               ? std::numeric_limits<int64_t>::max()
+               : static_cast<int64_t>(u);
   }
   if (j.is_number_integer()) return j.get<int64_t>();
   return static_cast<int64_t>(j.get<double>());
@@ -40,7 +43,8 @@ EventView::EventView(const Json& event, int64_t index, const std::string& source
   }
   const auto it = event_.find("args");
   if (it != event_.end() && !it->is_null()) {
-    if (!it->is_object()) Fail("args", "'args' is a JSON " + TypeName(*it) + ", not an object", "write args as {...}");
+    if (!it->is_object())
+      Fail("args", "'args' is a JSON " + TypeName(*it) + ", not an object", "write args as {...}");
     args_ = &*it;
   }
 }
@@ -49,20 +53,27 @@ void EventView::Fail(const std::string& path, const std::string& message, const 
   ThrowEventError(source_, index_, path, message, hint);
 }
 
-bool EventView::Has(const char* key) const { return event_.contains(key); }
-bool EventView::HasArg(const char* key) const { return args_ != nullptr && args_->contains(key); }
+bool EventView::Has(const char* key) const {
+  return event_.contains(key);
+}
+bool EventView::HasArg(const char* key) const {
+  return args_ != nullptr && args_->contains(key);
+}
 
 std::string EventView::Str(const char* key) const {
   const auto it = event_.find(key);
-  if (it == event_.end()) Fail(key, std::string("missing field '") + key + "'", "re-export the trace with the profiler");
-  if (!it->is_string()) Fail(key, std::string("'") + key + "' is a " + TypeName(*it) + ", expected a string", "");
+  if (it == event_.end())
+    Fail(key, std::string("missing field '") + key + "'", "re-export the trace with the profiler");
+  if (!it->is_string())
+    Fail(key, std::string("'") + key + "' is a " + TypeName(*it) + ", expected a string", "");
   return it->get<std::string>();
 }
 
 std::string EventView::OptStr(const char* key, const std::string& fallback) const {
   const auto it = event_.find(key);
   if (it == event_.end() || it->is_null()) return fallback;
-  if (!it->is_string()) Fail(key, std::string("'") + key + "' is a " + TypeName(*it) + ", expected a string", "");
+  if (!it->is_string())
+    Fail(key, std::string("'") + key + "' is a " + TypeName(*it) + ", expected a string", "");
   return it->get<std::string>();
 }
 
@@ -71,7 +82,8 @@ std::optional<std::string> EventView::ArgStr(const char* key) const {
   const auto it = args_->find(key);
   if (it == args_->end() || it->is_null()) return std::nullopt;
   if (!it->is_string()) {
-    Fail(std::string("args.") + key, std::string("'") + key + "' is a " + TypeName(*it) + ", expected a string", "");
+    Fail(std::string("args.") + key,
+         std::string("'") + key + "' is a " + TypeName(*it) + ", expected a string", "");
   }
   return it->get<std::string>();
 }
@@ -79,9 +91,11 @@ std::optional<std::string> EventView::ArgStr(const char* key) const {
 double EventView::Num(const char* key) const {
   const auto it = event_.find(key);
   if (it == event_.end()) {
-    Fail(key, std::string("missing field '") + key + "'", "complete events (ph \"X\") need ts and dur in microseconds");
+    Fail(key, std::string("missing field '") + key + "'",
+         "complete events (ph \"X\") need ts and dur in microseconds");
   }
-  if (!it->is_number()) Fail(key, std::string("'") + key + "' is a " + TypeName(*it) + ", expected a number", "");
+  if (!it->is_number())
+    Fail(key, std::string("'") + key + "' is a " + TypeName(*it) + ", expected a number", "");
   const double v = it->get<double>();
   if (!std::isfinite(v)) Fail(key, std::string("'") + key + "' is not finite", "");
   return v;
@@ -92,8 +106,8 @@ std::optional<int64_t> EventView::ArgInt(const char* key) const {
   const auto it = args_->find(key);
   if (it == args_->end() || it->is_null()) return std::nullopt;
   if (!IsIntegral(*it)) {
-    Fail(std::string("args.") + key, std::string("'") + key + "' is a " + TypeName(*it) + ", expected an integer",
-         "");
+    Fail(std::string("args.") + key,
+         std::string("'") + key + "' is a " + TypeName(*it) + ", expected an integer", "");
   }
   return AsInt(*it);
 }
@@ -128,7 +142,8 @@ TimeBase TimeBase::FromEvents(const Json& events) {
     const double v = ts->get<double>();
     if (std::isfinite(v) && v < smallest) smallest = v;
   }
-  if (std::isfinite(smallest) && std::fabs(smallest) < 9.0e18) base.origin_ = static_cast<int64_t>(std::floor(smallest));
+  if (std::isfinite(smallest) && std::fabs(smallest) < 9.0e18)
+    base.origin_ = static_cast<int64_t>(std::floor(smallest));
   return base;
 }
 
@@ -152,11 +167,13 @@ void ReadOpInputs(const EventView& event, TraceOp* op) {
   if (args == nullptr) return;
   const auto dims = args->find("Input Dims");
   if (dims == args->end() || dims->is_null()) return;
-  if (!dims->is_array()) event.Fail("args.Input Dims", "'Input Dims' is not a list", "expected [[d0, d1], [], ...]");
+  if (!dims->is_array())
+    event.Fail("args.Input Dims", "'Input Dims' is not a list", "expected [[d0, d1], [], ...]");
   std::vector<std::string> types;
   const auto type_it = args->find("Input type");
   if (type_it != args->end() && !type_it->is_null()) {
-    if (!type_it->is_array()) event.Fail("args.Input type", "'Input type' is not a list", "expected [\"float\", ...]");
+    if (!type_it->is_array())
+      event.Fail("args.Input type", "'Input type' is not a list", "expected [\"float\", ...]");
     for (const Json& t : *type_it) types.push_back(t.is_string() ? t.get<std::string>() : "");
   }
   auto read_shape = [&](const Json& j, size_t i) {
@@ -173,13 +190,15 @@ void ReadOpInputs(const EventView& event, TraceOp* op) {
   op->has_inputs = true;
   for (size_t i = 0; i < dims->size(); ++i) {
     const Json& d = (*dims)[i];
-    if (!d.is_array()) event.Fail("args.Input Dims[" + std::to_string(i) + "]", "an input's dims are not a list", "");
+    if (!d.is_array())
+      event.Fail("args.Input Dims[" + std::to_string(i) + "]", "an input's dims are not a list", "");
     OpInput input;
     input.type = i < types.size() ? types[i] : "";
     const bool nested = !d.empty() && d.front().is_array();
     if (nested) {
       for (const Json& element : d) {
-        if (!element.is_array()) event.Fail("args.Input Dims[" + std::to_string(i) + "]", "mixed tensor list", "");
+        if (!element.is_array())
+          event.Fail("args.Input Dims[" + std::to_string(i) + "]", "mixed tensor list", "");
         input.list.push_back(read_shape(element, i));
       }
     } else {
@@ -187,8 +206,9 @@ void ReadOpInputs(const EventView& event, TraceOp* op) {
     }
     input.dtype = DTypeFromProfilerType(input.type);
     const bool list_type = input.type.find("List") != std::string::npos;
-    input.is_tensor = !nested && !list_type &&
-                      (input.dtype != graphs::DType::kUnknown || (input.type.empty() && !input.shape.empty()));
+    input.is_tensor =
+        !nested && !list_type &&
+        (input.dtype != graphs::DType::kUnknown || (input.type.empty() && !input.shape.empty()));
     if (nested && input.dtype == graphs::DType::kUnknown) input.dtype = graphs::DType::kFloat32;
     op->inputs.push_back(std::move(input));
   }
@@ -240,9 +260,10 @@ Trace ParseTrace(std::string_view text, const std::string& source, const ReadOpt
     if (it == root.end()) {
       Location where{source};
       where.path = "traceEvents";
-      throw TraceError("unknown trace schema: the JSON object has no 'traceEvents'", where,
-                       "expected a Chrome trace: {\"traceEvents\": [...]} from the PyTorch profiler, Kineto or a "
-                       "TensorFlow timeline");
+      throw TraceError(
+          "unknown trace schema: the JSON object has no 'traceEvents'", where,
+          "expected a Chrome trace: {\"traceEvents\": [...]} from the PyTorch profiler, Kineto or a "
+          "TensorFlow timeline");
     }
     if (!it->is_array()) {
       Location where{source};
@@ -251,8 +272,8 @@ Trace ParseTrace(std::string_view text, const std::string& source, const ReadOpt
     }
     events = &*it;
   } else {
-    throw TraceError("unknown trace schema: the file is a JSON " + std::string(root.type_name()), Location{source},
-                     "expected a Chrome trace object or a list of events");
+    throw TraceError("unknown trace schema: the file is a JSON " + std::string(root.type_name()),
+                     Location{source}, "expected a Chrome trace object or a list of events");
   }
   // TensorFlow timelines are recognized by their "Op" events and the absence
   // of Kineto categories.
@@ -264,8 +285,8 @@ Trace ParseTrace(std::string_view text, const std::string& source, const ReadOpt
     if (cat == e.end() || !cat->is_string()) continue;
     const std::string& c = cat->get_ref<const std::string&>();
     if (c == "Op") tf_ops = true;
-    if (c == "cpu_op" || c == "kernel" || c == "cuda_runtime" || c == "Operator" || c == "Kernel" || c == "Runtime" ||
-        c == "gpu_memcpy" || c == "Memcpy" || c == "user_annotation") {
+    if (c == "cpu_op" || c == "kernel" || c == "cuda_runtime" || c == "Operator" || c == "Kernel" ||
+        c == "Runtime" || c == "gpu_memcpy" || c == "Memcpy" || c == "user_annotation") {
       kineto = true;
     }
   }

@@ -77,10 +77,10 @@ class ThreadTable {
 // Communication arguments recorded on an op (record_param_comms) or on an
 // NCCL kernel.
 struct CommsArgs {
-  std::string name;           // "Collective name"
-  int64_t nelems = -1;        // "In msg nelems"
-  std::string dtype;          // "dtype"
-  int32_t group_size = 0;     // "Group size"
+  std::string name;        // "Collective name"
+  int64_t nelems = -1;     // "In msg nelems"
+  std::string dtype;       // "dtype"
+  int32_t group_size = 0;  // "Group size"
 };
 
 // What a reader collects besides the Trace itself.
@@ -100,7 +100,8 @@ std::optional<CommsArgs> ReadCommsArgs(const EventView& event);
 void FinishTrace(Trace* trace, const ReaderExtras& extras, const ReadOptions& options);
 
 // Schema readers (kineto_reader.cc, tf_timeline_reader.cc).
-Trace ReadKinetoEvents(const Json& root, const Json& events, const std::string& source, const ReadOptions& options);
+Trace ReadKinetoEvents(const Json& root, const Json& events, const std::string& source,
+                       const ReadOptions& options);
 Trace ReadTfTimelineEvents(const Json& events, const std::string& source, const ReadOptions& options);
 
 }  // namespace gosim::calibration::internal

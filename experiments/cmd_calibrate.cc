@@ -57,20 +57,21 @@ std::string TraceSummary(const Trace& trace, const TraceSamples& samples) {
   for (const auto& a : trace.activities) kernels += a.kind == calibration::ActivityKind::kKernel;
   int64_t shaped = 0;
   for (const auto& s : samples.ops) shaped += s.has_shapes;
-  std::snprintf(line, sizeof(line),
-                "trace %s: schema %s, device %s, %zu ops, %zu runtime calls, %zu GPU activities (%lld kernels), "
-                "%zu collectives, %zu steps\n"
-                "  kernels joined to ops: %lld by External id, %lld by enclosing op, %lld by their own id, "
-                "%lld unattributed, %lld without a runtime call\n"
-                "  samples: %zu ops (%lld with input shapes), %zu memcpys/collectives; launch overhead %.2f us per "
-                "op, launch latency %.2f us\n",
-                trace.source.c_str(), std::string(calibration::TraceSchemaName(trace.schema)).c_str(),
-                samples.device_kind.c_str(), trace.ops.size(), trace.runtime.size(), trace.activities.size(),
-                static_cast<long long>(kernels), trace.collectives.size(), trace.steps.size(),
-                static_cast<long long>(trace.join.by_external_id), static_cast<long long>(trace.join.by_enclosure),
-                static_cast<long long>(trace.join.by_activity_id), static_cast<long long>(trace.join.unattributed),
-                static_cast<long long>(trace.join.no_runtime), samples.ops.size(), static_cast<long long>(shaped),
-                samples.transfers.size(), samples.launch_overhead * 1e6, samples.launch_latency * 1e6);
+  std::snprintf(
+      line, sizeof(line),
+      "trace %s: schema %s, device %s, %zu ops, %zu runtime calls, %zu GPU activities (%lld kernels), "
+      "%zu collectives, %zu steps\n"
+      "  kernels joined to ops: %lld by External id, %lld by enclosing op, %lld by their own id, "
+      "%lld unattributed, %lld without a runtime call\n"
+      "  samples: %zu ops (%lld with input shapes), %zu memcpys/collectives; launch overhead %.2f us per "
+      "op, launch latency %.2f us\n",
+      trace.source.c_str(), std::string(calibration::TraceSchemaName(trace.schema)).c_str(),
+      samples.device_kind.c_str(), trace.ops.size(), trace.runtime.size(), trace.activities.size(),
+      static_cast<long long>(kernels), trace.collectives.size(), trace.steps.size(),
+      static_cast<long long>(trace.join.by_external_id), static_cast<long long>(trace.join.by_enclosure),
+      static_cast<long long>(trace.join.by_activity_id), static_cast<long long>(trace.join.unattributed),
+      static_cast<long long>(trace.join.no_runtime), samples.ops.size(), static_cast<long long>(shaped),
+      samples.transfers.size(), samples.launch_overhead * 1e6, samples.launch_latency * 1e6);
   return line;
 }
 
@@ -124,14 +125,16 @@ void ReportTransfer(const CalibrateArgs& args, const sim::DeviceProfile& profile
               source.device_kind.c_str(), target.source.c_str(), target_samples.device_kind.c_str());
   std::printf("%s", TraceSummary(target, target_samples).c_str());
   const auto aliases = calibration::DefaultOpAliases();
-  AccuracyReport plain = calibration::EvaluateTransfer(profile, source, target_samples, {}, DeviceScale{}, aliases);
+  AccuracyReport plain =
+      calibration::EvaluateTransfer(profile, source, target_samples, {}, DeviceScale{}, aliases);
   plain.title = "-- unscaled (the source profile as is)";
   std::printf("%s", calibration::FormatAccuracy(plain).c_str());
   const auto from = PresetDevice(source.device_kind);
   const auto to = PresetDevice(target_samples.device_kind);
   if (!from || !to) {
-    std::printf("-- roofline-scaled: skipped (no cluster preset in configs/clusters with device kind %s and %s)\n",
-                source.device_kind.c_str(), target_samples.device_kind.c_str());
+    std::printf(
+        "-- roofline-scaled: skipped (no cluster preset in configs/clusters with device kind %s and %s)\n",
+        source.device_kind.c_str(), target_samples.device_kind.c_str());
     return;
   }
   DeviceScale scale;
@@ -139,10 +142,11 @@ void ReportTransfer(const CalibrateArgs& args, const sim::DeviceProfile& profile
   scale.per_byte = from->memory_bandwidth / to->memory_bandwidth;
   AccuracyReport scaled = calibration::EvaluateTransfer(profile, source, target_samples, {}, scale, aliases);
   char title[256];
-  std::snprintf(title, sizeof(title),
-                "-- roofline-scaled: per_flop x %.3f (fp32 peak %s / %s), per_byte x %.3f (memory bandwidth), from "
-                "the cluster presets",
-                scale.per_flop, source.device_kind.c_str(), target_samples.device_kind.c_str(), scale.per_byte);
+  std::snprintf(
+      title, sizeof(title),
+      "-- roofline-scaled: per_flop x %.3f (fp32 peak %s / %s), per_byte x %.3f (memory bandwidth), from "
+      "the cluster presets",
+      scale.per_flop, source.device_kind.c_str(), target_samples.device_kind.c_str(), scale.per_byte);
   scaled.title = title;
   std::printf("%s", calibration::FormatAccuracy(scaled).c_str());
 }
@@ -180,7 +184,8 @@ int Calibrate(const CalibrateArgs& args) {
     for (size_t i = n - std::max<size_t>(1, n / 3); i < n; ++i) holdout.push_back(static_cast<int32_t>(i));
   }
   if (!holdout.empty() && holdout.size() >= trace.steps.size()) {
-    throw ConfigError("every step is held out", Location{"--holdout-steps"}, "leave at least one step to fit on");
+    throw ConfigError("every step is held out", Location{"--holdout-steps"},
+                      "leave at least one step to fit on");
   }
   std::optional<AccuracyReport> held;
   if (!holdout.empty()) {
@@ -200,9 +205,10 @@ int Calibrate(const CalibrateArgs& args) {
       held->title = "\n== hold-out kernel-time accuracy";
       std::printf("%s", calibration::FormatAccuracy(*held).c_str());
     } else {
-      std::printf("\n== hold-out kernel-time accuracy: needs at least two profiler steps (found %zu; see "
-                  "--step-pattern)\n",
-                  trace.steps.size());
+      std::printf(
+          "\n== hold-out kernel-time accuracy: needs at least two profiler steps (found %zu; see "
+          "--step-pattern)\n",
+          trace.steps.size());
     }
     if (args.replay && !trace.steps.empty()) {
       std::vector<int32_t> train;
@@ -220,21 +226,25 @@ int Calibrate(const CalibrateArgs& args) {
       std::vector<calibration::ReplayResult> all;
       std::vector<calibration::ReplayResult> test;
       for (size_t i = 0; i < trace.steps.size(); ++i) {
-        all.push_back(calibration::ReplayStep(trace, samples, static_cast<int32_t>(i), replay_profile, options));
+        all.push_back(
+            calibration::ReplayStep(trace, samples, static_cast<int32_t>(i), replay_profile, options));
         if (held_set.count(static_cast<int32_t>(i))) test.push_back(all.back());
       }
       std::printf("\n== whole-step replay (profile fitted on steps %s)\n",
-                  Join([&] {
-                    std::vector<std::string> s;
-                    for (int64_t n : train_numbers) s.push_back(std::to_string(n));
-                    return s;
-                  }(), ", ")
+                  Join(
+                      [&] {
+                        std::vector<std::string> s;
+                        for (int64_t n : train_numbers) s.push_back(std::to_string(n));
+                        return s;
+                      }(),
+                      ", ")
                       .c_str());
       std::printf("%s", calibration::FormatReplay(all).c_str());
       if (!test.empty()) {
         double sum = 0.0;
         for (const auto& r : test) sum += std::fabs(r.error());
-        std::printf("  held-out steps only: mean |error| %.1f%%\n", 100.0 * sum / static_cast<double>(test.size()));
+        std::printf("  held-out steps only: mean |error| %.1f%%\n",
+                    100.0 * sum / static_cast<double>(test.size()));
       }
     }
     if (!args.transfer_trace.empty()) ReportTransfer(args, profile, samples, read);

@@ -343,7 +343,24 @@ ExperimentConfig LoadExperiment(const std::string& path, const std::vector<std::
                       "see docs/EXPERIMENTS.md for the schema");
   }
   for (const std::string& assignment : overrides) ApplyOverride(root, assignment);
-  return ParseExperiment(root, path);
+  try {
+    return ParseExperiment(root, path);
+  } catch (const ConfigError& e) {
+    // A value set on the command line has no line in the file: name the override instead.
+    for (auto it = overrides.rbegin(); it != overrides.rend(); ++it) {
+      const std::string key = it->substr(0, it->find('='));
+      const std::string& at = e.where().path;
+      const bool inside = at == key || StartsWith(at, key + ".") || StartsWith(at, key + "[");
+      // A key the override created (no line: it is not in the file).
+      const bool created = e.where().line == 0 && (StartsWith(key, at + ".") || StartsWith(key, at + "["));
+      if (inside || created) {
+        Location where{"override '" + *it + "'"};
+        where.path = at;
+        throw ConfigError(e.message(), where, e.hint());
+      }
+    }
+    throw;
+  }
 }
 
 }  // namespace gosim::experiments

@@ -21,7 +21,7 @@ double NumberOrInf(const nlohmann::json& value) {
   return value.is_null() ? kInf : value.get<double>();
 }
 
-nlohmann::json FiniteOrNull(double value) {
+nlohmann::ordered_json FiniteOrNull(double value) {
   if (!std::isfinite(value)) return nullptr;
   return value;
 }
@@ -45,14 +45,15 @@ std::string FormatDouble(double value) {
 
 }  // namespace
 
-nlohmann::json CellRecord::ToJson() const {
-  nlohmann::json curve_json = nlohmann::json::array();
+nlohmann::ordered_json CellRecord::ToJson() const {
+  nlohmann::ordered_json curve_json = nlohmann::ordered_json::array();
   for (const agents::CurvePoint& point : curve) {
-    curve_json.push_back({point.evaluations, point.wall_seconds, FiniteOrNull(point.best_objective)});
+    curve_json.push_back(nlohmann::ordered_json::array(
+        {point.evaluations, point.wall_seconds, FiniteOrNull(point.best_objective)}));
   }
-  nlohmann::json extra_json = nlohmann::json::object();
+  nlohmann::ordered_json extra_json = nlohmann::ordered_json::object();
   for (const auto& [key, value] : extra) extra_json[key] = FiniteOrNull(value);
-  return {
+  nlohmann::ordered_json out = {
       {"format", "gosim.result"},
       {"version", 1},
       {"cell", cell},
@@ -79,8 +80,10 @@ nlohmann::json CellRecord::ToJson() const {
       {"curve", curve_json},
       {"decision", decision},
       {"finished_at", finished_at},
-      {"identity", identity},
   };
+  // The identity keeps its canonical (sorted) key order.
+  out["identity"] = nlohmann::ordered_json::parse(identity.dump());
+  return out;
 }
 
 CellRecord CellRecord::FromJson(const nlohmann::json& json, const std::string& where) {

@@ -53,7 +53,8 @@ struct CellRecord {
   std::string finished_at;  // UTC, ISO 8601
   nlohmann::json identity;  // what the cell id hashes
 
-  nlohmann::json ToJson() const;
+  // Keys in a fixed, readable order (format, cell, experiment, graph, ...).
+  nlohmann::ordered_json ToJson() const;
   // Throws StateError naming `where` on missing or mistyped fields.
   static CellRecord FromJson(const nlohmann::json& json, const std::string& where);
 };

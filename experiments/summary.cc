@@ -1,5 +1,6 @@
 #include "experiments/summary.h"
 
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <map>
@@ -14,6 +15,13 @@ std::string Format(const char* format, double value) {
   char buffer[64];
   std::snprintf(buffer, sizeof(buffer), format, value);
   return buffer;
+}
+
+// The shortest text that reads back as the same double.
+std::string Shortest(double value) {
+  char buffer[32];
+  const auto result = std::to_chars(buffer, buffer + sizeof(buffer), value);
+  return std::string(buffer, result.ptr);
 }
 
 std::string FormatValue(double value, const std::string& unit) {
@@ -190,7 +198,7 @@ std::string Summary::ToCsv() const {
     out << CsvField(e.cluster) << ',' << CsvField(e.graph) << ',' << CsvField(e.label) << ','
         << CsvField(e.agent) << ',' << e.seeds << ',' << e.finished << ',' << e.feasible << ',';
     if (e.feasible > 0) {
-      out << Format("%.17g", e.value) << ',' << Format("%.17g", e.value_stddev);
+      out << Shortest(e.value) << ',' << Shortest(e.value_stddev);
     } else {
       out << ',';
     }

@@ -28,8 +28,8 @@ void Fill(std::vector<T>& v, size_t n, T value) {
   v.assign(n, value);  // keeps capacity: no allocation once warmed up
 }
 
-void InsertionSort(std::vector<int32_t>& v) {
-  for (size_t i = 1; i < v.size(); ++i) {
+void InsertionSort(int32_t* v, size_t n) {
+  for (size_t i = 1; i < n; ++i) {
     const int32_t x = v[i];
     size_t j = i;
     for (; j > 0 && v[j - 1] > x; --j) v[j] = v[j - 1];
@@ -99,7 +99,8 @@ class Run {
     Fill(ws_.busy, nd_, 0.0);
     Fill(ws_.kernels, nd_, 0);
     Fill(ws_.device_dirty, nd_, uint8_t{0});
-    ws_.dirty_devices.clear();
+    ws_.dirty_devices.resize(nd_);  // each device is listed at most once
+    num_dirty_devices_ = 0;
     ws_.ready.resize(nd_);
     for (auto& q : ws_.ready) q.Clear();
     const int32_t nl = m_.num_links, nr = m_.num_resources;
@@ -108,7 +109,9 @@ class Run {
     Fill(ws_.link_busy_time, nl, 0.0);
     Fill(ws_.link_bytes, nl, int64_t{0});
     Fill(ws_.link_hops, nl, 0);
-    ws_.dirty_links.clear();
+    ws_.dirty_links.resize(nl);
+    ws_.link_heads.reserve(nl);
+    num_dirty_links_ = 0;
     ws_.link_queue.resize(nl);
     for (auto& q : ws_.link_queue) q.Clear();
     Fill(ws_.res_busy, nr, uint8_t{0});
@@ -117,6 +120,7 @@ class Run {
     Fill(ws_.res_hops, nr, 0);
     ws_.transfers.clear();
     ws_.events.Clear();
+    ws_.events.Reserve(static_cast<size_t>(nd_ + nl) + 1);
     if constexpr (kFull) {
       Fill(ws_.data_cause, n, -1);
       Fill(ws_.ready_time, n, 0.0);
@@ -176,9 +180,10 @@ class Run {
         ++ws_.group_size[leader];
         --tasks_total_;
         if (tasks_[v].device != tasks_[leader].device) {
-          throw DecisionError("fusion group " + std::to_string(g) + " spans devices: '" + graph.node(leader).name +
-                                  "' is on device " + std::to_string(tasks_[leader].device) + ", '" +
-                                  graph.node(v).name + "' on device " + std::to_string(tasks_[v].device),
+          throw DecisionError("fusion group " + std::to_string(g) + " spans devices: '" +
+                                  graph.node(leader).name + "' is on device " +
+                                  std::to_string(tasks_[leader].device) + ", '" + graph.node(v).name +
+                                  "' on device " + std::to_string(tasks_[v].device),
                               {}, "place every node of a fusion group on the same device");
         }
       }
@@ -291,20 +296,20 @@ class Run {
   }
 
   void Dispatch() {
-    if (!ws_.dirty_devices.empty()) DispatchDevices();
-    if (!ws_.dirty_links.empty()) DispatchLinks();
+    if (num_dirty_devices_ > 0) DispatchDevices();
+    if (num_dirty_links_ > 0) DispatchLinks();
   }
 
   void MarkDevice(int32_t d) {
     if (!device_dirty_[d]) {
       device_dirty_[d] = 1;
-      ws_.dirty_devices.push_back(d);
+      ws_.dirty_devices[num_dirty_devices_++] = d;
     }
   }
   void MarkLink(int32_t l) {
     if (!link_dirty_[l]) {
       link_dirty_[l] = 1;
-      ws_.dirty_links.push_back(l);
+      ws_.dirty_links[num_dirty_links_++] = l;
     }
   }
 
@@ -323,15 +328,17 @@ class Run {
   }
 
   void DispatchDevices() {
-    auto& dirty = ws_.dirty_devices;
-    if (dirty.size() > 1) InsertionSort(dirty);
-    for (int32_t d : dirty) {
+    int32_t* dirty = ws_.dirty_devices.data();
+    const size_t count = num_dirty_devices_;
+    num_dirty_devices_ = 0;
+    if (count > 1) InsertionSort(dirty, count);
+    for (size_t i = 0; i < count; ++i) {
+      const int32_t d = dirty[i];
       device_dirty_[d] = 0;
       ServiceQueue& q = ready_[d];
       if (running_[d] >= 0 || q.empty() || out_.stopped) continue;
       StartOp(tprio_ != nullptr ? q.PopHeap() : q.PopFifo(), d);
     }
-    dirty.clear();
   }
 
   void StartOp(int32_t task, int32_t d) {
@@ -348,13 +355,15 @@ class Run {
       const bool waited = now_ > ws_.ready_time[task];
       const int32_t cause = waited ? ws_.last_task[d] : ws_.data_cause[task];
       ws_.op_rec_of[task] = static_cast<int32_t>(ws_.op_recs.size());
-      ws_.op_recs.push_back(Workspace::OpRec{task, d, ws_.ready_time[task], now_, now_ + duration, cause, waited});
+      ws_.op_recs.push_back(
+          Workspace::OpRec{task, d, ws_.ready_time[task], now_, now_ + duration, cause, waited});
       ws_.last_task[d] = task;
-      if (track_) ForEachMember(task, [&](int32_t v) {
-        for (int32_t t = m_.nodes[v].out_begin; t < m_.nodes[v].out_end; ++t) {
-          if (!kFusion || Materialized(t, task)) ++ws_.live[static_cast<int64_t>(t) * nd_ + d];
-        }
-      });
+      if (track_)
+        ForEachMember(task, [&](int32_t v) {
+          for (int32_t t = m_.nodes[v].out_begin; t < m_.nodes[v].out_end; ++t) {
+            if (!kFusion || Materialized(t, task)) ++ws_.live[static_cast<int64_t>(t) * nd_ + d];
+          }
+        });
     }
   }
 
@@ -497,18 +506,20 @@ class Run {
   void DispatchLinks() {
     // Candidates: idle links with waiting transfers, served in the order of
     // their head transfers so that links competing for one shared resource
-    // get it first-come first-served (or by transfer priority).
-    auto& dirty = ws_.dirty_links;
+    // get it first-come first-served (or by transfer priority). Starting a
+    // hop marks no link, so the list is complete while it is walked.
+    int32_t* dirty = ws_.dirty_links.data();
     size_t k = 0;
-    for (int32_t l : dirty) {
+    for (size_t i = 0; i < num_dirty_links_; ++i) {
+      const int32_t l = dirty[i];
       link_dirty_[l] = 0;
       if (!link_busy_[l] && !link_queue_[l].empty()) dirty[k++] = l;
     }
-    dirty.resize(k);
+    num_dirty_links_ = 0;
     if (k > 1) {
       auto& heads = ws_.link_heads;
       heads.clear();
-      for (int32_t l : dirty) heads.push_back(Head(l));
+      for (size_t i = 0; i < k; ++i) heads.push_back(Head(dirty[i]));
       for (size_t i = 1; i < k; ++i) {  // insertion sort: a handful of links
         const ServiceQueue::Entry e = heads[i];
         const int32_t l = dirty[i];
@@ -521,13 +532,12 @@ class Run {
         dirty[j] = l;
       }
     }
-    for (int32_t l : dirty) {
-      if (out_.stopped) break;
+    for (size_t i = 0; i < k && !out_.stopped; ++i) {
+      const int32_t l = dirty[i];
       if (!ResourcesFree(l)) continue;
       ServiceQueue& q = link_queue_[l];
       StartHop(xprio_ != nullptr ? q.PopHeap() : q.PopFifo(), l);
     }
-    dirty.clear();
   }
 
   // The head transfer of a link's queue as (priority, queued time, transfer).
@@ -560,7 +570,8 @@ class Run {
       const bool waited = now_ > tr.queued;
       const int32_t cause = waited ? Blocker(link) : tr.cause;
       tr.record = static_cast<int32_t>(ws_.hop_recs.size());
-      ws_.hop_recs.push_back(Workspace::HopRec{x, link, tr.hop, tr.queued, now_, now_ + duration, cause, waited});
+      ws_.hop_recs.push_back(
+          Workspace::HopRec{x, link, tr.hop, tr.queued, now_, now_ + duration, cause, waited});
       ws_.link_last_hop[link] = tr.record;
       for (int32_t i = m_.link_res_off[link]; i < m_.link_res_off[link + 1]; ++i) {
         ws_.res_last_hop[m_.link_res[i]] = tr.record;
@@ -617,8 +628,8 @@ class Run {
         oom.live.push_back(LiveTensor{t, copies * m_.tensors[t].bytes, received});
       }
       const size_t keep = std::min(oom.live.size(), static_cast<size_t>(std::max(0, opt_.oom_live_tensors)));
-      std::partial_sort(oom.live.begin(), oom.live.begin() + static_cast<std::ptrdiff_t>(keep), oom.live.end(),
-                        [](const LiveTensor& a, const LiveTensor& b) {
+      std::partial_sort(oom.live.begin(), oom.live.begin() + static_cast<std::ptrdiff_t>(keep),
+                        oom.live.end(), [](const LiveTensor& a, const LiveTensor& b) {
                           return a.bytes != b.bytes ? a.bytes > b.bytes : a.tensor < b.tensor;
                         });
       oom.live.resize(keep);
@@ -657,6 +668,8 @@ class Run {
   const int64_t* talloc_ = nullptr;   // fusion only
   const double* tprio_ = nullptr;     // null: FIFO ready queues
   const double* xprio_ = nullptr;     // null: FIFO link queues
+  size_t num_dirty_devices_ = 0;
+  size_t num_dirty_links_ = 0;
   double now_ = 0.0;
   int32_t stamp_ = 0;
   int32_t tasks_total_ = 0;

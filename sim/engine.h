@@ -49,9 +49,9 @@ struct EngineModel {
   };
   struct Consumer {  // a distinct node reading a tensor
     int32_t node;
-    int32_t input;   // the matching entry of `inputs`
+    int32_t input;  // the matching entry of `inputs`
   };
-  struct Input {     // a distinct tensor read by a node
+  struct Input {  // a distinct tensor read by a node
     int32_t tensor;
     int32_t producer;
   };
@@ -66,28 +66,28 @@ struct EngineModel {
   // their kernel times: op_time[node * num_classes + device_class[d]].
   int32_t num_classes = 0;
   std::vector<int32_t> device_class;
-  std::vector<double> op_time;          // seconds, launch overhead included
-  std::vector<int64_t> capacity;        // bytes per device
+  std::vector<double> op_time;    // seconds, launch overhead included
+  std::vector<int64_t> capacity;  // bytes per device
 
   std::vector<NodeInfo> nodes;
   std::vector<TensorInfo> tensors;
-  std::vector<Consumer> consumers;      // per tensor, ascending node
-  std::vector<Input> inputs;            // per node, ascending tensor
-  std::vector<int32_t> ctrl;            // per node: distinct control successors, ascending
-  std::vector<int32_t> ctrl_in_off;     // [node + 1] into ctrl_in
-  std::vector<int32_t> ctrl_in;         // distinct control predecessors, ascending
-  std::vector<int32_t> deps;            // [node] inputs + control predecessors
-  std::vector<int64_t> persistent;      // [node]
+  std::vector<Consumer> consumers;   // per tensor, ascending node
+  std::vector<Input> inputs;         // per node, ascending tensor
+  std::vector<int32_t> ctrl;         // per node: distinct control successors, ascending
+  std::vector<int32_t> ctrl_in_off;  // [node + 1] into ctrl_in
+  std::vector<int32_t> ctrl_in;      // distinct control predecessors, ascending
+  std::vector<int32_t> deps;         // [node] inputs + control predecessors
+  std::vector<int64_t> persistent;   // [node]
 
   // Route from s to d: route_links[route_off[s * D + d] .. route_off[s * D + d + 1]).
   std::vector<int32_t> route_off;
   std::vector<int32_t> route_links;
-  std::vector<double> link_latency;     // seconds
-  std::vector<double> link_bandwidth;   // bytes/s, min of the link and its resources
-  std::vector<int32_t> link_res_off;    // [link + 1] into link_res
-  std::vector<int32_t> link_res;        // shared resources a link occupies
-  std::vector<int32_t> res_links_off;   // [resource + 1] into res_links
-  std::vector<int32_t> res_links;       // links that use a resource
+  std::vector<double> link_latency;    // seconds
+  std::vector<double> link_bandwidth;  // bytes/s, min of the link and its resources
+  std::vector<int32_t> link_res_off;   // [link + 1] into link_res
+  std::vector<int32_t> link_res;       // shared resources a link occupies
+  std::vector<int32_t> res_links_off;  // [resource + 1] into res_links
+  std::vector<int32_t> res_links;      // links that use a resource
 
   int64_t NumCopies() const { return static_cast<int64_t>(num_tensors) * num_devices; }
 };
@@ -106,16 +106,16 @@ struct Workspace {
     int32_t tensor;
     int32_t src;
     int32_t dst;
-    int32_t slot;      // once-per-edge mode: the consumer's entry in `consumers`; -1: every consumer on dst
-    int32_t refs;      // consumers on dst that have not finished (the received copy's users)
+    int32_t slot;  // once-per-edge mode: the consumer's entry in `consumers`; -1: every consumer on dst
+    int32_t refs;  // consumers on dst that have not finished (the received copy's users)
     int64_t bytes;
-    int32_t route;     // offset into route_links
+    int32_t route;  // offset into route_links
     int16_t hops;
-    int16_t hop;       // current hop
-    double priority;   // in the link queues
-    double queued;     // when the current hop entered its link's queue
-    int32_t record;    // current hop record (full runs)
-    int32_t cause;     // what made the current hop ready (full runs)
+    int16_t hop;      // current hop
+    double priority;  // in the link queues
+    double queued;    // when the current hop entered its link's queue
+    int32_t record;   // current hop record (full runs)
+    int32_t cause;    // what made the current hop ready (full runs)
   };
   // Full runs only: one record per kernel and per hop, with the cause of its
   // start time (a task id, num_nodes + hop record, or -1).
@@ -146,22 +146,22 @@ struct Workspace {
   };
   struct CopyState {  // per tensor: the copy on its producer's device
     int64_t bytes;
-    int32_t refs;     // local consumers + outgoing transfers not yet done
-    int32_t device;   // the producer's device (valid once the producer ended)
+    int32_t refs;    // local consumers + outgoing transfers not yet done
+    int32_t device;  // the producer's device (valid once the producer ended)
   };
   std::vector<TaskState> tasks;
   std::vector<CopyState> copies;
-  std::vector<int32_t> in_copy;         // [input entry] transfer that brought a remote input
-  std::vector<int32_t> seen_transfer;   // [device] transfer made for the current tensor
+  std::vector<int32_t> in_copy;        // [input entry] transfer that brought a remote input
+  std::vector<int32_t> seen_transfer;  // [device] transfer made for the current tensor
   // Fusion only.
-  std::vector<int32_t> task_of;         // [node]
-  std::vector<int64_t> task_alloc;      // [task] bytes allocated at start
+  std::vector<int32_t> task_of;     // [node]
+  std::vector<int64_t> task_alloc;  // [task] bytes allocated at start
   std::vector<double> task_priority;
-  std::vector<int32_t> group_leader;    // [group id]
-  std::vector<int32_t> member_off;      // [node + 1]
+  std::vector<int32_t> group_leader;  // [group id]
+  std::vector<int32_t> member_off;    // [node + 1]
   std::vector<int32_t> members;
-  std::vector<int32_t> group_size;      // [node]
-  std::vector<int32_t> scratch;         // [node]
+  std::vector<int32_t> group_size;  // [node]
+  std::vector<int32_t> scratch;     // [node]
   // Per device.
   std::vector<int64_t> mem;
   std::vector<int64_t> peak;
@@ -171,7 +171,7 @@ struct Workspace {
   std::vector<int32_t> kernels;
   std::vector<uint8_t> device_dirty;
   std::vector<int32_t> dirty_devices;
-  std::vector<int32_t> seen;            // destination stamps while fanning out a tensor
+  std::vector<int32_t> seen;  // destination stamps while fanning out a tensor
   std::vector<ServiceQueue> ready;
   // Per link and resource.
   std::vector<uint8_t> link_busy;
@@ -189,13 +189,13 @@ struct Workspace {
   std::vector<Transfer> transfers;
   EventQueue events;
   // Full runs only.
-  std::vector<int32_t> data_cause;      // [task]
-  std::vector<double> ready_time;       // [task]
-  std::vector<int32_t> op_rec_of;       // [task]
-  std::vector<int32_t> last_task;       // [device] last kernel started
-  std::vector<int32_t> link_last_hop;   // [link]
-  std::vector<int32_t> res_last_hop;    // [resource]
-  std::vector<int32_t> live;            // [tensor * D + device] live copies
+  std::vector<int32_t> data_cause;     // [task]
+  std::vector<double> ready_time;      // [task]
+  std::vector<int32_t> op_rec_of;      // [task]
+  std::vector<int32_t> last_task;      // [device] last kernel started
+  std::vector<int32_t> link_last_hop;  // [link]
+  std::vector<int32_t> res_last_hop;   // [resource]
+  std::vector<int32_t> live;           // [tensor * D + device] live copies
   std::vector<OpRec> op_recs;
   std::vector<HopRec> hop_recs;
 };
@@ -209,7 +209,8 @@ struct RunOutcome {
 };
 
 // Builds the full result of a finished full run from the workspace.
-SimResult AssembleResult(const EngineModel& model, const Workspace& ws, const RunOutcome& outcome, bool timeline);
+SimResult AssembleResult(const EngineModel& model, const Workspace& ws, const RunOutcome& outcome,
+                         bool timeline);
 
 class Engine {
  public:

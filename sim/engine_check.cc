@@ -26,8 +26,8 @@ void CheckDecision(const Decision& d, const EngineModel& m, const graphs::Graph&
   }
   if (d.has_priority()) {
     if (static_cast<int32_t>(d.priority.size()) != m.num_nodes) {
-      fail("priority has " + std::to_string(d.priority.size()) + " entries for " + std::to_string(m.num_nodes) +
-               " nodes",
+      fail("priority has " + std::to_string(d.priority.size()) + " entries for " +
+               std::to_string(m.num_nodes) + " nodes",
            "give one priority per node or none");
     }
     for (int32_t v = 0; v < m.num_nodes; ++v) {
@@ -38,8 +38,8 @@ void CheckDecision(const Decision& d, const EngineModel& m, const graphs::Graph&
   }
   if (d.has_transfer_priority()) {
     if (static_cast<int64_t>(d.transfer_priority.size()) != m.NumCopies()) {
-      fail("transfer_priority has " + std::to_string(d.transfer_priority.size()) + " entries, expected tensors x devices = " +
-               std::to_string(m.NumCopies()),
+      fail("transfer_priority has " + std::to_string(d.transfer_priority.size()) +
+               " entries, expected tensors x devices = " + std::to_string(m.NumCopies()),
            "index it tensor * num_devices + device, or leave it empty");
     }
     for (double p : d.transfer_priority) {

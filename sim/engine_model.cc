@@ -11,8 +11,9 @@ namespace gosim::sim {
 namespace {
 
 bool SameClass(const DeviceSpec& a, const DeviceSpec& b) {
-  return a.kind == b.kind && a.peak_flops_fp32 == b.peak_flops_fp32 && a.peak_flops_fp16 == b.peak_flops_fp16 &&
-         a.memory_bandwidth == b.memory_bandwidth && a.launch_overhead == b.launch_overhead;
+  return a.kind == b.kind && a.peak_flops_fp32 == b.peak_flops_fp32 &&
+         a.peak_flops_fp16 == b.peak_flops_fp16 && a.memory_bandwidth == b.memory_bandwidth &&
+         a.launch_overhead == b.launch_overhead;
 }
 
 std::string LinkName(const Cluster& cluster, int32_t link) {
@@ -22,7 +23,8 @@ std::string LinkName(const Cluster& cluster, int32_t link) {
 
 }  // namespace
 
-EngineModel BuildEngineModel(const graphs::Graph& graph, const Cluster& cluster, const CostModel& cost_model) {
+EngineModel BuildEngineModel(const graphs::Graph& graph, const Cluster& cluster,
+                             const CostModel& cost_model) {
   EngineModel m;
   const int32_t n = graph.num_nodes();
   const int32_t num_devices = cluster.num_devices();
@@ -40,7 +42,9 @@ EngineModel BuildEngineModel(const graphs::Graph& graph, const Cluster& cluster,
   m.device_class.resize(static_cast<size_t>(num_devices));
   for (int32_t d = 0; d < num_devices; ++d) {
     int32_t c = 0;
-    while (c < static_cast<int32_t>(class_rep.size()) && !SameClass(cluster.device(class_rep[c]), cluster.device(d))) ++c;
+    while (c < static_cast<int32_t>(class_rep.size()) &&
+           !SameClass(cluster.device(class_rep[c]), cluster.device(d)))
+      ++c;
     if (c == static_cast<int32_t>(class_rep.size())) class_rep.push_back(d);
     m.device_class[static_cast<size_t>(d)] = c;
     m.capacity.push_back(cluster.device(d).memory_capacity);
@@ -52,8 +56,8 @@ EngineModel BuildEngineModel(const graphs::Graph& graph, const Cluster& cluster,
       const DeviceSpec& device = cluster.device(class_rep[static_cast<size_t>(c)]);
       const double t = cost_model.NodeTime(graph, v, device);
       if (!std::isfinite(t) || t < 0.0) {
-        throw ConfigError("cost model '" + cost_model.name() + "' gives time " + std::to_string(t) + " s for node '" +
-                              graph.node(v).name + "' on device '" + device.name + "'",
+        throw ConfigError("cost model '" + cost_model.name() + "' gives time " + std::to_string(t) +
+                              " s for node '" + graph.node(v).name + "' on device '" + device.name + "'",
                           {}, "check the node's FLOPs/bytes and the device's peak figures");
       }
       m.op_time[static_cast<size_t>(v) * static_cast<size_t>(m.num_classes) + static_cast<size_t>(c)] = t;
@@ -160,13 +164,15 @@ EngineModel BuildEngineModel(const graphs::Graph& graph, const Cluster& cluster,
     m.link_bandwidth.push_back(bandwidth);
     m.link_res_off.push_back(static_cast<int32_t>(m.link_res.size()));
   }
-  for (int32_t r = 0; r < m.num_resources; ++r) res_count[static_cast<size_t>(r) + 1] += res_count[static_cast<size_t>(r)];
+  for (int32_t r = 0; r < m.num_resources; ++r)
+    res_count[static_cast<size_t>(r) + 1] += res_count[static_cast<size_t>(r)];
   m.res_links_off = res_count;
   m.res_links.resize(m.link_res.size());
   {
     std::vector<int32_t> fill(res_count.begin(), res_count.end() - 1);
     for (int32_t l = 0; l < m.num_links; ++l) {
-      for (int32_t k = m.link_res_off[static_cast<size_t>(l)]; k < m.link_res_off[static_cast<size_t>(l) + 1]; ++k) {
+      for (int32_t k = m.link_res_off[static_cast<size_t>(l)]; k < m.link_res_off[static_cast<size_t>(l) + 1];
+           ++k) {
         m.res_links[static_cast<size_t>(fill[static_cast<size_t>(m.link_res[static_cast<size_t>(k)])]++)] = l;
       }
     }

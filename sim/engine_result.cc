@@ -26,13 +26,18 @@ CriticalPath WalkCriticalPath(const EngineModel& m, const Workspace& ws) {
     CriticalStep step;
     if (cur < m.num_nodes) {
       const Workspace::OpRec& rec = ws.op_recs[ws.op_rec_of[cur]];
-      step = {CriticalStep::Kind::kOp, reason(rec.cause, rec.waited), rec.task, rec.device, rec.start, rec.end};
+      step = {
+          CriticalStep::Kind::kOp, reason(rec.cause, rec.waited), rec.task, rec.device, rec.start, rec.end};
       path.compute_time += rec.end - rec.start;
       cur = rec.cause;
     } else {
       const Workspace::HopRec& rec = ws.hop_recs[cur - m.num_nodes];
-      step = {CriticalStep::Kind::kTransfer, reason(rec.cause, rec.waited), ws.transfers[rec.transfer].tensor,
-              rec.link, rec.start, rec.end};
+      step = {CriticalStep::Kind::kTransfer,
+              reason(rec.cause, rec.waited),
+              ws.transfers[rec.transfer].tensor,
+              rec.link,
+              rec.start,
+              rec.end};
       path.transfer_time += rec.end - rec.start;
       cur = rec.cause;
     }
@@ -85,8 +90,8 @@ SimResult AssembleResult(const EngineModel& m, const Workspace& ws, const RunOut
     r.transfer_hops.reserve(ws.hop_recs.size());
     for (const auto& rec : ws.hop_recs) {
       const auto& tr = ws.transfers[rec.transfer];
-      r.transfer_hops.push_back(
-          TransferRecord{tr.tensor, tr.src, tr.dst, rec.link, rec.hop, tr.bytes, rec.queued, rec.start, rec.end});
+      r.transfer_hops.push_back(TransferRecord{tr.tensor, tr.src, tr.dst, rec.link, rec.hop, tr.bytes,
+                                               rec.queued, rec.start, rec.end});
     }
   }
   return r;

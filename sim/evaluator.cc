@@ -13,7 +13,8 @@
 namespace gosim::sim {
 
 struct Evaluator::Impl {
-  Impl(const graphs::Graph& graph, const Cluster& cluster, const CostModel& cost_model, const SimOptions& options)
+  Impl(const graphs::Graph& graph, const Cluster& cluster, const CostModel& cost_model,
+       const SimOptions& options)
       : engine(graph, cluster, cost_model, options) {}
 
   Engine engine;
@@ -22,10 +23,11 @@ struct Evaluator::Impl {
   mutable tbb::enumerable_thread_specific<Workspace> workspaces;
 };
 
-Evaluator::Evaluator(const graphs::Graph& graph, const Cluster& cluster, std::shared_ptr<const CostModel> cost_model,
-                     SimOptions options)
+Evaluator::Evaluator(const graphs::Graph& graph, const Cluster& cluster,
+                     std::shared_ptr<const CostModel> cost_model, SimOptions options)
     : graph_(graph), cluster_(cluster), cost_model_(std::move(cost_model)), options_(options) {
-  if (cost_model_ == nullptr) throw ConfigError("Evaluator needs a cost model", {}, "pass MakeCostModel(\"roofline\")");
+  if (cost_model_ == nullptr)
+    throw ConfigError("Evaluator needs a cost model", {}, "pass MakeCostModel(\"roofline\")");
   impl_ = std::make_unique<Impl>(graph_, cluster_, *cost_model_, options_);
 }
 
@@ -45,10 +47,12 @@ void Evaluator::EvaluateBatch(std::span<const Decision> decisions, std::span<Eva
   evaluations_.fetch_add(static_cast<int64_t>(decisions.size()), std::memory_order_relaxed);
   // Each decision is simulated whole by one thread, so results cannot depend
   // on how the range is split.
-  tbb::parallel_for(tbb::blocked_range<size_t>(0, decisions.size()), [&](const tbb::blocked_range<size_t>& range) {
-    Workspace& ws = impl_->workspaces.local();
-    for (size_t i = range.begin(); i != range.end(); ++i) out[i] = impl_->engine.Evaluate(decisions[i], ws);
-  });
+  tbb::parallel_for(tbb::blocked_range<size_t>(0, decisions.size()),
+                    [&](const tbb::blocked_range<size_t>& range) {
+                      Workspace& ws = impl_->workspaces.local();
+                      for (size_t i = range.begin(); i != range.end(); ++i)
+                        out[i] = impl_->engine.Evaluate(decisions[i], ws);
+                    });
 }
 
 SimResult Evaluator::Simulate(const Decision& decision, bool timeline) const {

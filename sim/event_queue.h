@@ -7,6 +7,7 @@
 #ifndef GOSIM_SIM_EVENT_QUEUE_H_
 #define GOSIM_SIM_EVENT_QUEUE_H_
 
+#include <algorithm>
 #include <cassert>
 #include <cstddef>
 #include <cstdint>
@@ -20,9 +21,9 @@ enum class EventKind : uint8_t {
 };
 
 struct Event {
-  double time = 0.0;   // seconds
-  uint32_t seq = 0;    // insertion order
-  uint32_t tag = 0;    // kind in the top bit, id below
+  double time = 0.0;  // seconds
+  uint32_t seq = 0;   // insertion order
+  uint32_t tag = 0;   // kind in the top bit, id below
 
   EventKind kind() const { return (tag >> 31) != 0 ? EventKind::kHopFinish : EventKind::kOpFinish; }
   int32_t id() const { return static_cast<int32_t>(tag & 0x7fffffffu); }
@@ -32,22 +33,28 @@ class EventQueue {
  public:
   // Empties the queue, keeping its storage.
   void Clear() {
-    heap_.clear();
+    size_ = 0;
     seq_ = 0;
     now_ = 0.0;
   }
-  [[nodiscard]] bool empty() const { return heap_.empty(); }
-  [[nodiscard]] size_t size() const { return heap_.size(); }
-  [[nodiscard]] double top_time() const { return heap_.front().time; }
+  // Makes room for `n` events (the engine never has more than one per device
+  // and one per link in flight), so that Push does not allocate.
+  void Reserve(size_t n) {
+    if (heap_.size() < n) heap_.resize(n);
+  }
+  [[nodiscard]] bool empty() const { return size_ == 0; }
+  [[nodiscard]] size_t size() const { return size_; }
+  [[nodiscard]] double top_time() const { return heap_[0].time; }
 
   // `id` >= 0.
   void Push(double time, EventKind kind, int32_t id) {
     assert(time >= now_ && "event scheduled in the past");
     assert(id >= 0);
-    const Event e{time, seq_++, static_cast<uint32_t>(id) | (kind == EventKind::kHopFinish ? 0x80000000u : 0u)};
-    heap_.push_back(e);
+    if (size_ == heap_.size()) heap_.resize(std::max<size_t>(16, 2 * size_));
+    const Event e{time, seq_++,
+                  static_cast<uint32_t>(id) | (kind == EventKind::kHopFinish ? 0x80000000u : 0u)};
     Event* h = heap_.data();
-    size_t hole = heap_.size() - 1;
+    size_t hole = size_++;
     while (hole > 0) {
       const size_t parent = (hole - 1) / 2;
       if (!Before(e, h[parent])) break;
@@ -58,12 +65,12 @@ class EventQueue {
   }
 
   Event Pop() {
+    assert(size_ > 0);
     Event* h = heap_.data();
     const Event top = h[0];
-    const Event last = heap_.back();
-    heap_.pop_back();
-    const size_t n = heap_.size();
+    const size_t n = --size_;
     if (n > 0) {
+      const Event last = h[n];
       size_t hole = 0;
       for (;;) {
         size_t child = 2 * hole + 1;
@@ -85,7 +92,8 @@ class EventQueue {
     return a.time < b.time || (a.time == b.time && a.seq < b.seq);
   }
 
-  std::vector<Event> heap_;
+  std::vector<Event> heap_;  // heap_[0, size_) is the heap
+  size_t size_ = 0;
   uint32_t seq_ = 0;
   double now_ = 0.0;
 };

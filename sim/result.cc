@@ -17,9 +17,12 @@ using nlohmann::json;
 
 const char* ReasonName(CriticalStep::Reason reason) {
   switch (reason) {
-    case CriticalStep::Reason::kStart: return "start";
-    case CriticalStep::Reason::kData: return "data";
-    case CriticalStep::Reason::kResource: return "resource";
+    case CriticalStep::Reason::kStart:
+      return "start";
+    case CriticalStep::Reason::kData:
+      return "data";
+    case CriticalStep::Reason::kResource:
+      return "resource";
   }
   return "?";
 }
@@ -29,12 +32,16 @@ std::string StepName(const CriticalStep& step, const graphs::Graph& graph) {
 }
 
 std::string StepWhere(const CriticalStep& step, const Cluster& cluster) {
-  return step.kind == CriticalStep::Kind::kOp ? cluster.device(step.where).name : cluster.links()[step.where].name;
+  return step.kind == CriticalStep::Kind::kOp ? cluster.device(step.where).name
+                                              : cluster.links()[step.where].name;
 }
 
 json ChannelJson(const ChannelStats& s, const std::string& name) {
-  return json{{"name", name}, {"bytes", s.bytes}, {"busy_time", s.busy_time},
-              {"utilization", s.utilization}, {"transfers", s.transfers}};
+  return json{{"name", name},
+              {"bytes", s.bytes},
+              {"busy_time", s.busy_time},
+              {"utilization", s.utilization},
+              {"transfers", s.transfers}};
 }
 
 std::string Percent(double fraction) {
@@ -87,7 +94,8 @@ std::string SimResultToJson(const SimResult& r, const graphs::Graph& graph, cons
   }
   j["devices"] = std::move(devices);
   json links = json::array();
-  for (size_t l = 0; l < r.links.size(); ++l) links.push_back(ChannelJson(r.links[l], cluster.links()[l].name));
+  for (size_t l = 0; l < r.links.size(); ++l)
+    links.push_back(ChannelJson(r.links[l], cluster.links()[l].name));
   j["links"] = std::move(links);
   json resources = json::array();
   for (size_t x = 0; x < r.resources.size(); ++x) {
@@ -98,7 +106,8 @@ std::string SimResultToJson(const SimResult& r, const graphs::Graph& graph, cons
     const OomInfo& o = *r.oom;
     json live = json::array();
     for (const auto& t : o.live) {
-      live.push_back(json{{"tensor", TensorName(graph, t.tensor)}, {"bytes", t.bytes}, {"received", t.received}});
+      live.push_back(
+          json{{"tensor", TensorName(graph, t.tensor)}, {"bytes", t.bytes}, {"received", t.received}});
     }
     j["oom"] = json{{"device", cluster.device(o.device).name},
                     {"time", o.time},
@@ -128,8 +137,12 @@ std::string SimResultToJson(const SimResult& r, const graphs::Graph& graph, cons
   if (!r.ops.empty() || !r.transfer_hops.empty()) {
     json ops = json::array();
     for (const auto& op : r.ops) {
-      ops.push_back(json{{"node", graph.node(op.node).name}, {"device", cluster.device(op.device).name},
-                         {"fused_nodes", op.fused_nodes}, {"ready", op.ready}, {"start", op.start}, {"end", op.end}});
+      ops.push_back(json{{"node", graph.node(op.node).name},
+                         {"device", cluster.device(op.device).name},
+                         {"fused_nodes", op.fused_nodes},
+                         {"ready", op.ready},
+                         {"start", op.start},
+                         {"end", op.end}});
     }
     json hops = json::array();
     for (const auto& h : r.transfer_hops) {
@@ -152,23 +165,29 @@ std::string FormatSimResult(const SimResult& r, const graphs::Graph& graph, cons
   std::ostringstream out;
   out << "graph " << graph.name() << " (" << graph.num_nodes() << " nodes) on " << cluster.name() << "\n";
   out << "step time " << FormatSeconds(r.step_time)
-      << (r.feasible ? "" : r.completed ? "  INFEASIBLE (out of memory)" : "  INFEASIBLE (stopped at out of memory)")
+      << (r.feasible    ? ""
+          : r.completed ? "  INFEASIBLE (out of memory)"
+                        : "  INFEASIBLE (stopped at out of memory)")
       << "\n";
-  out << r.kernels << " kernels, " << r.transfers << " transfers (" << FormatBytes(static_cast<double>(r.transferred_bytes))
-      << ")\n\n";
-  out << Pad("device", 14) << Pad("peak memory", 14) << Pad("capacity", 14) << Pad("busy", 14) << "utilization\n";
+  out << r.kernels << " kernels, " << r.transfers << " transfers ("
+      << FormatBytes(static_cast<double>(r.transferred_bytes)) << ")\n\n";
+  out << Pad("device", 14) << Pad("peak memory", 14) << Pad("capacity", 14) << Pad("busy", 14)
+      << "utilization\n";
   for (size_t d = 0; d < r.devices.size(); ++d) {
     const DeviceStats& s = r.devices[d];
     const DeviceSpec& spec = cluster.device(static_cast<int32_t>(d));
     out << Pad(spec.name, 14) << Pad(FormatBytes(static_cast<double>(s.peak_memory)), 14)
-        << Pad(FormatBytes(static_cast<double>(spec.memory_capacity)), 14) << Pad(FormatSeconds(s.busy_time), 14)
-        << Percent(s.utilization) << (s.peak_memory > spec.memory_capacity ? "  OOM" : "") << "\n";
+        << Pad(FormatBytes(static_cast<double>(spec.memory_capacity)), 14)
+        << Pad(FormatSeconds(s.busy_time), 14) << Percent(s.utilization)
+        << (s.peak_memory > spec.memory_capacity ? "  OOM" : "") << "\n";
   }
   bool any_link = false;
   for (size_t l = 0; l < r.links.size(); ++l) {
     const ChannelStats& s = r.links[l];
     if (s.transfers == 0) continue;
-    if (!any_link) out << "\n" << Pad("link", 22) << Pad("bytes", 14) << Pad("busy", 14) << Pad("utilization", 13) << "hops\n";
+    if (!any_link)
+      out << "\n"
+          << Pad("link", 22) << Pad("bytes", 14) << Pad("busy", 14) << Pad("utilization", 13) << "hops\n";
     any_link = true;
     out << Pad(cluster.links()[l].name, 22) << Pad(FormatBytes(static_cast<double>(s.bytes)), 14)
         << Pad(FormatSeconds(s.busy_time), 14) << Pad(Percent(s.utilization), 13) << s.transfers << "\n";
@@ -176,19 +195,21 @@ std::string FormatSimResult(const SimResult& r, const graphs::Graph& graph, cons
   if (!any_link) out << "\nno communication\n";
   const CriticalPath& cp = r.critical_path;
   out << "\ncritical path " << FormatSeconds(cp.length) << ": " << cp.steps.size() << " steps, compute "
-      << FormatSeconds(cp.compute_time) << ", transfers " << FormatSeconds(cp.transfer_time) << "\n";
+      << FormatSeconds(cp.compute_time) << ", transfers " << FormatSeconds(cp.transfer_time)
+      << (cp.steps.size() > 10 ? "; the last 10:" : "") << "\n";
   const size_t shown = std::min<size_t>(cp.steps.size(), 10);
   for (size_t i = cp.steps.size() - shown; i < cp.steps.size(); ++i) {
     const CriticalStep& s = cp.steps[i];
-    out << "  " << (s.kind == CriticalStep::Kind::kOp ? "op       " : "transfer ") << Pad(StepName(s, graph), 32)
-        << " on " << Pad(StepWhere(s, cluster), 16) << FormatSeconds(s.start) << " .. " << FormatSeconds(s.end)
-        << " (" << ReasonName(s.reason) << ")\n";
+    out << "  " << Pad(FormatSeconds(s.start), 12) << ".. " << Pad(FormatSeconds(s.end), 12)
+        << (s.kind == CriticalStep::Kind::kOp ? "op       " : "transfer ") << StepName(s, graph) << " on "
+        << StepWhere(s, cluster) << " (" << ReasonName(s.reason) << ")\n";
   }
   if (r.oom) {
     const OomInfo& o = *r.oom;
-    out << "\nout of memory on " << cluster.device(o.device).name << " at " << FormatSeconds(o.time) << ": needed "
-        << FormatBytes(static_cast<double>(o.requested)) << " with " << FormatBytes(static_cast<double>(o.in_use))
-        << " of " << FormatBytes(static_cast<double>(o.capacity)) << " in use ("
+    out << "\nout of memory on " << cluster.device(o.device).name << " at " << FormatSeconds(o.time)
+        << ": needed " << FormatBytes(static_cast<double>(o.requested)) << " with "
+        << FormatBytes(static_cast<double>(o.in_use)) << " of "
+        << FormatBytes(static_cast<double>(o.capacity)) << " in use ("
         << FormatBytes(static_cast<double>(o.persistent)) << " persistent)";
     if (o.node >= 0) out << " starting " << graph.node(o.node).name;
     if (o.tensor >= 0) out << " receiving " << TensorName(graph, o.tensor);

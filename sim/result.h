@@ -37,9 +37,9 @@ struct TransferRecord {
   int32_t src_device = -1;
   int32_t dst_device = -1;
   int32_t link = -1;
-  int32_t hop = 0;          // position of `link` in the route
+  int32_t hop = 0;  // position of `link` in the route
   int64_t bytes = 0;
-  double queued = 0.0;      // entered the link's queue
+  double queued = 0.0;  // entered the link's queue
   double start = 0.0;
   double end = 0.0;
 };
@@ -62,8 +62,8 @@ struct ChannelStats {
 
 struct LiveTensor {
   graphs::TensorId tensor = -1;
-  int64_t bytes = 0;         // all copies of the tensor on the device
-  bool received = false;     // a copy received from another device
+  int64_t bytes = 0;      // all copies of the tensor on the device
+  bool received = false;  // a copy received from another device
 };
 
 // The first allocation that exceeded a device's capacity.
@@ -71,12 +71,12 @@ struct OomInfo {
   int32_t device = -1;
   double time = 0.0;
   int64_t capacity = 0;
-  int64_t in_use = 0;              // bytes live just before the allocation (persistent included)
-  int64_t requested = 0;           // bytes of the allocation that failed
-  int64_t persistent = 0;          // persistent bytes on the device
-  graphs::NodeId node = -1;        // kernel whose outputs were allocated, or -1
-  graphs::TensorId tensor = -1;    // received tensor being allocated, or -1
-  std::vector<LiveTensor> live;    // the largest live tensors, by size descending (before the allocation)
+  int64_t in_use = 0;            // bytes live just before the allocation (persistent included)
+  int64_t requested = 0;         // bytes of the allocation that failed
+  int64_t persistent = 0;        // persistent bytes on the device
+  graphs::NodeId node = -1;      // kernel whose outputs were allocated, or -1
+  graphs::TensorId tensor = -1;  // received tensor being allocated, or -1
+  std::vector<LiveTensor> live;  // the largest live tensors, by size descending (before the allocation)
 };
 
 // One link of the chain of events that determined the step time.
@@ -94,18 +94,18 @@ struct CriticalStep {
 };
 
 struct CriticalPath {
-  double length = 0.0;         // end of the last step - start of the first
-  double compute_time = 0.0;   // sum of kernel durations on the path
-  double transfer_time = 0.0;  // sum of transfer-hop durations on the path
+  double length = 0.0;              // end of the last step - start of the first
+  double compute_time = 0.0;        // sum of kernel durations on the path
+  double transfer_time = 0.0;       // sum of transfer-hop durations on the path
   std::vector<CriticalStep> steps;  // in time order
 };
 
 struct SimResult {
-  bool feasible = true;     // false when some device exceeded its capacity
-  bool completed = true;    // false when the run stopped at the first out-of-memory event
-  double step_time = 0.0;   // makespan of what was simulated (seconds)
-  int32_t kernels = 0;      // kernels run (fused groups count once)
-  int32_t transfers = 0;    // tensor transfers (not hops)
+  bool feasible = true;    // false when some device exceeded its capacity
+  bool completed = true;   // false when the run stopped at the first out-of-memory event
+  double step_time = 0.0;  // makespan of what was simulated (seconds)
+  int32_t kernels = 0;     // kernels run (fused groups count once)
+  int32_t transfers = 0;   // tensor transfers (not hops)
   int64_t transferred_bytes = 0;
   std::vector<DeviceStats> devices;
   std::vector<ChannelStats> links;

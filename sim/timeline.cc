@@ -25,7 +25,8 @@ json Meta(const char* name, int pid, int tid, json args) {
 
 std::string ChromeTraceJson(const SimResult& r, const graphs::Graph& graph, const Cluster& cluster) {
   if (r.ops.empty() && r.kernels > 0) {
-    throw Error("the simulation result has no timeline", {}, "simulate with timeline = true (Evaluator::Simulate)");
+    throw Error("the simulation result has no timeline", {},
+                "simulate with timeline = true (Evaluator::Simulate)");
   }
   json events = json::array();
   events.push_back(Meta("process_name", kDevicesPid, -1, {{"name", "devices"}}));

@@ -100,6 +100,9 @@ Graph InceptionV3(GeneratorParams& p) {
   const int64_t image = p.Int("image_size", 299, 75, 2048);
   const int64_t classes = p.Int("num_classes", 1000, 1, 1'000'000);
   const bool aux = p.Bool("aux_logits", o.training);
+  if (aux && image < 299) {
+    p.Fail("image_size", "must be at least 299 with the auxiliary head", "set aux_logits: false");
+  }
   const std::string name = p.Name("inception_v3_" + ModeName(o) + "_b" + std::to_string(o.batch));
   p.Finish();
 

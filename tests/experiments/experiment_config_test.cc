@@ -135,6 +135,12 @@ TEST_CASE("Bad overrides are config errors") {
   const ConfigError typo = ErrorOf(yaml, {"budjet.evaluations=5"});
   CHECK(Contains(typo.what(), "unknown key 'budjet'"));
   CHECK(Contains(typo.what(), "Did you mean 'budget'?"));
+  CHECK(typo.where().file == "override 'budjet.evaluations=5'");
+  // A bad value names the override, not a line of the file it never was in.
+  const ConfigError agent = ErrorOf(yaml, {"agents[1].name=random_serch"});
+  CHECK(agent.where().file == "override 'agents[1].name=random_serch'");
+  CHECK(agent.where().path == "agents[1].name");
+  CHECK(Contains(agent.what(), "Did you mean 'random_search'?"));
   // An index past the end of a list.
   CHECK(Contains(ErrorOf(yaml, {"agents[5].label=x"}).what(), "has no element 5"));
   // Not an assignment.

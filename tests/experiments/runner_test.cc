@@ -41,10 +41,10 @@ std::vector<std::string> Lines(const std::string& path) {
 
 // The fields of a record that must not depend on when or how fast it ran.
 std::string Reproducible(const CellRecord& r, const std::string& folder) {
-  nlohmann::json json = r.ToJson();
+  nlohmann::ordered_json json = r.ToJson();
   for (const char* key : {"wall_seconds", "finished_at", "curve", "simulations"}) json.erase(key);
   json["decision_json"] = ReadFile(folder + "/" + r.decision);
-  json["curve_evaluations"] = nlohmann::json::array();
+  json["curve_evaluations"] = nlohmann::ordered_json::array();
   for (const agents::CurvePoint& p : r.curve)
     json["curve_evaluations"].push_back({p.evaluations, p.best_objective});
   return json.dump();

@@ -303,7 +303,7 @@ TEST_CASE("AugmentTensorSizes keeps edges consistent with the new sizes") {
 }
 
 TEST_CASE("The smallest accepted inputs build") {
-  for (const char* spec : {"inception_v3:image_size=75,training=true,batch=1", "resnet:image_size=32,batch=1",
+  for (const char* spec : {"inception_v3:image_size=75,training=true,aux_logits=false,batch=1", "resnet:image_size=32,batch=1",
                            "amoebanet:image_size=96,filters=8,num_cells=3,training=true,batch=1",
                            "bert:seq_len=2,layers=1,hidden=8,heads=1,batch=1,training=true",
                            "transformer_xl:seq_len=1,mem_len=0,layers=1,d_model=4,heads=1,training=true",
@@ -327,6 +327,7 @@ TEST_CASE("Unknown and out-of-range parameters are ConfigErrors with a did-you-m
   CHECK_THROWS_AS(Gen("wavenet:dtype=float8"), ConfigError);
   CHECK_THROWS_AS(Gen("resnt"), ConfigError);
   CHECK_THROWS_AS(Gen("inception_v3:image_size=10"), ConfigError);
+  CHECK_THROWS_AS(Gen("inception_v3:image_size=200,training=true"), ConfigError);
   CHECK_THROWS_AS(Generate("bert", LoadYamlString("[1, 2]"), "x"), ConfigError);
 }
 

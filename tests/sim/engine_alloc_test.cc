@@ -20,11 +20,21 @@ void* operator new(std::size_t size) {
   if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
   throw std::bad_alloc();
 }
-void* operator new[](std::size_t size) { return ::operator new(size); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, std::size_t) noexcept { std::free(p); }
-void operator delete[](void* p, std::size_t) noexcept { std::free(p); }
+void* operator new[](std::size_t size) {
+  return ::operator new(size);
+}
+void operator delete(void* p) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p) noexcept {
+  std::free(p);
+}
+void operator delete(void* p, std::size_t) noexcept {
+  std::free(p);
+}
+void operator delete[](void* p, std::size_t) noexcept {
+  std::free(p);
+}
 
 namespace gosim::sim {
 namespace {
@@ -49,7 +59,8 @@ TEST_CASE("Evaluate allocates nothing after warm-up") {
   std::vector<Decision> decisions;
   for (int i = 0; i < 24; ++i) {
     Decision d;
-    for (int v = 0; v < g.num_nodes(); ++v) d.placement.push_back(static_cast<int32_t>(rng.UniformInt(uint64_t{4})));
+    for (int v = 0; v < g.num_nodes(); ++v)
+      d.placement.push_back(static_cast<int32_t>(rng.UniformInt(uint64_t{4})));
     if (i % 2 == 1) {
       for (int v = 0; v < g.num_nodes(); ++v) d.priority.push_back(rng.Uniform());
     }

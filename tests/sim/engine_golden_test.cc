@@ -12,8 +12,8 @@ namespace gosim::sim {
 namespace {
 
 using testing::Device;
-using testing::Link;
 using testing::Linear;
+using testing::Link;
 using testing::MakeGraph;
 using testing::MeshCluster;
 using testing::N;
@@ -82,10 +82,8 @@ TEST_CASE("golden: fork-join across two devices with transfers") {
   //   peak; a:0 is still read by b until 4); a:0 freed at 4 (250); d:0 10 at 4.5.
   // gpu1 memory: a:0's copy 100 at 1; c:0 50 at 2.5 (150, peak); the copy is
   //   freed at 3.5, c:0 when its transfer ends at 4.5.
-  const auto g = MakeGraph({{"a", 1, {100}},
-                            {"b", 3, {200}, {"a"}},
-                            {"c", 1, {50}, {"a"}},
-                            {"d", 1, {10}, {"b", "c"}}});
+  const auto g =
+      MakeGraph({{"a", 1, {100}}, {"b", 3, {200}, {"a"}}, {"c", 1, {50}, {"a"}}, {"d", 1, {10}, {"b", "c"}}});
   const Cluster cluster = MeshCluster(2, 100.0, 0.5);
   Evaluator ev(g, cluster, Linear());
   const Decision d = Place({0, 0, 1, 0});
@@ -170,9 +168,8 @@ TEST_CASE("golden: a fused pair runs as one kernel without its internal tensor")
   // Fused {x, y}: 3 flops, reads 100 - 100 (x:0 is internal) = 0, writes
   //   150 - 100 = 50 -> 0.5 + 3 + 0.5 = 4; then z 2               fused: 6
   // Peak memory: unfused x:0 + y:0 = 150 while y runs; fused only y:0 = 50.
-  const auto g = MakeGraph({{"x", 1, {100}, {}, 0, 0, 100},
-                            {"y", 2, {50}, {"x"}, 0, 100, 50},
-                            {"z", 1, {}, {"y"}, 0, 50, 0}});
+  const auto g = MakeGraph(
+      {{"x", 1, {100}, {}, 0, 0, 100}, {"y", 2, {50}, {"x"}, 0, 100, 50}, {"z", 1, {}, {"y"}, 0, 50, 0}});
   ClusterBuilder b("one");
   b.AddDevice(Device("gpu0", 1000, 0.5, 100.0));
   const Cluster cluster = b.Build();

@@ -17,8 +17,8 @@ namespace gosim::sim {
 namespace {
 
 using testing::Device;
-using testing::Link;
 using testing::Linear;
+using testing::Link;
 using testing::RandomDag;
 
 constexpr double kEps = 1e-9;
@@ -36,7 +36,8 @@ Cluster RandomCluster(Rng& rng) {
   }
   const int32_t sw = b.AddResource(SharedResource{"switch", 150.0});
   for (int d = 0; d < n; ++d) {
-    b.AddLink(Link(d, Cluster::kHost, 100.0, 0.5, rng.Bernoulli(0.5) ? std::vector<int32_t>{sw} : std::vector<int32_t>{}));
+    b.AddLink(Link(d, Cluster::kHost, 100.0, 0.5,
+                   rng.Bernoulli(0.5) ? std::vector<int32_t>{sw} : std::vector<int32_t>{}));
     b.AddLink(Link(Cluster::kHost, d, 100.0, 0.5));
   }
   for (int s = 0; s < n; ++s) {
@@ -52,7 +53,8 @@ Cluster RandomCluster(Rng& rng) {
 Decision RandomDecision(Rng& rng, const graphs::Graph& g, const Cluster& c, bool allow_fusion) {
   Decision d;
   const int n = g.num_nodes();
-  for (int v = 0; v < n; ++v) d.placement.push_back(static_cast<int32_t>(rng.UniformInt(uint64_t(c.num_devices()))));
+  for (int v = 0; v < n; ++v)
+    d.placement.push_back(static_cast<int32_t>(rng.UniformInt(uint64_t(c.num_devices()))));
   if (rng.Bernoulli(0.5)) {
     for (int v = 0; v < n; ++v) d.priority.push_back(std::floor(rng.Uniform(0.0, 4.0)));
   }
@@ -147,7 +149,7 @@ TEST_CASE("property: bounds, overlaps, dependencies and memory on random graphs"
     }
 
     // Every kernel starts after its inputs are on its device.
-      // (tensor, device) -> end of the first copy's last hop (there is one copy
+    // (tensor, device) -> end of the first copy's last hop (there is one copy
     // per device unless transfers are made once per consumer).
     std::map<std::pair<graphs::TensorId, int32_t>, double> arrival;
     for (const auto& h : r.transfer_hops) {

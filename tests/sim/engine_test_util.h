@@ -25,13 +25,16 @@ class LinearCostModel : public CostModel {
     return device.launch_overhead + n.flops / device.peak_flops_fp32 +
            static_cast<double>(n.bytes_read + n.bytes_written) / device.memory_bandwidth;
   }
-  double KernelTime(const graphs::Graph& graph, const KernelWork& work, const DeviceSpec& device) const override {
+  double KernelTime(const graphs::Graph& graph, const KernelWork& work,
+                    const DeviceSpec& device) const override {
     return device.launch_overhead + work.flops / device.peak_flops_fp32 +
            (work.bytes_read + work.bytes_written) / device.memory_bandwidth;
   }
 };
 
-inline std::shared_ptr<const CostModel> Linear() { return std::make_shared<LinearCostModel>(); }
+inline std::shared_ptr<const CostModel> Linear() {
+  return std::make_shared<LinearCostModel>();
+}
 
 inline DeviceSpec Device(const std::string& name, int64_t capacity = int64_t{1} << 40, double launch = 0.0,
                          double memory_bandwidth = 1e30) {
@@ -72,8 +75,8 @@ inline Cluster MeshCluster(int n, double bandwidth, double latency = 0.0, int64_
 // One node of a hand-written graph.
 struct N {
   std::string name;
-  double flops = 1.0;                 // = seconds on the test devices
-  std::vector<int64_t> outputs = {};  // bytes per output
+  double flops = 1.0;                    // = seconds on the test devices
+  std::vector<int64_t> outputs = {};     // bytes per output
   std::vector<std::string> inputs = {};  // "producer" (output 0), "producer:k", or "^producer" (control)
   int64_t persistent = 0;
   int64_t bytes_read = 0;
@@ -90,7 +93,8 @@ inline graphs::Graph MakeGraph(const std::vector<N>& nodes, const std::string& n
     s.bytes_read = n.bytes_read;
     s.bytes_written = n.bytes_written;
     s.persistent_bytes = n.persistent;
-    for (int64_t bytes : n.outputs) s.outputs.push_back(graphs::TensorInfo{bytes, {}, graphs::DType::kFloat32});
+    for (int64_t bytes : n.outputs)
+      s.outputs.push_back(graphs::TensorInfo{bytes, {}, graphs::DType::kFloat32});
     b.AddNode(std::move(s));
   }
   for (const N& n : nodes) {
@@ -123,7 +127,8 @@ inline graphs::Graph RandomDag(uint64_t seed, int n) {
     s.persistent_bytes = rng.Bernoulli(0.3) ? rng.UniformInt(int64_t{0}, int64_t{500}) : 0;
     const int outs = static_cast<int>(rng.UniformInt(int64_t{0}, int64_t{2}));
     for (int k = 0; k < outs; ++k) {
-      s.outputs.push_back(graphs::TensorInfo{rng.UniformInt(int64_t{0}, int64_t{999}), {}, graphs::DType::kFloat32});
+      s.outputs.push_back(
+          graphs::TensorInfo{rng.UniformInt(int64_t{0}, int64_t{999}), {}, graphs::DType::kFloat32});
     }
     num_outputs[static_cast<size_t>(v)] = outs;
     b.AddNode(std::move(s));

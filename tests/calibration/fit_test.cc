@@ -1,0 +1,203 @@
+#include "calibration/fit.h"
+
+#include <doctest/doctest.h>
+
+#include "calibration/accuracy.h"
+#include "core/error.h"
+#include "core/rng.h"
+
+namespace gosim::calibration {
+namespace {
+
+OpSample Sample(const std::string& type, double flops, double bytes, double time, int32_t step = 0) {
+  OpSample s;
+  s.type = type;
+  s.op_class = graphs::ClassifyOp(type);
+  s.flops = flops;
+  s.bytes = bytes;
+  s.time = time;
+  s.has_shapes = true;
+  s.kernels = 1;
+  s.step = step;
+  return s;
+}
+
+std::vector<const OpSample*> Pointers(const std::vector<OpSample>& v) {
+  std::vector<const OpSample*> out;
+  for (const OpSample& s : v) out.push_back(&s);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("a linear cost is recovered exactly from exact data, with every method and weighting") {
+  Rng rng(3);
+  std::vector<OpSample> samples;
+  for (int i = 0; i < 40; ++i) {
+    const double flops = rng.Uniform(1e6, 1e10);
+    const double bytes = rng.Uniform(1e4, 1e8);
+    samples.push_back(Sample("aten::mm", flops, bytes, 5e-6 + 1e-13 * flops + 2e-12 * bytes));
+  }
+  for (FitMethod method : {FitMethod::kNnls, FitMethod::kHuber}) {
+    for (Weighting weighting : {Weighting::kRelative, Weighting::kSqrt, Weighting::kAbsolute}) {
+      FitOptions options;
+      options.method = method;
+      options.weighting = weighting;
+      const sim::KernelFit fit = FitKernelCost(Pointers(samples), options);
+      CHECK(fit.intercept == doctest::Approx(5e-6).epsilon(1e-6));
+      CHECK(fit.per_flop == doctest::Approx(1e-13).epsilon(1e-6));
+      CHECK(fit.per_byte == doctest::Approx(2e-12).epsilon(1e-6));
+      CHECK(fit.samples == 40);
+      CHECK(fit.mape < 1e-6);
+    }
+  }
+}
+
+TEST_CASE("coefficients stay non-negative") {
+  // Time falls with bytes: least squares would give a negative per_byte.
+  std::vector<OpSample> samples;
+  for (int i = 1; i <= 10; ++i) samples.push_back(Sample("aten::add", 0.0, i * 1e6, 1e-4 - i * 1e-6));
+  const sim::KernelFit fit = FitKernelCost(Pointers(samples), FitOptions{});
+  CHECK(fit.per_byte == 0.0);
+  CHECK(fit.intercept > 0.0);
+}
+
+TEST_CASE("median fallback without enough shapes") {
+  std::vector<OpSample> samples = {Sample("x::y", 0, 0, 3e-6), Sample("x::y", 0, 0, 1e-6),
+                                   Sample("x::y", 0, 0, 9e-6)};
+  for (OpSample& s : samples) s.has_shapes = false;
+  const sim::KernelFit fit = FitKernelCost(Pointers(samples), FitOptions{});
+  CHECK(fit.intercept == doctest::Approx(3e-6));
+  CHECK(fit.per_flop == 0.0);
+  CHECK(fit.samples == 3);
+  FitOptions strict;
+  strict.min_samples = 5;
+  std::vector<OpSample> few = {Sample("a::b", 1e6, 0, 2e-6), Sample("a::b", 2e6, 0, 4e-6)};
+  CHECK(FitKernelCost(Pointers(few), strict).intercept == doctest::Approx(3e-6));
+}
+
+TEST_CASE("alpha-beta link fits") {
+  std::vector<TransferSample> samples;
+  for (int i = 1; i <= 8; ++i) {
+    TransferSample t;
+    t.link = "memcpy_htod";
+    t.bytes = i * 1e6;
+    t.time = 1e-5 + t.bytes / 1e10;
+    samples.push_back(t);
+  }
+  std::vector<const TransferSample*> p;
+  for (const auto& s : samples) p.push_back(&s);
+  const sim::LinkFit fit = FitLinkCost(p, FitOptions{});
+  CHECK(fit.latency == doctest::Approx(1e-5).epsilon(1e-6));
+  CHECK(fit.bandwidth == doctest::Approx(1e10).epsilon(1e-6));
+  // One size only: a pure bandwidth.
+  std::vector<const TransferSample*> one = {p[0], p[0]};
+  CHECK(FitLinkCost(one, FitOptions{}).bandwidth == doctest::Approx(1e6 / (1e-5 + 1e-4)));
+  // Unknown sizes: a constant time per transfer.
+  TransferSample unsized;
+  unsized.has_size = false;
+  unsized.time = 7e-6;
+  const sim::LinkFit constant = FitLinkCost({&unsized}, FitOptions{});
+  CHECK(constant.latency == doctest::Approx(7e-6));
+  CHECK(constant.bandwidth == 1e15);
+}
+
+TEST_CASE("a profile: types, classes, default, links; its YAML round-trips through the simulator's reader") {
+  TraceSamples samples;
+  samples.source = "/some/dir/trace.json.gz";
+  samples.device_kind = "V100";
+  samples.launch_overhead = 4e-6;
+  for (int step = 0; step < 2; ++step) {
+    for (int i = 1; i <= 5; ++i) {
+      samples.ops.push_back(Sample("aten::mm", i * 1e9, 0, 2e-6 + i * 1e9 * 1e-13, step));
+      samples.ops.push_back(Sample("aten::relu_", 0, i * 1e6, 1e-6 + i * 1e6 * 1e-12, step));
+    }
+  }
+  TransferSample t;
+  t.link = "memcpy_htod";
+  t.bytes = 1e6;
+  t.time = 1e-4;
+  samples.transfers.push_back(t);
+  const sim::DeviceProfile p = FitProfile(samples, FitOptions{}, {}, {16, 17});
+  CHECK(p.device_kind == "V100");
+  CHECK(p.launch_overhead == 4e-6);
+  CHECK(p.source["trace"].as<std::string>() == "trace.json.gz");
+  REQUIRE(p.op_types.count("aten::mm") == 1);
+  CHECK(p.op_types.at("aten::mm").per_flop == doctest::Approx(1e-13).epsilon(1e-6));
+  CHECK(p.op_classes[static_cast<size_t>(graphs::OpClass::kMatMul)].has_value());
+  CHECK(p.op_classes[static_cast<size_t>(graphs::OpClass::kElementwise)].has_value());
+  CHECK(PredictKernel(p, "aten::mm", 1e9, 0) == doctest::Approx(2e-6 + 1e-4).epsilon(1e-6));
+  // Unknown type of a known class: the class fit; unknown class: the default.
+  CHECK(PredictKernel(p, "aten::bmm", 1e9, 0) == doctest::Approx(2e-6 + 1e-4).epsilon(1e-6));
+  CHECK(PredictKernel(p, "weird::op", 0, 0) == doctest::Approx(p.fallback.Time(0, 0)));
+  CHECK(PredictTransfer(p, "memcpy_htod", 1e6) == doctest::Approx(1e-4));
+  const sim::DeviceProfile back = sim::ParseDeviceProfile(sim::DeviceProfileToYaml(p), "p.yaml");
+  CHECK(back.op_types == p.op_types);
+  CHECK(back.links == p.links);
+  CHECK(back.fallback == p.fallback);
+  CHECK(back.launch_overhead == p.launch_overhead);
+  // Only step 1's samples.
+  const sim::DeviceProfile one = FitProfile(samples, FitOptions{}, {1}, {17});
+  CHECK(one.op_types.at("aten::mm").samples == 5);
+}
+
+TEST_CASE("option names") {
+  CHECK(ParseFitMethod("nnls") == FitMethod::kNnls);
+  CHECK(ParseWeighting("sqrt") == Weighting::kSqrt);
+  CHECK_THROWS_AS(ParseFitMethod("lasso"), ConfigError);
+  CHECK_THROWS_AS(ParseWeighting("log"), ConfigError);
+}
+
+TEST_CASE("error statistics") {
+  ErrorStats e;
+  e.Add(1.1, 1.0);
+  e.Add(0.9, 1.0);
+  CHECK(e.count == 2);
+  CHECK(e.mape() == doctest::Approx(0.1));
+  CHECK(e.weighted() == doctest::Approx(0.1));
+  CHECK(e.total() == doctest::Approx(0.0));
+}
+
+TEST_CASE("hold-out and transfer evaluation") {
+  TraceSamples source;
+  source.device_kind = "V100";
+  for (int step = 0; step < 3; ++step) {
+    for (int i = 1; i <= 4; ++i) {
+      OpSample s = Sample("aten::cudnn_convolution_backward", i * 1e9, i * 1e7, 1e-6 + 2e-13 * i * 1e9, step);
+      s.ordinal = i - 1;
+      source.ops.push_back(s);
+    }
+  }
+  const AccuracyReport held = EvaluateHoldout(source, {10, 11, 12}, {2}, FitOptions{});
+  CHECK(held.train_steps == std::vector<int64_t>{10, 11});
+  CHECK(held.test_steps == std::vector<int64_t>{12});
+  CHECK(held.ops.count == 4);
+  CHECK(held.ops.mape() < 1e-6);
+  REQUIRE(held.per_step.size() == 1);
+  const sim::DeviceProfile profile = FitProfile(source, FitOptions{}, {}, {});
+
+  // The same ops on a GPU twice as fast per FLOP, traced without shapes and
+  // under the newer op name; one more op of another type has no partner.
+  TraceSamples target;
+  for (int i = 1; i <= 4; ++i) {
+    OpSample s = Sample("aten::convolution_backward", 0, 0, 1e-6 + 1e-13 * i * 1e9, 0);
+    s.has_shapes = false;
+    s.ordinal = i - 1;
+    target.ops.push_back(s);
+  }
+  OpSample lonely = Sample("aten::gelu", 0, 0, 1e-5, 0);
+  lonely.has_shapes = false;
+  target.ops.push_back(lonely);
+  DeviceScale scale;
+  scale.per_flop = 0.5;
+  const AccuracyReport transfer = EvaluateTransfer(profile, source, target, {}, scale, DefaultOpAliases());
+  CHECK(transfer.unmatched == 1);
+  CHECK(transfer.ops.count == 4);
+  CHECK(transfer.ops.mape() < 1e-6);
+  const AccuracyReport unscaled =
+      EvaluateTransfer(profile, source, target, {}, DeviceScale{}, DefaultOpAliases());
+  CHECK(unscaled.ops.total() > 0.9);
+  CHECK(FormatAccuracy(transfer).find("unmatched") != std::string::npos);
+}
+
+}  // namespace gosim::calibration

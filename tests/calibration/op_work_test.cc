@@ -1,0 +1,152 @@
+#include "calibration/op_work.h"
+
+#include <doctest/doctest.h>
+
+#include "calibration/trace_reader.h"
+
+namespace gosim::calibration {
+namespace {
+
+OpInput Tensor(std::vector<int64_t> shape, graphs::DType dtype = graphs::DType::kFloat32) {
+  OpInput in;
+  in.shape = std::move(shape);
+  in.dtype = dtype;
+  in.is_tensor = true;
+  in.type = dtype == graphs::DType::kInt64 ? "long int" : "float";
+  return in;
+}
+
+OpInput NotTensor() {
+  return OpInput{};
+}
+
+OpInput List(std::vector<std::vector<int64_t>> shapes) {
+  OpInput in;
+  in.list = std::move(shapes);
+  in.dtype = graphs::DType::kFloat32;
+  in.type = "TensorList";
+  return in;
+}
+
+}  // namespace
+
+TEST_CASE("matrix products") {
+  OpWork w = EstimateOpWork("aten::mm", {Tensor({8, 16}), Tensor({16, 32})});
+  CHECK(w.known);
+  CHECK(w.flops == 2.0 * 8 * 16 * 32);
+  CHECK(w.bytes == (8 * 16 + 16 * 32 + 8 * 32) * 4.0);
+  w = EstimateOpWork("aten::addmm",
+                     {Tensor({32}), Tensor({8, 16}), Tensor({16, 32}), NotTensor(), NotTensor()});
+  CHECK(w.flops == 2.0 * 8 * 16 * 32 + 8 * 32);
+  CHECK(w.bytes == (32 + 8 * 16 + 16 * 32 + 8 * 32) * 4.0);
+  w = EstimateOpWork("aten::linear", {Tensor({4, 8, 16}), Tensor({32, 16}), Tensor({32})});
+  CHECK(w.flops == 2.0 * 32 * 16 * 32 + 32 * 32);
+  w = EstimateOpWork("aten::linear", {Tensor({8, 16}), Tensor({32, 16}), NotTensor()});
+  CHECK(w.flops == 2.0 * 8 * 16 * 32);
+  w = EstimateOpWork("aten::bmm", {Tensor({4, 8, 16}), Tensor({4, 16, 32})});
+  CHECK(w.flops == 4 * 2.0 * 8 * 16 * 32);
+  w = EstimateOpWork("aten::matmul", {Tensor({2, 3, 8, 16}), Tensor({16, 32})});
+  CHECK(w.flops == 6 * 2.0 * 8 * 16 * 32);
+  CHECK_FALSE(EstimateOpWork("aten::mm", {Tensor({8, 16})}).known);
+}
+
+TEST_CASE("convolutions forward and backward") {
+  const std::vector<int64_t> output = {2, 4, 4, 4};  // stride 2
+  OpWork w =
+      EstimateOpWork("aten::conv2d", {Tensor({2, 3, 8, 8}), Tensor({4, 3, 3, 3}), NotTensor()}, &output);
+  CHECK(w.flops == 2.0 * (2 * 4 * 16) * 3 * 9);
+  CHECK_FALSE(w.approximate);
+  CHECK(w.bytes == (2 * 3 * 64 + 4 * 27 + 2 * 4 * 16) * 4.0);
+  w = EstimateOpWork("aten::conv2d", {Tensor({2, 3, 8, 8}), Tensor({4, 3, 3, 3}), Tensor({4})}, &output);
+  CHECK(w.flops == 2.0 * (2 * 4 * 16) * 3 * 9 + 2 * 4 * 16);
+  w = EstimateOpWork("aten::cudnn_convolution", {Tensor({2, 3, 8, 8}), Tensor({4, 3, 3, 3})});
+  CHECK(w.approximate);  // no output shape: stride 1, "same" padding assumed
+  CHECK(w.flops == 2.0 * (2 * 4 * 64) * 3 * 9);
+  // Grouped (depthwise): weight [M, C/g, k, k].
+  w = EstimateOpWork("aten::conv2d", {Tensor({1, 8, 4, 4}), Tensor({8, 1, 3, 3})});
+  CHECK(w.flops == 2.0 * (8 * 16) * 1 * 9);
+  // Backward: both gradients, 2x the forward.
+  const double forward = 2.0 * (2 * 4 * 16) * 3 * 9;
+  w = EstimateOpWork("aten::convolution_backward",
+                     {Tensor({2, 4, 4, 4}), Tensor({2, 3, 8, 8}), Tensor({4, 3, 3, 3})});
+  CHECK(w.flops == 2.0 * forward);
+  w = EstimateOpWork("aten::cudnn_convolution_backward",
+                     {Tensor({2, 3, 8, 8}), Tensor({2, 4, 4, 4}), Tensor({4, 3, 3, 3})});
+  CHECK(w.flops == 2.0 * forward);
+  w = EstimateOpWork("aten::cudnn_convolution_backward_input",
+                     {NotTensor(), Tensor({2, 4, 4, 4}), Tensor({4, 3, 3, 3})});
+  CHECK(w.flops == forward);
+}
+
+TEST_CASE("elementwise, normalization, softmax, reductions, embedding, optimizer") {
+  OpWork w = EstimateOpWork("aten::add_", {Tensor({8, 32}), Tensor({8, 32}), NotTensor()});
+  CHECK(w.flops == 256);
+  CHECK(w.bytes == 3 * 256 * 4.0);
+  w = EstimateOpWork("aten::mul", {Tensor({8, 32}), Tensor({32})});  // broadcast
+  CHECK(w.flops == 256);
+  w = EstimateOpWork("aten::threshold_backward", {Tensor({4, 4}), Tensor({4, 4}), NotTensor()});
+  CHECK(w.flops == 16);
+  w = EstimateOpWork("aten::fill_", {Tensor({100}), NotTensor()});
+  CHECK(w.bytes == 400);
+  w = EstimateOpWork("aten::batch_norm",
+                     {Tensor({2, 4, 4, 4}), Tensor({4}), Tensor({4}), Tensor({4}), Tensor({4})});
+  CHECK(w.flops == 4 * 128);
+  w = EstimateOpWork("aten::native_layer_norm_backward", {Tensor({8, 32}), Tensor({8, 32})});
+  CHECK(w.flops == 2 * 7 * 256);
+  w = EstimateOpWork("aten::_softmax", {Tensor({8, 32}), NotTensor(), NotTensor()});
+  CHECK(w.flops == 5 * 256);
+  CHECK(w.bytes == 2 * 256 * 4.0);
+  w = EstimateOpWork("aten::sum", {Tensor({8, 32}), NotTensor()});
+  CHECK(w.flops == 256);
+  w = EstimateOpWork("aten::embedding", {Tensor({100, 16}), Tensor({8}, graphs::DType::kInt64)});
+  CHECK(w.flops == 0);
+  CHECK(w.bytes == 2 * 8 * 16 * 4.0 + 8 * 8);
+  w = EstimateOpWork("aten::_foreach_add_", {List({{10}, {20}}), List({{10}, {20}}), NotTensor()});
+  CHECK(w.flops == 60);
+  w = EstimateOpWork("aten::_fused_adam_",
+                     {List({{10}, {20}}), List({{10}, {20}}), List({{10}, {20}}), List({{10}, {20}})});
+  CHECK(w.flops == 12 * 30);
+  CHECK_FALSE(EstimateOpWork("fbgemm::bounds_check", {NotTensor(), NotTensor()}).known);
+  CHECK(EstimateOpWork("aten::cat", {List({{2, 3}, {4, 3}}), NotTensor()}).flops == 0);
+}
+
+TEST_CASE("operator names") {
+  CHECK(BaseOpName("aten::add_") == "add");
+  CHECK(BaseOpName("aten::_foreach_add_") == "_foreach_add");
+  CHECK(BaseOpName("aten::mul.out") == "mul");
+  CHECK(BaseOpName("aten::_convolution") == "_convolution");
+  CHECK(BaseOpName("Relu") == "Relu");
+  CHECK(IsOperatorName("aten::conv2d"));
+  CHECK(IsOperatorName("c10d::allreduce_"));
+  CHECK_FALSE(IsOperatorName("autograd::engine::evaluate_function: X"));
+  CHECK_FALSE(IsOperatorName("torch::autograd::AccumulateGrad"));
+  CHECK_FALSE(IsOperatorName("ProfilerStep#3"));
+  CHECK(DeviceKindFromName("Tesla V100-DGXS-32GB") == "V100");
+  CHECK(DeviceKindFromName("NVIDIA A100-PG509-200") == "A100");
+  CHECK(DeviceKindFromName("NVIDIA GeForce RTX 3090") == "RTX3090");
+  CHECK(DeviceKindFromName("NVIDIA H100 80GB HBM3") == "H100");
+  CHECK(NormalizeCollective("nccl:all_reduce") == "allreduce");
+  CHECK(NormalizeCollective("all_to_all_single") == "alltoall");
+  CHECK(DTypeFromProfilerType("c10::Half") == graphs::DType::kFloat16);
+  CHECK(DTypeFromProfilerType("long int") == graphs::DType::kInt64);
+  CHECK(DTypeFromCommsType("Byte") == graphs::DType::kUInt8);
+}
+
+TEST_CASE("convolution output shapes from the autograd pairing") {
+  // conv2d (sequence number 7) whose backward node holds convolution_backward
+  // with grad_output [2, 4, 4, 4].
+  const std::string trace = R"({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "aten::conv2d", "pid": 1, "tid": 1, "ts": 0, "dur": 10,
+     "args": {"External id": 1, "Sequence number": 7, "Input Dims": [[2, 3, 8, 8], [4, 3, 3, 3], []], "Input type": ["float", "float", ""]}},
+    {"ph": "X", "cat": "cpu_op", "name": "ConvolutionBackward0", "pid": 1, "tid": 2, "ts": 50, "dur": 20,
+     "args": {"External id": 2, "Sequence number": 7}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::convolution_backward", "pid": 1, "tid": 2, "ts": 52, "dur": 15,
+     "args": {"External id": 3, "Input Dims": [[2, 4, 4, 4], [2, 3, 8, 8], [4, 3, 3, 3]], "Input type": ["float", "float", "float"]}}
+  ]})";
+  const Trace t = ParseTrace(trace, "pair.json");
+  const ConvHints hints = PairConvolutionOutputs(t);
+  REQUIRE(hints.size() == 1);
+  CHECK(hints.at(0) == std::vector<int64_t>{2, 4, 4, 4});
+}
+
+}  // namespace gosim::calibration
