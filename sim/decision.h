@@ -52,8 +52,8 @@ void ValidateDecision(const Decision& decision, const graphs::Graph& graph, cons
                       bool check_colocation = false);
 
 // JSON I/O keyed by node name; `source` names the file in errors.
-Decision ParseDecisionJson(const std::string& text, const std::string& source,
-                           const graphs::Graph& graph, const Cluster& cluster);
+Decision ParseDecisionJson(const std::string& text, const std::string& source, const graphs::Graph& graph,
+                           const Cluster& cluster);
 std::string DecisionToJson(const Decision& decision, const graphs::Graph& graph, const Cluster& cluster);
 Decision LoadDecision(const std::string& path, const graphs::Graph& graph, const Cluster& cluster);
 void SaveDecision(const std::string& path, const Decision& decision, const graphs::Graph& graph,

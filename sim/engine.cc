@@ -55,6 +55,15 @@ class Run {
                               " kernels never became ready",
                           {}, "a fusion group is not convex: a path leaves the group and comes back into it");
     }
+#ifndef NDEBUG
+    if (!out_.stopped) {  // a complete run leaves nothing behind
+      for (int32_t d = 0; d < nd_; ++d) {
+        assert(ready_[d].empty() && running_[d] < 0);
+        assert(!track_ || mem_[d] == ws_.persistent[d]);
+      }
+      for (int32_t l = 0; l < m_.num_links; ++l) assert(link_queue_[l].empty() && !link_busy_[l]);
+    }
+#endif
     out_.makespan = now_;
     out_.fusion = kFusion;
     return std::move(out_);

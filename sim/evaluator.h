@@ -20,17 +20,17 @@
 #include "sim/cluster.h"
 #include "sim/cost_model.h"
 #include "sim/decision.h"
-#include "sim/result.h"
 #include "sim/options.h"
+#include "sim/result.h"
 
 namespace gosim::sim {
 
 // The summary an optimizer needs from one simulation.
 struct Evaluation {
-  bool feasible = true;        // false when some device ran out of memory
-  double step_time = 0.0;      // seconds; SimOptions::infeasible_step_time when infeasible
-  double peak_memory = 0.0;    // bytes, max over devices of the peak
-  int32_t oom_device = -1;     // first device that ran out of memory, or -1
+  bool feasible = true;      // false when some device ran out of memory
+  double step_time = 0.0;    // seconds; SimOptions::infeasible_step_time when infeasible
+  double peak_memory = 0.0;  // bytes, max over devices of the peak
+  int32_t oom_device = -1;   // first device that ran out of memory, or -1
 };
 
 class Evaluator {
@@ -46,8 +46,10 @@ class Evaluator {
   const CostModel& cost_model() const { return *cost_model_; }
   const SimOptions& options() const { return options_; }
 
-  // Simulates one decision. Thread-safe. The decision must be valid (see
-  // ValidateDecision); debug builds assert it.
+  // Simulates one decision. Thread-safe. The decision should be valid (see
+  // ValidateDecision); cheap structural problems (sizes, device indices,
+  // non-finite priorities, fusion across devices or non-convex fusion groups)
+  // are DecisionErrors, never crashes or hangs.
   Evaluation Evaluate(const Decision& decision) const;
   // Simulates every decision of `decisions` in parallel into `out` (same size).
   void EvaluateBatch(std::span<const Decision> decisions, std::span<Evaluation> out) const;
