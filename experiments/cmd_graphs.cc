@@ -41,21 +41,11 @@ bool IsSuitePath(const std::string& target) {
   return EndsWith(target, ".yaml") || EndsWith(target, ".yml");
 }
 
-// One graph target (a file or gen:...) as an inline suite entry, so that
-// names and error messages follow the suite rules.
-graphs::SuiteEntry SingleEntry(const std::string& target) {
-  YAML::Node entry(YAML::NodeType::Map);
-  if (StartsWith(target, "gen:")) {
-    auto [name, params] = graphs::ParseGeneratorSpec(target.substr(4));
-    entry["generator"] = name;
-    if (params.size() > 0) entry["params"] = params;
-  } else {
-    entry["file"] = target;
-  }
-  YAML::Node list(YAML::NodeType::Sequence);
-  list.push_back(entry);
-  std::vector<graphs::SuiteEntry> entries = graphs::ParseSuiteEntries(list, "command line", "target", ".");
-  return std::move(entries.front());
+// The graph of a `gen:NAME[:k=v,...]` target, with the generator's own
+// descriptive name.
+graphs::Graph Generated(const std::string& target) {
+  auto [name, params] = graphs::ParseGeneratorSpec(target.substr(4));
+  return graphs::Generate(name, params, "command line", "");
 }
 
 // A table with columns sized to their contents; numbers right-aligned.
@@ -70,7 +60,9 @@ void PrintTable(const std::vector<std::string>& header, const std::vector<std::v
     std::string out;
     for (size_t c = 0; c < cells.size(); ++c) {
       const std::string pad(width[c] - cells[c].size(), ' ');
-      out += c < left_columns ? cells[c] + pad : pad + cells[c];
+      if (c >= left_columns) out += pad;
+      out += cells[c];
+      if (c < left_columns && c + 1 < cells.size()) out += pad;
       if (c + 1 < cells.size()) out += "  ";
     }
     std::printf("%s\n", out.c_str());
@@ -176,8 +168,7 @@ int StatsCommand(const GraphsArgs& args) {
     }
     progress.Finish();
   } else if (StartsWith(args.target, "gen:")) {
-    const graphs::SuiteEntry e = SingleEntry(args.target);
-    graphs_out.push_back({graphs::ComputeStats(graphs::MaterializeGraph(e)), "", e.Spec()});
+    graphs_out.push_back({graphs::ComputeStats(Generated(args.target)), "", args.target});
   } else {
     graphs_out.push_back({graphs::ComputeStats(graphs::LoadGraph(args.target)), "", args.target});
   }
@@ -262,7 +253,7 @@ int ExportCommand(const GraphsArgs& args) {
     }
     g = graphs::MaterializeGraph(*found);
   } else if (StartsWith(args.target, "gen:")) {
-    g = graphs::MaterializeGraph(SingleEntry(args.target));
+    g = Generated(args.target);
   } else {
     g = graphs::LoadGraph(args.target);
   }
