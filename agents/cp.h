@@ -8,6 +8,7 @@
 //                       once, at most one op per device and step, within
 //                       its ASAP/ALAP window);
 //   precedence          step(j) >= step(i) + 1 for every edge i -> j;
+//                       no empty step before a busy one (symmetry);
 //   L[k,d,t] in [0,1]   tensor k (an output of op i) is resident on d at t:
 //                       L >= x[i,d,t] (allocated while i runs) and, for each
 //                       consumer j of k, L >= started(i, t-1) + runs_on(j, d,
@@ -15,9 +16,11 @@
 //                       received copy on j's device, until j has run);
 //   M >= persistent(d) + sum_k bytes(k) L[k,d,t]   for every d, t, and the
 //                       same sum <= capacity(d);  minimize M (bytes).
-// Transfers take no step, so the model's peak is the simulator's peak when
-// transfers are fast; the decision is re-evaluated in the simulator anyway.
-// The decision: the model's placement, priorities ordering ops by step.
+// The decision: the model's placement, priorities ordering ops by step,
+// re-evaluated in the simulator. The model is synchronous (common steps,
+// transfers take no step, devices may idle); the simulator never idles a
+// device with a ready op, so on several devices the simulated peak can exceed
+// the model's (docs/DEVIATIONS.md). On one device they agree.
 #ifndef GOSIM_AGENTS_CP_H_
 #define GOSIM_AGENTS_CP_H_
 

@@ -1,6 +1,7 @@
 // Checked JSON access for the readers, and the schema dispatch of ReadTrace.
 #include "calibration/trace_parse.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -237,8 +238,8 @@ Json ParseJson(std::string_view text, const std::string& source) {
     return Json::parse(text.begin(), text.end());
   } catch (const Json::parse_error& e) {
     Location where{source};
-    where.byte_offset = static_cast<int64_t>(e.byte);
     const bool truncated = e.byte >= text.size();
+    where.byte_offset = static_cast<int64_t>(std::min<size_t>(e.byte, text.size()));
     std::string what = e.what();
     const size_t pos = what.find("syntax error");
     if (pos != std::string::npos) what = what.substr(pos);

@@ -6,6 +6,8 @@
 
 namespace gosim::calibration::testing {
 
+// clang-format off
+
 // Current Kineto schema. Times in microseconds from 1000 (the origin):
 //   ProfilerStep#7 [0, 100) and ProfilerStep#8 [100, 150) on thread 10;
 //   aten::linear [5, 35) > aten::addmm [10, 30) launches gemm [20, 30) on
@@ -16,7 +18,7 @@ namespace gosim::calibration::testing {
 //   record_param_comms on thread 11 launches an NCCL all-reduce [75, 95) on
 //   stream 20 of 1000 floats;
 //   a memset of 64 B [110, 111) inside aten::zero_ [105, 115) in step 8.
-inline const std::string kKinetoTrace = R"({
+inline const std::string kKinetoTrace = R"json({
  "schemaVersion": 1,
  "deviceProperties": [{"id": 0, "name": "NVIDIA A100-SXM4-40GB", "totalGlobalMem": 42297524224,
                        "computeMajor": 8, "computeMinor": 0, "numSms": 108}],
@@ -38,11 +40,8 @@ inline const std::string kKinetoTrace = R"({
   {"ph": "X", "cat": "cpu_op", "name": "aten::to", "pid": 10, "tid": 10, "ts": 1055, "dur": 20,
    "args": {"External id": 5, "Input Dims": [[8, 32], [], []], "Input type": ["float", "", ""]}},
   {"ph": "X", "cat": "cuda_runtime", "name": "cudaMemcpyAsync", "pid": 10, "tid": 10, "ts": 1056, "dur": 15, "args": {"External id": 5, "correlation": 102}},
-  {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy DtoH (Device -> Pageable)",
-                         "pid" : 0, "tid" : 7, "ts" : 1060, "dur" : 8, "args" : {
-  "device" : 0, "stream" : 7, "correlation" : 102, "bytes" : 1024, "memory bandwidth (GB/s)" : 0.128
-}
-},
+  {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy DtoH (Device -> Pageable)", "pid": 0, "tid": 7, "ts": 1060, "dur": 8,
+   "args": {"device": 0, "stream": 7, "correlation": 102, "bytes": 1024, "memory bandwidth (GB/s)": 0.128}},
   {"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": 10, "tid": 11, "ts": 1070, "dur": 10,
    "args": {"External id": 6, "Collective name": "allreduce", "In msg nelems": 1000, "Out msg nelems": 1000, "dtype": "Float", "Group size": 2}},
   {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 10, "tid": 11, "ts": 1072, "dur": 3, "args": {"External id": 6, "correlation": 103}},
@@ -56,11 +55,11 @@ inline const std::string kKinetoTrace = R"({
   {"name": "thread_name", "ph": "M", "ts": 1000, "pid": 10, "tid": 11, "args": {"name": "backward"}},
   {"ph": "i", "s": "t", "name": "[memory]", "pid": 10, "tid": 10, "ts": 1001, "args": {"Bytes": 4}}
  ]
-})";
+})json";
 
 // Legacy Kineto schema (PyTorch 1.8): Operator / Runtime / Kernel, "external
 // id", string tids, the step as an Operator.
-inline const std::string kLegacyTrace = R"({
+inline const std::string kLegacyTrace = R"json({
  "schemaVersion": 1,
  "deviceProperties": [{"id": 0, "name": "Tesla V100-SXM2-16GB", "totalGlobalMem": 16945512448, "computeMajor": 7, "computeMinor": 0, "numSms": 80}],
  "traceEvents": [
@@ -73,7 +72,9 @@ inline const std::string kLegacyTrace = R"({
    "args": {"queued": 0, "device": 0, "context": 1, "stream": 7, "correlation": 9, "external id": 2}},
   {"ph": "s", "id": 9, "pid": 5, "tid": 5, "ts": 210, "cat": "async", "name": "launch"}
  ]
-})";
+})json";
+
+// clang-format on
 
 }  // namespace gosim::calibration::testing
 
