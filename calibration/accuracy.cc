@@ -133,6 +133,12 @@ AccuracyReport EvaluateTransfer(const sim::DeviceProfile& profile, const TraceSa
   std::vector<int32_t> ordered(chosen.begin(), chosen.end());
   AccuracyReport report;
   report.per_step.resize(ordered.size());
+  for (int32_t step : ordered) {
+    if (step >= 0 && step < static_cast<int32_t>(target.step_numbers.size())) {
+      report.test_steps.push_back(target.step_numbers[static_cast<size_t>(step)]);
+    }
+  }
+  if (report.test_steps.size() != ordered.size()) report.test_steps.clear();
   for (const OpSample& s : target.ops) {
     if (chosen.count(s.step) == 0) continue;
     std::string name = s.type;
@@ -167,8 +173,6 @@ std::map<std::string, std::string> DefaultOpAliases() {
   const std::vector<std::pair<std::string, std::string>> pairs = {
       {"aten::convolution_backward", "aten::cudnn_convolution_backward"},
       {"aten::native_batch_norm_backward", "aten::cudnn_batch_norm_backward"},
-      {"aten::_foreach_add_", "aten::add_"},
-      {"aten::_foreach_mul_", "aten::mul_"},
   };
   std::map<std::string, std::string> aliases;
   for (const auto& [a, b] : pairs) {
@@ -182,9 +186,11 @@ std::string FormatAccuracy(const AccuracyReport& report, int top) {
   std::string out;
   char line[256];
   if (!report.title.empty()) out += report.title + "\n";
-  if (!report.train_steps.empty() || !report.test_steps.empty()) {
+  if (!report.train_steps.empty()) {
     out += "  fitted on steps " + StepList(report.train_steps) + ", predicted steps " +
            StepList(report.test_steps) + "\n";
+  } else if (!report.test_steps.empty()) {
+    out += "  predicted steps " + StepList(report.test_steps) + "\n";
   }
   std::snprintf(
       line, sizeof(line),

@@ -36,6 +36,7 @@ TraceSamples ExtractSamples(const Trace& trace) {
   TraceSamples out;
   out.source = trace.source;
   out.device_kind = trace.DeviceKind();
+  for (const ProfilerStep& step : trace.steps) out.step_numbers.push_back(step.number);
   const size_t n = trace.activities.size();
   out.activity_op.assign(n, -1);
   out.activity_transfer.assign(n, -1);

@@ -44,6 +44,7 @@ struct TransferSample {
 struct TraceSamples {
   std::string source;
   std::string device_kind;
+  std::vector<int64_t> step_numbers;  // of the trace's steps, by index
   std::vector<OpSample> ops;
   std::vector<TransferSample> transfers;
   // Per trace activity: its op sample / transfer sample, or -1.

@@ -28,10 +28,10 @@ class BrkgaAgent : public Agent {
 // Defaults of `tuned_brkga`, from the grid search recorded in docs/AGENTS.md.
 brkga::BrkgaOptions TunedDefaults() {
   brkga::BrkgaOptions o;
-  o.population = 100;
-  o.elite_fraction = 0.2;
-  o.mutant_fraction = 0.2;
-  o.elite_bias = 0.7;
+  o.population = 50;
+  o.elite_fraction = 0.3;
+  o.mutant_fraction = 0.1;
+  o.elite_bias = 0.6;
   return o;
 }
 
