@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <set>
+#include <tuple>
 
 #include "calibration/fit.h"
 
@@ -99,6 +100,37 @@ AccuracyReport EvaluateHoldout(const TraceSamples& samples, const std::vector<in
   AccuracyReport report = EvaluateSteps(profile, samples, holdout);
   report.train_steps = train_numbers;
   report.test_steps = test_numbers;
+  return report;
+}
+
+AccuracyReport EvaluateUnseenShapes(const TraceSamples& samples, const FitOptions& options, int folds) {
+  folds = std::max(2, folds);
+  std::map<std::tuple<std::string, double, double>, int32_t> fold_of;
+  for (const OpSample& s : samples.ops) {
+    if (s.step >= 0 && s.has_shapes) fold_of.emplace(std::make_tuple(s.type, s.flops, s.bytes), 0);
+  }
+  int32_t next = 0;
+  for (auto& [key, fold] : fold_of) fold = next++ % folds;
+  auto fold_of_sample = [&](const OpSample& s) {
+    const auto it = fold_of.find(std::make_tuple(s.type, s.flops, s.bytes));
+    return it == fold_of.end() || s.step < 0 || !s.has_shapes ? -1 : it->second;
+  };
+  AccuracyReport report;
+  for (int32_t fold = 0; fold < folds; ++fold) {
+    const sim::DeviceProfile profile = FitProfileIf(
+        samples, options,
+        [&](const OpSample& s) {
+          const int32_t f = fold_of_sample(s);
+          return f >= 0 && f != fold;
+        },
+        [](const TransferSample&) { return false; });
+    for (const OpSample& s : samples.ops) {
+      if (fold_of_sample(s) != fold) continue;
+      const double p = PredictSample(profile, s);
+      report.ops.Add(p, s.time);
+      report.per_type[s.type].Add(p, s.time);
+    }
+  }
   return report;
 }
 

@@ -70,6 +70,12 @@ struct FitOptions;
 AccuracyReport EvaluateHoldout(const TraceSamples& samples, const std::vector<int64_t>& step_numbers,
                                const std::vector<int32_t>& holdout, const FitOptions& options);
 
+// Cross-validation over input shapes: the op samples are grouped by (type,
+// FLOPs, bytes), the groups dealt round-robin into `folds` folds, and each
+// fold is predicted by a profile fitted on the others, so no prediction has
+// seen its shape. Measures how the fit generalizes to new graphs.
+AccuracyReport EvaluateUnseenShapes(const TraceSamples& samples, const FitOptions& options, int folds = 5);
+
 // Predicts `target` with `profile` (fitted on `source`). `aliases` maps a
 // target op name to the source's name for the same op (PyTorch renames);
 // `steps` are the target step indices to predict (empty = every step).

@@ -179,19 +179,27 @@ sim::LinkFit FitLinkCost(const std::vector<const TransferSample*>& samples, cons
 sim::DeviceProfile FitProfile(const TraceSamples& samples, const FitOptions& options,
                               const std::vector<int32_t>& steps, const std::vector<int64_t>& step_numbers) {
   const std::set<int32_t> chosen(steps.begin(), steps.end());
-  auto selected = [&](int32_t step) { return chosen.empty() || chosen.count(step) > 0; };
+  return FitProfileIf(
+      samples, options, [&](const OpSample& s) { return chosen.empty() || chosen.count(s.step) > 0; },
+      [&](const TransferSample& t) { return chosen.empty() || chosen.count(t.step) > 0; }, step_numbers);
+}
+
+sim::DeviceProfile FitProfileIf(const TraceSamples& samples, const FitOptions& options,
+                                const std::function<bool(const OpSample&)>& use_op,
+                                const std::function<bool(const TransferSample&)>& use_transfer,
+                                const std::vector<int64_t>& step_numbers) {
   std::map<std::string, std::vector<const OpSample*>> by_type;
   std::map<graphs::OpClass, std::vector<const OpSample*>> by_class;
   std::vector<const OpSample*> all;
   for (const OpSample& s : samples.ops) {
-    if (!selected(s.step)) continue;
+    if (!use_op(s)) continue;
     by_type[s.type].push_back(&s);
     by_class[s.op_class].push_back(&s);
     all.push_back(&s);
   }
   std::map<std::string, std::vector<const TransferSample*>> by_link;
   for (const TransferSample& t : samples.transfers) {
-    if (selected(t.step)) by_link[t.link].push_back(&t);
+    if (use_transfer(t)) by_link[t.link].push_back(&t);
   }
   sim::DeviceProfile profile;
   profile.device_kind = samples.device_kind;
@@ -201,8 +209,9 @@ sim::DeviceProfile FitProfile(const TraceSamples& samples, const FitOptions& opt
   profile.launch_overhead = samples.launch_overhead;
   profile.fallback = FitKernelCost(all, options);
   for (const auto& [type, list] : by_type) profile.op_types[type] = FitKernelCost(list, options);
-  for (const auto& [cls, list] : by_class)
+  for (const auto& [cls, list] : by_class) {
     profile.op_classes[static_cast<size_t>(cls)] = FitKernelCost(list, options);
+  }
   for (const auto& [link, list] : by_link) profile.links[link] = FitLinkCost(list, options);
   return profile;
 }

@@ -13,6 +13,7 @@
 #ifndef GOSIM_CALIBRATION_FIT_H_
 #define GOSIM_CALIBRATION_FIT_H_
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -52,6 +53,13 @@ sim::LinkFit FitLinkCost(const std::vector<const TransferSample*>& samples, cons
 sim::DeviceProfile FitProfile(const TraceSamples& samples, const FitOptions& options,
                               const std::vector<int32_t>& steps,
                               const std::vector<int64_t>& step_numbers = {});
+
+// The same for the op and transfer samples that `use_op` / `use_transfer`
+// accept.
+sim::DeviceProfile FitProfileIf(const TraceSamples& samples, const FitOptions& options,
+                                const std::function<bool(const OpSample&)>& use_op,
+                                const std::function<bool(const TransferSample&)>& use_transfer,
+                                const std::vector<int64_t>& step_numbers = {});
 
 // Predicted kernel time of an op (seconds, launch overhead excluded) and of
 // a transfer, as the simulator's calibrated cost model computes them. A

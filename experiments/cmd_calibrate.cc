@@ -210,6 +210,12 @@ int Calibrate(const CalibrateArgs& args) {
           "--step-pattern)\n",
           trace.steps.size());
     }
+    AccuracyReport unseen = calibration::EvaluateUnseenShapes(samples, fit);
+    if (unseen.ops.count > 0) {
+      unseen.title =
+          "\n== unseen-shape kernel-time accuracy (5-fold cross-validation over (op type, FLOPs, bytes) groups)";
+      std::printf("%s", calibration::FormatAccuracy(unseen).c_str());
+    }
     if (args.replay && !trace.steps.empty()) {
       std::vector<int32_t> train;
       std::vector<int64_t> train_numbers;

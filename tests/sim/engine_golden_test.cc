@@ -4,6 +4,8 @@
 #include <doctest/doctest.h>
 
 #include "core/error.h"
+#include "graphs/graph_builder.h"
+#include "sim/cost_model.h"
 #include "sim/evaluator.h"
 #include "sim/timeline.h"
 #include "tests/sim/engine_test_util.h"
@@ -337,6 +339,53 @@ TEST_CASE("golden: shared resource contention") {
   CHECK(r.critical_path.steps[2].reason == CriticalStep::Reason::kResource);
   Evaluator ev_free(g, free, Linear());
   CHECK(ev_free.Evaluate(d).step_time == 2.5);
+}
+
+TEST_CASE("golden: a YAML cluster, and the dgx1_v100 preset with the roofline model") {
+  // The shared-switch scenario above, with the cluster written in YAML:
+  // a:0 [1, 2], a:1 [2, 3]; b [2, 3], c [3, 4] -> step 4.
+  const Cluster pcie = ParseCluster(
+      "devices:\n"
+      "  - {name: g, count: 3, kind: test, peak_flops_fp32: 1, memory_bandwidth: 1e30, memory_capacity: "
+      "1e9}\n"
+      "resources:\n"
+      "  - {name: sw, bandwidth: 100}\n"
+      "links:\n"
+      "  - {src: g0, dst: [g1, g2], bandwidth: 200, resources: [sw]}\n"
+      "  - {src: [g1, g2], dst: g0, bandwidth: 200}\n"
+      "  - {src: g1, dst: g2, bandwidth: 200, bidirectional: true}\n",
+      "pcie.yaml");
+  const auto g = MakeGraph({{"a", 1, {100, 100}}, {"b", 1, {}, {"a:0"}}, {"c", 1, {}, {"a:1"}}});
+  Evaluator ev(g, pcie, Linear());
+  CHECK(ev.Evaluate(Place({0, 1, 2})).step_time == 4.0);
+
+  // On a DGX-1 a chain on one GPU takes the sum of its roofline times, and
+  // gpu0 -> gpu5 (no NVLink between them) crosses PCIe through the host.
+  const Cluster dgx = LoadCluster("dgx1_v100");
+  graphs::GraphBuilder builder("mlp");
+  for (int i = 0; i < 3; ++i) {
+    graphs::NodeSpec spec;
+    spec.name = "mm" + std::to_string(i);
+    spec.op = "MatMul";
+    spec.flops = 2.0 * 1024 * 1024 * 1024;
+    spec.bytes_read = 8 << 20;
+    spec.bytes_written = 4 << 20;
+    spec.outputs.push_back(graphs::TensorInfo{4 << 20, {1024, 1024}, graphs::DType::kFloat32});
+    builder.AddNode(std::move(spec));
+    if (i > 0) builder.AddEdge(i - 1, i, 0);
+  }
+  const graphs::Graph mlp = builder.Build();
+  const auto roofline = MakeCostModel("roofline");
+  Evaluator dev(mlp, dgx, roofline);
+  double sum = 0.0;
+  for (int v = 0; v < 3; ++v) sum += roofline->NodeTime(mlp, v, dgx.device(0));
+  CHECK(sum > 0.0);
+  CHECK(dev.Evaluate(Place({0, 0, 0})).step_time == sum);
+  const SimResult r = dev.Simulate(Place({0, 5, 5}), true);
+  REQUIRE(r.transfer_hops.size() == 2);
+  CHECK(dgx.links()[r.transfer_hops[0].link].dst == Cluster::kHost);
+  CHECK(r.step_time > sum);
+  CHECK(r.feasible);
 }
 
 TEST_CASE("golden: store-and-forward through the host") {
