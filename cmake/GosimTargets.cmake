@@ -17,3 +17,19 @@ function(gosim_module name)
   target_include_directories(gosim_${name} PUBLIC ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR})
   target_link_libraries(gosim_${name} PUBLIC ${ARG_DEPS} PRIVATE gosim_options)
 endfunction()
+
+# gosim_torch_module(NAME SOURCES ... DEPS ...): a gosim_module linked to
+# LibTorch, for the only two places allowed to include torch headers: the
+# learned agents (agents/learned/) and calibration's hardware executor
+# (calibration/hardware/). Every source gets cmake/torch_pch.h as a
+# precompiled header, so the torch headers are parsed once per target.
+# Torch's include directories are SYSTEM so that our warnings stay on for
+# our code only. Only defined when GOSIM_WITH_TORCH is ON.
+function(gosim_torch_module name)
+  cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
+  gosim_module(${name} SOURCES ${ARG_SOURCES} DEPS ${ARG_DEPS})
+  target_include_directories(gosim_${name} SYSTEM PUBLIC ${TORCH_INCLUDE_DIRS})
+  target_link_libraries(gosim_${name} PUBLIC ${TORCH_LIBRARIES})
+  target_compile_definitions(gosim_${name} PUBLIC GOSIM_WITH_TORCH=1)
+  target_precompile_headers(gosim_${name} PRIVATE ${PROJECT_SOURCE_DIR}/cmake/torch_pch.h)
+endfunction()

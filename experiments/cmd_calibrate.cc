@@ -213,7 +213,8 @@ int Calibrate(const CalibrateArgs& args) {
     AccuracyReport unseen = calibration::EvaluateUnseenShapes(samples, fit);
     if (unseen.ops.count > 0) {
       unseen.title =
-          "\n== unseen-shape kernel-time accuracy (5-fold cross-validation over (op type, FLOPs, bytes) groups)";
+          "\n== unseen-shape kernel-time accuracy (5-fold cross-validation over (op type, FLOPs, bytes) "
+          "groups)";
       std::printf("%s", calibration::FormatAccuracy(unseen).c_str());
     }
     if (args.replay && !trace.steps.empty()) {

@@ -6,7 +6,6 @@
 #include <cmath>
 #include <filesystem>
 #include <map>
-#include <mutex>
 #include <set>
 #include <unordered_set>
 
@@ -376,23 +375,12 @@ Suite LoadSuite(const std::string& path) {
 Graph MaterializeGraph(const SuiteEntry& entry) {
   Graph g;
   if (entry.kind == SuiteEntry::Kind::kGenerator) {
-    YAML::Node params(YAML::NodeType::Map);
-    {
-      // The entry's params nodes are shared between entries (and threads):
-      // build a private mapping that references them without modifying them.
-      static std::mutex mutex;
-      std::lock_guard<std::mutex> lock(mutex);
-      if (entry.params && entry.params.IsMap()) {
-        for (auto it = entry.params.begin(); it != entry.params.end(); ++it) {
-          const std::string key = it->first.Scalar();
-          if (key == "name" || (key == "seed" && entry.seed)) continue;
-          params.force_insert(it->first, it->second);
-        }
-      }
-      params["name"] = entry.name;
-      if (entry.seed) params["seed"] = static_cast<int64_t>(*entry.seed);
-    }
-    g = Generate(entry.generator, params, entry.where.file, entry.params_path);
+    // The params mapping is shared by every copy of an entry and only read;
+    // name and seed come as overrides (fresh nodes, so the suite's YAML
+    // document is never touched).
+    GeneratorParams::Overrides overrides{{"name", YAML::Node(entry.name)}};
+    if (entry.seed) overrides.emplace_back("seed", YAML::Node(static_cast<int64_t>(*entry.seed)));
+    g = Generate(entry.generator, entry.params, entry.where.file, entry.params_path, std::move(overrides));
   } else {
     g = LoadGraph(entry.path);
   }

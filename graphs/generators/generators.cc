@@ -9,8 +9,24 @@
 
 namespace gosim::graphs {
 
-GeneratorParams::GeneratorParams(const YAML::Node& params, std::string file, std::string path)
-    : map_(params, std::move(file), std::move(path)) {}
+GeneratorParams::GeneratorParams(const YAML::Node& params, std::string file, std::string path,
+                                 Overrides overrides)
+    : map_(params, std::move(file), std::move(path)), overrides_(std::move(overrides)) {}
+
+YAML::Node GeneratorParams::Value(const std::string& key) {
+  const YAML::Node value = map_.Node(key);  // marks the key as used
+  for (const auto& [k, v] : overrides_) {
+    if (k == key) return v;
+  }
+  return value;
+}
+
+template <typename T>
+T GeneratorParams::Read(const std::string& key, const T& fallback) {
+  const YAML::Node value = Value(key);
+  if (!value || value.IsNull()) return fallback;
+  return YamlAs<T>(value, map_.file(), map_.ChildPath(key));
+}
 
 void GeneratorParams::Fail(const std::string& key, const std::string& message,
                            const std::string& hint) const {
@@ -18,7 +34,7 @@ void GeneratorParams::Fail(const std::string& key, const std::string& message,
 }
 
 int64_t GeneratorParams::Int(const std::string& key, int64_t fallback, int64_t min, int64_t max) {
-  const int64_t v = map_.Get<int64_t>(key, fallback);
+  const int64_t v = Read<int64_t>(key, fallback);
   if (v < min || v > max) {
     Fail(key,
          "is " + std::to_string(v) + ", outside [" + std::to_string(min) + ", " + std::to_string(max) + "]");
@@ -27,7 +43,7 @@ int64_t GeneratorParams::Int(const std::string& key, int64_t fallback, int64_t m
 }
 
 double GeneratorParams::Double(const std::string& key, double fallback, double min, double max) {
-  const double v = map_.Get<double>(key, fallback);
+  const double v = Read<double>(key, fallback);
   if (!std::isfinite(v) || v < min || v > max) {
     Fail(key,
          "is " + std::to_string(v) + ", outside [" + std::to_string(min) + ", " + std::to_string(max) + "]");
@@ -36,11 +52,11 @@ double GeneratorParams::Double(const std::string& key, double fallback, double m
 }
 
 bool GeneratorParams::Bool(const std::string& key, bool fallback) {
-  return map_.Get<bool>(key, fallback);
+  return Read<bool>(key, fallback);
 }
 
 std::string GeneratorParams::String(const std::string& key, const std::string& fallback) {
-  return map_.Get<std::string>(key, fallback);
+  return Read<std::string>(key, fallback);
 }
 
 std::string GeneratorParams::Choice(const std::string& key, const std::string& fallback,
@@ -54,16 +70,17 @@ std::string GeneratorParams::Choice(const std::string& key, const std::string& f
 
 std::vector<int64_t> GeneratorParams::IntList(const std::string& key, const std::vector<int64_t>& fallback,
                                               int64_t min, int64_t max) {
-  const auto v = map_.Maybe<std::vector<int64_t>>(key);
-  if (!v) return fallback;
-  if (v->empty()) Fail(key, "is an empty list");
-  for (int64_t x : *v) {
+  const YAML::Node node = Value(key);
+  if (!node || node.IsNull()) return fallback;
+  const std::vector<int64_t> v = YamlAs<std::vector<int64_t>>(node, map_.file(), map_.ChildPath(key));
+  if (v.empty()) Fail(key, "is an empty list");
+  for (int64_t x : v) {
     if (x < min || x > max) {
       Fail(key, "has " + std::to_string(x) + ", outside [" + std::to_string(min) + ", " +
                     std::to_string(max) + "]");
     }
   }
-  return *v;
+  return v;
 }
 
 gen::ModelOptions GeneratorParams::Model(int64_t default_batch, bool default_training) {
@@ -100,8 +117,8 @@ std::vector<GeneratorInfo> ListGenerators() {
 }
 
 Graph Generate(const std::string& name, const YAML::Node& params, const std::string& source_for_errors,
-               const std::string& params_path) {
-  GeneratorParams p(params, source_for_errors, params_path);
+               const std::string& params_path, GeneratorParams::Overrides overrides) {
+  GeneratorParams p(params, source_for_errors, params_path, std::move(overrides));
   Location where = p.map().Where();
   Graph g = Generators().Create(name, p, where);
   p.Finish();

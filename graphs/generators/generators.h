@@ -32,9 +32,15 @@ namespace gosim::graphs {
 // record every key used, so Finish() can reject the others.
 class GeneratorParams {
  public:
+  // Values set from outside the mapping (e.g. a suite's name and seed),
+  // read in place of the mapping's own.
+  using Overrides = std::vector<std::pair<std::string, YAML::Node>>;
+
   // `params` is the mapping (a null node means no parameters); `file` and
   // `path` locate it for error messages (e.g. "suite.yaml", "graphs[2].params").
-  GeneratorParams(const YAML::Node& params, std::string file, std::string path);
+  // `params` is only read, never modified, so one mapping may be shared by
+  // several generations (and threads).
+  GeneratorParams(const YAML::Node& params, std::string file, std::string path, Overrides overrides = {});
 
   int64_t Int(const std::string& key, int64_t fallback, int64_t min, int64_t max);
   double Double(const std::string& key, double fallback, double min, double max);
@@ -60,7 +66,13 @@ class GeneratorParams {
   YamlMap& map() { return map_; }
 
  private:
+  // The value of `key`: its override, or the mapping's (null when absent).
+  YAML::Node Value(const std::string& key);
+  template <typename T>
+  T Read(const std::string& key, const T& fallback);
+
   YamlMap map_;
+  Overrides overrides_;
 };
 
 using GeneratorRegistry = Registry<Graph, GeneratorParams&>;
@@ -77,9 +89,10 @@ std::vector<GeneratorInfo> ListGenerators();
 
 // Builds graph `name` from `params` (a mapping, or null for defaults).
 // `source_for_errors` names where the parameters come from (a file, or
-// "command line"); `params_path` is their YAML path in that file.
+// "command line"); `params_path` is their YAML path in that file;
+// `overrides` replace parameters of the mapping. Thread-safe.
 Graph Generate(const std::string& name, const YAML::Node& params, const std::string& source_for_errors,
-               const std::string& params_path = "params");
+               const std::string& params_path = "params", GeneratorParams::Overrides overrides = {});
 
 // Parses a command-line generator target "NAME" or "NAME:k=v,k=v" (values
 // are YAML scalars or flow lists, e.g. "gnmt:layers=8,training=true" or

@@ -141,6 +141,27 @@ TEST_CASE("a profile: types, classes, default, links; its YAML round-trips throu
   CHECK(one.op_types.at("aten::mm").samples == 5);
 }
 
+TEST_CASE("unseen-shape cross-validation of an exactly linear op type") {
+  TraceSamples samples;
+  for (int step = 0; step < 2; ++step) {
+    for (int i = 1; i <= 10; ++i)
+      samples.ops.push_back(Sample("aten::mm", i * 1e9, i * 3e6, 1e-6 + i * 1e-4, step));
+  }
+  const AccuracyReport r = EvaluateUnseenShapes(samples, FitOptions{}, 5);
+  CHECK(r.ops.count == 20);
+  CHECK(r.ops.mape() < 1e-6);
+  CHECK(r.per_type.at("aten::mm").count == 20);
+}
+
+TEST_CASE("the calibrated profiles in configs/calibrated load in the simulator") {
+  for (const char* name : {"v100_resnet50", "a100_resnet50_ddp", "a100_recsys", "a100_alexnet"}) {
+    const sim::DeviceProfile p = sim::LoadDeviceProfile(std::string("configs/calibrated/") + name + ".yaml");
+    CHECK(!p.device_kind.empty());
+    CHECK(!p.op_types.empty());
+    CHECK(p.launch_overhead > 0.0);
+  }
+}
+
 TEST_CASE("option names") {
   CHECK(ParseFitMethod("nnls") == FitMethod::kNnls);
   CHECK(ParseWeighting("sqrt") == Weighting::kSqrt);

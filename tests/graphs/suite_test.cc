@@ -105,6 +105,11 @@ graphs:
       Generate("regal_random", YAML::Load("{min_nodes: 10, max_nodes: 20, seed: 7, name: regal_7}"), "x");
   CHECK(direct.num_edges() == g7.num_edges());
   CHECK(MaterializeGraph(s.entries[5]).num_nodes() == 12);
+  // Materializing reads the shared params mapping without changing it.
+  const YAML::Node& params = s.entries[3].params;
+  CHECK(params.size() == 2);
+  CHECK_FALSE(params["name"]);
+  CHECK_FALSE(params["seed"]);
 }
 
 TEST_CASE("Suites: fraction and count splits are seeded shuffles") {
