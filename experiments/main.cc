@@ -10,8 +10,14 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "experiments/commands.h"
+#ifdef GOSIM_WITH_TORCH
+#include "agents/learned/register.h"
+#endif
 
 int main(int argc, char** argv) {
+#ifdef GOSIM_WITH_TORCH
+  gosim::agents::RegisterLearnedAgents();
+#endif
   CLI::App app{"gosim: learned optimization of ML computation graphs on a simulated multi-GPU machine"};
   app.require_subcommand(1);
   std::string log_level;
