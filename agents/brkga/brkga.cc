@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <stdexcept>
+#include <string>
 #include <vector>
 
 #include "agents/options_util.h"
@@ -65,7 +67,7 @@ void Crossover(const double* elite, const double* other, double* child, size_t s
 }  // namespace
 
 AgentResult RunBrkga(const Problem& problem, const BrkgaOptions& options, const GeneSampler& sampler,
-                     const ProgressFn& progress) {
+                     const ProgressFn& progress, std::span<const std::vector<double>> initial) {
   SearchTracker tracker(problem, progress, options.evaluations);
   const ChromosomeLayout layout = LayoutFor(problem, options);
   const size_t length = layout.size();
@@ -106,7 +108,19 @@ AgentResult RunBrkga(const Problem& problem, const BrkgaOptions& options, const 
       pool_score[static_cast<size_t>(i)] = tracker.Score(evaluations[static_cast<size_t>(i)]);
     }
   };
-  auto fresh = [&](int32_t, Rng& rng, double* chromosome) { sampler.Sample(rng, {chromosome, length}); };
+  for (const std::vector<double>& chromosome : initial) {
+    if (chromosome.size() != length) {
+      throw std::invalid_argument("BRKGA warm start: a chromosome has " + std::to_string(chromosome.size()) +
+                                  " genes, the layout " + std::to_string(length));
+    }
+  }
+  auto fresh = [&](int32_t i, Rng& rng, double* chromosome) {
+    if (static_cast<size_t>(i) < initial.size()) {
+      std::copy(initial[static_cast<size_t>(i)].begin(), initial[static_cast<size_t>(i)].end(), chromosome);
+    } else {
+      sampler.Sample(rng, {chromosome, length});
+    }
+  };
 
   // Generation 0: the whole population is sampled.
   int32_t alive = static_cast<int32_t>(std::min<int64_t>(population, tracker.Remaining()));

@@ -19,6 +19,8 @@
 #define GOSIM_AGENTS_BRKGA_BRKGA_H_
 
 #include <cstdint>
+#include <span>
+#include <vector>
 
 #include "agents/agent.h"
 #include "agents/brkga/chromosome.h"
@@ -47,9 +49,11 @@ struct BrkgaOptions {
 };
 
 // Runs BRKGA on `problem`, fresh chromosomes drawn from `sampler`.
-// AgentResult::extra holds "generations".
+// `initial` chromosomes (each of LayoutFor(...).size() genes; at most the
+// population) take the first places of generation 0 instead of sampled
+// ones: a warm start. AgentResult::extra holds "generations".
 AgentResult RunBrkga(const Problem& problem, const BrkgaOptions& options, const GeneSampler& sampler,
-                     const ProgressFn& progress = {});
+                     const ProgressFn& progress = {}, std::span<const std::vector<double>> initial = {});
 
 // The layout RunBrkga uses for `problem` (so a learned sampler can size its
 // Beta parameters).

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cassert>
+#include <numeric>
+#include <vector>
 
 namespace gosim::agents::brkga {
 
@@ -41,6 +43,54 @@ void ChromosomeLayout::Decode(std::span<const double> genes, sim::Decision* out)
     out->transfer_priority.clear();
   }
   out->fusion_group.clear();
+}
+
+namespace {
+
+// Writes the ranks of `values`, scaled into (0, 1), to `out`. Among equal
+// values the lower index gets the higher rank, as the simulator's queues
+// break priority ties by lower id first.
+void RankScaled(std::span<const double> values, double* out) {
+  std::vector<int32_t> order(values.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    const double va = values[static_cast<size_t>(a)], vb = values[static_cast<size_t>(b)];
+    return va < vb || (va == vb && a > b);
+  });
+  const double n = static_cast<double>(values.size());
+  for (size_t r = 0; r < order.size(); ++r) {
+    out[static_cast<size_t>(order[r])] = (static_cast<double>(r) + 0.5) / n;
+  }
+}
+
+}  // namespace
+
+void ChromosomeLayout::Encode(const sim::Decision& decision, std::span<double> genes) const {
+  assert(genes.size() == size_);
+  assert(decision.placement.size() == static_cast<size_t>(num_nodes_));
+  for (int32_t v = 0; v < num_nodes_; ++v) {
+    const int32_t device = decision.placement[static_cast<size_t>(v)];
+    for (int32_t d = 0; d < num_devices_; ++d) genes[placement_gene(v, d)] = d == device ? 0.75 : 0.25;
+  }
+  if (priority_genes_) {
+    double* out = genes.data() + priority_offset_;
+    if (decision.has_priority()) {
+      RankScaled(decision.priority, out);
+    } else {
+      // Higher runs first: node 0 gets the highest priority.
+      for (int32_t v = 0; v < num_nodes_; ++v) {
+        out[v] = (static_cast<double>(num_nodes_ - v) - 0.5) / static_cast<double>(num_nodes_);
+      }
+    }
+  }
+  if (transfer_genes_) {
+    double* out = genes.data() + transfer_offset_;
+    if (decision.has_transfer_priority() && decision.transfer_priority.size() == size_ - transfer_offset_) {
+      RankScaled(decision.transfer_priority, out);
+    } else {
+      std::fill(out, genes.data() + size_, 0.5);
+    }
+  }
 }
 
 }  // namespace gosim::agents::brkga

@@ -49,6 +49,16 @@ class ChromosomeLayout {
   // Writes the decision `genes` encode into `out`, reusing its storage.
   void Decode(std::span<const double> genes, sim::Decision* out) const;
 
+  // A chromosome that decodes to `decision`'s placement (affinity 0.75 for
+  // its device, 0.25 for the others, so that crossover of two encoded
+  // parents keeps one parent's device), with its priorities (or, when it has
+  // none, the topological order: earlier nodes first) and its transfer
+  // priorities mapped by rank into (0, 1); without transfer priorities every
+  // transfer gene is 0.5, which keeps the links FIFO exactly as without
+  // them. Used to warm-start the population with heuristic decisions.
+  // `genes` has size() elements.
+  void Encode(const sim::Decision& decision, std::span<double> genes) const;
+
  private:
   int32_t num_nodes_;
   int32_t num_tensors_;
