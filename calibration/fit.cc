@@ -8,6 +8,7 @@
 
 #include "calibration/nnls.h"
 #include "core/error.h"
+#include "core/stats.h"
 
 namespace gosim::calibration {
 namespace {
@@ -16,16 +17,6 @@ namespace {
 constexpr double kMinTime = 1.0e-6;
 // A link whose time does not grow with size within the observed range.
 constexpr double kUnboundedBandwidth = 1.0e15;
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  const size_t mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
-  double m = v[mid];
-  if (v.size() % 2 == 0)
-    m = 0.5 * (m + *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid)));
-  return m;
-}
 
 // Solves time ~ x . features with x >= 0; columns are scaled to unit maximum
 // for conditioning and all-zero columns get a zero coefficient.

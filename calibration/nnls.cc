@@ -5,19 +5,9 @@
 #include <limits>
 #include <vector>
 
+#include "core/stats.h"
+
 namespace gosim::calibration {
-namespace {
-
-double Median(std::vector<double> v) {
-  const size_t mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
-  double m = v[mid];
-  if (v.size() % 2 == 0)
-    m = 0.5 * (m + *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid)));
-  return m;
-}
-
-}  // namespace
 
 Eigen::VectorXd SolveNnls(const Eigen::MatrixXd& a, const Eigen::VectorXd& b) {
   const Eigen::Index n = a.cols();

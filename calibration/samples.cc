@@ -5,21 +5,12 @@
 #include <numeric>
 
 #include "calibration/op_work.h"
+#include "core/stats.h"
 
 namespace gosim::calibration {
 namespace {
 
 constexpr double kStallGap = 1.0e-3;  // seconds; longer stream gaps are stalls, not launch costs
-
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0.0;
-  const size_t mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid), v.end());
-  double m = v[mid];
-  if (v.size() % 2 == 0)
-    m = 0.5 * (m + *std::max_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(mid)));
-  return m;
-}
 
 }  // namespace
 
