@@ -106,4 +106,14 @@ std::string FormatCount(double count, std::string_view unit) {
   return Printf(p == 0 ? "%.0f %s" : "%.2f %s", count, u.c_str());
 }
 
+std::string CsvField(std::string_view text) {
+  if (text.find_first_of(",\"\n") == std::string_view::npos) return std::string(text);
+  std::string out = "\"";
+  for (const char c : text) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
 }  // namespace gosim

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/io.h"
 #include "core/log.h"
+#include "core/strings.h"
 
 namespace gosim::experiments {
 
@@ -24,16 +25,6 @@ double NumberOrInf(const nlohmann::json& value) {
 nlohmann::ordered_json FiniteOrNull(double value) {
   if (!std::isfinite(value)) return nullptr;
   return value;
-}
-
-std::string CsvField(const std::string& text) {
-  if (text.find_first_of(",\"\n") == std::string::npos) return text;
-  std::string out = "\"";
-  for (const char c : text) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
 }
 
 std::string FormatDouble(double value) {

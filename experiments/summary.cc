@@ -7,6 +7,8 @@
 #include <sstream>
 #include <tuple>
 
+#include "core/strings.h"
+
 namespace gosim::experiments {
 
 namespace {
@@ -28,16 +30,6 @@ std::string FormatValue(double value, const std::string& unit) {
   if (unit == "ms") return Format("%.3f", value);
   if (unit == "GiB") return Format("%.3f", value);
   return Format("%.4f", value);
-}
-
-std::string CsvField(const std::string& text) {
-  if (text.find_first_of(",\"\n") == std::string::npos) return text;
-  std::string out = "\"";
-  for (const char c : text) {
-    if (c == '"') out += '"';
-    out += c;
-  }
-  return out + "\"";
 }
 
 std::string ObjectiveTitle(const std::string& objective, const char* unit) {
