@@ -12,6 +12,7 @@
 // transfers). Hence frees precede allocations at one instant, and a ready
 // queue sees every task that became ready at t before choosing.
 #include <algorithm>
+#include <bit>
 #include <cassert>
 #include <cmath>
 #include <span>
@@ -28,15 +29,6 @@ void Fill(std::vector<T>& v, size_t n, T value) {
   v.assign(n, value);  // keeps capacity: no allocation once warmed up
 }
 
-void InsertionSort(int32_t* v, size_t n) {
-  for (size_t i = 1; i < n; ++i) {
-    const int32_t x = v[i];
-    size_t j = i;
-    for (; j > 0 && v[j - 1] > x; --j) v[j] = v[j - 1];
-    v[j] = x;
-  }
-}
-
 }  // namespace
 
 template <bool kFull, bool kFusion>
@@ -46,7 +38,7 @@ class Run {
       : e_(engine), m_(engine.model_), opt_(engine.options_), dec_(decision), ws_(ws) {}
 
   RunOutcome Execute() {
-    CheckDecision(dec_, m_, e_.graph_);
+    CheckDecision(dec_, m_, e_.graph_, /*check_devices=*/false);  // Setup checks the devices
     assert(kFusion == dec_.has_fusion());
     Setup();
     if (!out_.stopped) Loop();
@@ -85,15 +77,26 @@ class Run {
     tprio_ = dec_.has_priority() ? dec_.priority.data() : nullptr;
     tasks_total_ = n;
 
+    // One pass over the placement: device check, per-task state, persistent bytes.
     ws_.tasks.resize(n);
     tasks_ = ws_.tasks.data();
     const int32_t* place = dec_.placement.data();
     const int32_t nc = m_.num_classes;
+    const double* op_time = m_.op_time.data();
+    const int32_t* device_class = m_.device_class.data();
+    const int32_t* deps = m_.deps.data();
+    const int64_t* node_persistent = m_.persistent.data();
     Fill(ws_.persistent, nd_, int64_t{0});
+    int64_t* persistent = ws_.persistent.data();
     for (int32_t v = 0; v < n; ++v) {
       const int32_t d = place[v];
-      tasks_[v] = TaskState{m_.op_time[static_cast<size_t>(v) * nc + m_.device_class[d]], m_.deps[v], d};
-      ws_.persistent[d] += m_.persistent[v];
+      if (static_cast<uint32_t>(d) >= static_cast<uint32_t>(nd_)) [[unlikely]] {
+        CheckDecision(dec_, m_, e_.graph_);  // throws the DecisionError naming the node
+      }
+      // One device class (identical devices, the usual case): no class lookup.
+      const double time = nc == 1 ? op_time[v] : op_time[static_cast<size_t>(v) * nc + device_class[d]];
+      tasks_[v] = TaskState{time, deps[v], d};
+      persistent[d] += node_persistent[v];
     }
     if constexpr (kFusion) BuildGroups();
 
@@ -105,32 +108,32 @@ class Run {
     Fill(ws_.mem, nd_, int64_t{0});
     Fill(ws_.peak, nd_, int64_t{0});
     Fill(ws_.running, nd_, -1);
-    Fill(ws_.busy, nd_, 0.0);
-    Fill(ws_.kernels, nd_, 0);
-    Fill(ws_.device_dirty, nd_, uint8_t{0});
-    ws_.dirty_devices.resize(nd_);  // each device is listed at most once
-    num_dirty_devices_ = 0;
+    Fill(ws_.dirty_device_words, (static_cast<size_t>(nd_) + 63) / 64, uint64_t{0});
+    dirty_summary_ = 0;
+    assert(nd_ <= 64 * 64);  // a summary bit per word (ClusterBuilder allows 1024 devices)
     ws_.ready.resize(nd_);
     for (auto& q : ws_.ready) q.Clear();
     const int32_t nl = m_.num_links, nr = m_.num_resources;
     Fill(ws_.link_busy, nl, uint8_t{0});
     Fill(ws_.link_dirty, nl, uint8_t{0});
-    Fill(ws_.link_busy_time, nl, 0.0);
-    Fill(ws_.link_bytes, nl, int64_t{0});
-    Fill(ws_.link_hops, nl, 0);
     ws_.dirty_links.resize(nl);
     ws_.link_heads.reserve(nl);
     num_dirty_links_ = 0;
     ws_.link_queue.resize(nl);
     for (auto& q : ws_.link_queue) q.Clear();
     Fill(ws_.res_busy, nr, uint8_t{0});
-    Fill(ws_.res_busy_time, nr, 0.0);
-    Fill(ws_.res_bytes, nr, int64_t{0});
-    Fill(ws_.res_hops, nr, 0);
     ws_.transfers.clear();
     ws_.events.Clear();
     ws_.events.Reserve(static_cast<size_t>(nd_ + nl) + 1);
     if constexpr (kFull) {
+      Fill(ws_.busy, nd_, 0.0);
+      Fill(ws_.kernels, nd_, 0);
+      Fill(ws_.link_busy_time, nl, 0.0);
+      Fill(ws_.link_bytes, nl, int64_t{0});
+      Fill(ws_.link_hops, nl, 0);
+      Fill(ws_.res_busy_time, nr, 0.0);
+      Fill(ws_.res_bytes, nr, int64_t{0});
+      Fill(ws_.res_hops, nr, 0);
       Fill(ws_.data_cause, n, -1);
       Fill(ws_.ready_time, n, 0.0);
       Fill(ws_.op_rec_of, n, -1);
@@ -143,9 +146,7 @@ class Run {
     }
     // Raw views of the per-run arrays (sized above; none is resized during the run).
     running_ = ws_.running.data();
-    device_dirty_ = ws_.device_dirty.data();
-    busy_ = ws_.busy.data();
-    kernels_ = ws_.kernels.data();
+    dirty_words_ = ws_.dirty_device_words.data();
     mem_ = ws_.mem.data();
     peak_ = ws_.peak.data();
     copies_ = ws_.copies.data();
@@ -161,8 +162,12 @@ class Run {
       for (int32_t d = 0; d < nd_; ++d) Alloc(d, ws_.persistent[d], -1, -1);
       if (out_.stopped) return;
     }
-    for (int32_t v = 0; v < n; ++v) {
-      if (Task(v) == v && tasks_[v].pending == 0) MakeReady(v, -1);
+    if constexpr (kFusion) {
+      for (int32_t v = 0; v < n; ++v) {
+        if (Task(v) == v && tasks_[v].pending == 0) MakeReady(v, -1);
+      }
+    } else {
+      for (int32_t v : m_.sources) MakeReady(v, -1);  // the nodes with no dependencies
     }
   }
 
@@ -305,15 +310,14 @@ class Run {
   }
 
   void Dispatch() {
-    if (num_dirty_devices_ > 0) DispatchDevices();
+    if (dirty_summary_ != 0) DispatchDevices();
     if (num_dirty_links_ > 0) DispatchLinks();
   }
 
+  // Branch-free: sets the device's bit and its word's summary bit.
   void MarkDevice(int32_t d) {
-    if (!device_dirty_[d]) {
-      device_dirty_[d] = 1;
-      ws_.dirty_devices[num_dirty_devices_++] = d;
-    }
+    dirty_words_[d >> 6] |= uint64_t{1} << (d & 63);
+    dirty_summary_ |= uint64_t{1} << (d >> 6);
   }
   void MarkLink(int32_t l) {
     if (!link_dirty_[l]) {
@@ -329,32 +333,42 @@ class Run {
     } else {
       ready_[d].PushFifo(task, now_);
     }
-    MarkDevice(d);
+    // A busy device needs no mark: if its kernel ends at this instant, that
+    // event marks it; otherwise it could not start anything now anyway.
+    if (running_[d] < 0) MarkDevice(d);
     if constexpr (kFull) {
       ws_.ready_time[task] = now_;
       ws_.data_cause[task] = cause;
     }
   }
 
+  // Idle devices with ready kernels start one, by device index (the set bits
+  // in ascending order). Starting a kernel marks no device.
   void DispatchDevices() {
-    int32_t* dirty = ws_.dirty_devices.data();
-    const size_t count = num_dirty_devices_;
-    num_dirty_devices_ = 0;
-    if (count > 1) InsertionSort(dirty, count);
-    for (size_t i = 0; i < count; ++i) {
-      const int32_t d = dirty[i];
-      device_dirty_[d] = 0;
-      ServiceQueue& q = ready_[d];
-      if (running_[d] >= 0 || q.empty() || out_.stopped) continue;
-      StartOp(tprio_ != nullptr ? q.PopHeap() : q.PopFifo(), d);
+    uint64_t summary = dirty_summary_;
+    dirty_summary_ = 0;
+    while (summary != 0) {
+      const int32_t w = std::countr_zero(summary);
+      summary &= summary - 1;
+      uint64_t bits = dirty_words_[w];
+      dirty_words_[w] = 0;
+      while (bits != 0) {
+        const int32_t d = w * 64 + std::countr_zero(bits);
+        bits &= bits - 1;
+        ServiceQueue& q = ready_[d];
+        if (running_[d] >= 0 || q.empty() || out_.stopped) continue;
+        StartOp(tprio_ != nullptr ? q.PopHeap() : q.PopFifo(), d);
+      }
     }
   }
 
   void StartOp(int32_t task, int32_t d) {
     const double duration = tasks_[task].time;
     running_[d] = task;
-    busy_[d] += duration;
-    ++kernels_[d];
+    if constexpr (kFull) {
+      ws_.busy[d] += duration;
+      ++ws_.kernels[d];
+    }
     if (track_) {
       const int64_t alloc = TaskAlloc(task);
       if (alloc > 0) Alloc(d, alloc, task, -1);
@@ -396,7 +410,7 @@ class Run {
       const EngineModel::TensorInfo& tensor = m_.tensors[t];
       int32_t users = 0;
       bool internal = false;
-      const int32_t stamp = ++stamp_;
+      const int32_t stamp = t + 1;  // each tensor is fanned out once per run
       for (int32_t i = tensor.cons_begin; i < tensor.cons_end; ++i) {
         const int32_t c = consumers[i].node;
         const int32_t ct = Task(c);
@@ -562,15 +576,19 @@ class Run {
     const int64_t bytes = tr.bytes;
     const double duration = m_.link_latency[link] + static_cast<double>(bytes) / m_.link_bandwidth[link];
     link_busy_[link] = 1;
-    ws_.link_busy_time[link] += duration;
-    ws_.link_bytes[link] += bytes;
-    ++ws_.link_hops[link];
+    if constexpr (kFull) {
+      ws_.link_busy_time[link] += duration;
+      ws_.link_bytes[link] += bytes;
+      ++ws_.link_hops[link];
+    }
     for (int32_t i = m_.link_res_off[link]; i < m_.link_res_off[link + 1]; ++i) {
       const int32_t r = m_.link_res[i];
       res_busy_[r] = 1;
-      ws_.res_busy_time[r] += duration;
-      ws_.res_bytes[r] += bytes;
-      ++ws_.res_hops[r];
+      if constexpr (kFull) {
+        ws_.res_busy_time[r] += duration;
+        ws_.res_bytes[r] += bytes;
+        ++ws_.res_hops[r];
+      }
     }
     const bool last_hop = tr.hop + 1 == tr.hops;
     if (last_hop && track_ && bytes > 0) Alloc(tr.dst, bytes, -1, tr.tensor);  // the received copy
@@ -605,12 +623,14 @@ class Run {
   }
 
   // ---- memory ------------------------------------------------------------
-  void Alloc(int32_t d, int64_t bytes, int32_t node, int32_t tensor) {
-    int64_t& mem = mem_[d];
-    mem += bytes;
+  // Inlined on the hot path; the out-of-memory report is out of line.
+  [[gnu::always_inline]] void Alloc(int32_t d, int64_t bytes, int32_t node, int32_t tensor) {
+    const int64_t mem = mem_[d] + bytes;
+    mem_[d] = mem;
     if (mem > peak_[d]) {
       peak_[d] = mem;
-      if (mem > m_.capacity[d] && out_.oom.device < 0) RecordOom(d, bytes, node, tensor);
+      if (mem > m_.capacity[d] && out_.oom.device < 0) [[unlikely]]
+        RecordOom(d, bytes, node, tensor);
     }
   }
 
@@ -619,7 +639,7 @@ class Run {
     if constexpr (kFull) --ws_.live[static_cast<int64_t>(t) * nd_ + d];
   }
 
-  void RecordOom(int32_t d, int64_t requested, int32_t node, int32_t tensor) {
+  [[gnu::noinline]] void RecordOom(int32_t d, int64_t requested, int32_t node, int32_t tensor) {
     OomInfo& oom = out_.oom;
     oom.device = d;
     oom.time = now_;
@@ -659,9 +679,8 @@ class Run {
   bool stop_at_oom_ = true;
   TaskState* tasks_ = nullptr;
   int32_t* running_ = nullptr;
-  uint8_t* device_dirty_ = nullptr;
-  double* busy_ = nullptr;
-  int32_t* kernels_ = nullptr;
+  uint64_t* dirty_words_ = nullptr;
+  uint64_t dirty_summary_ = 0;  // bit w: dirty_words_[w] != 0
   int64_t* mem_ = nullptr;
   int64_t* peak_ = nullptr;
   CopyState* copies_ = nullptr;
@@ -677,10 +696,8 @@ class Run {
   const int64_t* talloc_ = nullptr;   // fusion only
   const double* tprio_ = nullptr;     // null: FIFO ready queues
   const double* xprio_ = nullptr;     // null: FIFO link queues
-  size_t num_dirty_devices_ = 0;
   size_t num_dirty_links_ = 0;
   double now_ = 0.0;
-  int32_t stamp_ = 0;
   int32_t tasks_total_ = 0;
   int32_t tasks_done_ = 0;
 };

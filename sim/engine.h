@@ -77,6 +77,7 @@ struct EngineModel {
   std::vector<int32_t> ctrl_in_off;  // [node + 1] into ctrl_in
   std::vector<int32_t> ctrl_in;      // distinct control predecessors, ascending
   std::vector<int32_t> deps;         // [node] inputs + control predecessors
+  std::vector<int32_t> sources;      // nodes with no dependencies, ascending (ready at time 0)
   std::vector<int64_t> persistent;   // [node]
 
   // Route from s to d: route_links[route_off[s * D + d] .. route_off[s * D + d + 1]).
@@ -98,7 +99,11 @@ EngineModel BuildEngineModel(const graphs::Graph& graph, const Cluster& cluster,
 // Throws DecisionError when `decision` does not fit the model: vector sizes,
 // device indices, non-finite priorities, fusion group ids outside [-1, nodes).
 // O(nodes); the deeper checks (convexity, colocation) are ValidateDecision's.
-void CheckDecision(const Decision& decision, const EngineModel& model, const graphs::Graph& graph);
+// With `check_devices = false` the per-node device range check is left to the
+// caller (the engine does it in the pass that reads the placement anyway, and
+// calls this again with true to throw the error).
+void CheckDecision(const Decision& decision, const EngineModel& model, const graphs::Graph& graph,
+                   bool check_devices = true);
 
 // Per-run state, reused across runs. Internal to the engine.
 struct Workspace {
@@ -167,10 +172,11 @@ struct Workspace {
   std::vector<int64_t> peak;
   std::vector<int64_t> persistent;
   std::vector<int32_t> running;
-  std::vector<double> busy;
-  std::vector<int32_t> kernels;
-  std::vector<uint8_t> device_dirty;
-  std::vector<int32_t> dirty_devices;
+  std::vector<double> busy;      // full runs only
+  std::vector<int32_t> kernels;  // full runs only
+  // Devices whose stream may pick a new kernel at the current instant, as a
+  // bitset ([d / 64] bit d % 64), so that they are visited by index order.
+  std::vector<uint64_t> dirty_device_words;
   std::vector<int32_t> seen;  // destination stamps while fanning out a tensor
   std::vector<ServiceQueue> ready;
   // Per link and resource.
@@ -179,10 +185,11 @@ struct Workspace {
   std::vector<int32_t> dirty_links;
   std::vector<ServiceQueue::Entry> link_heads;  // scratch for DispatchLinks
   std::vector<ServiceQueue> link_queue;
+  std::vector<uint8_t> res_busy;
+  // Full runs only: what crossed each link and resource.
   std::vector<double> link_busy_time;
   std::vector<int64_t> link_bytes;
   std::vector<int32_t> link_hops;
-  std::vector<uint8_t> res_busy;
   std::vector<double> res_busy_time;
   std::vector<int64_t> res_bytes;
   std::vector<int32_t> res_hops;

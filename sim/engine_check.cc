@@ -8,7 +8,7 @@
 
 namespace gosim::sim {
 
-void CheckDecision(const Decision& d, const EngineModel& m, const graphs::Graph& graph) {
+void CheckDecision(const Decision& d, const EngineModel& m, const graphs::Graph& graph, bool check_devices) {
   const auto fail = [](const std::string& what, const std::string& hint) {
     throw DecisionError(what, {}, hint);
   };
@@ -17,7 +17,7 @@ void CheckDecision(const Decision& d, const EngineModel& m, const graphs::Graph&
              std::to_string(m.num_nodes) + " nodes",
          "give one device per node");
   }
-  for (int32_t v = 0; v < m.num_nodes; ++v) {
+  for (int32_t v = 0; check_devices && v < m.num_nodes; ++v) {
     if (d.placement[v] < 0 || d.placement[v] >= m.num_devices) {
       fail("node '" + graph.node(v).name + "' is placed on device " + std::to_string(d.placement[v]) +
                " but the cluster has " + std::to_string(m.num_devices) + " devices",

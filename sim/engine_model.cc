@@ -36,6 +36,11 @@ EngineModel BuildEngineModel(const graphs::Graph& graph, const Cluster& cluster,
   if (num_devices <= 0) {
     throw ConfigError("cluster '" + cluster.name() + "' has no devices", {}, "add at least one device");
   }
+  if (num_devices > 64 * 64) {  // the engine's dirty-device bitset has a 64-bit summary of 64-bit words
+    throw ConfigError("cluster '" + cluster.name() + "' has " + std::to_string(num_devices) +
+                          " devices; the simulator handles at most 4096",
+                      {}, "split the cluster");
+  }
 
   // Device classes and kernel times.
   std::vector<int32_t> class_rep;
@@ -105,6 +110,9 @@ EngineModel BuildEngineModel(const graphs::Graph& graph, const Cluster& cluster,
     m.ctrl_in_off[static_cast<size_t>(v) + 1] = static_cast<int32_t>(m.ctrl_in.size());
     m.deps[static_cast<size_t>(v)] = info.in_end - info.in_begin + m.ctrl_in_off[static_cast<size_t>(v) + 1] -
                                      m.ctrl_in_off[static_cast<size_t>(v)];
+  }
+  for (int32_t v = 0; v < n; ++v) {
+    if (m.deps[static_cast<size_t>(v)] == 0) m.sources.push_back(v);
   }
   for (int32_t t = 0; t < num_tensors; ++t) {
     cons_count[static_cast<size_t>(t) + 1] += cons_count[static_cast<size_t>(t)];

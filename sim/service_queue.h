@@ -36,22 +36,23 @@ class ServiceQueue {
   }
 
   // FIFO mode: queues `id` at time `now` (non-decreasing between calls).
-  void PushFifo(int32_t id, double now) {
+  [[gnu::always_inline]] void PushFifo(int32_t id, double now) {
     assert(now >= batch_time_);
-    if (batch_time_ != now) {
+    if (batch_time_ != now) {  // the first entry of a new instant
       batch_ = tail_;
       batch_time_ = now;
-    } else if (batch_ < head_) {
-      batch_ = head_;  // part of this instant's batch was served already
     }
-    if (tail_ == fifo_.size()) fifo_.resize(std::max<size_t>(16, 2 * fifo_.size()));
+    if (tail_ == fifo_.size()) [[unlikely]]
+      Grow();
+    // Insertion into the instant's batch (the part not served yet), by id.
     int32_t* f = fifo_.data();
+    const size_t lo = std::max(batch_, head_);
     size_t i = tail_++;
-    for (; i > batch_ && f[i - 1] > id; --i) f[i] = f[i - 1];
+    for (; i > lo && f[i - 1] > id; --i) f[i] = f[i - 1];
     f[i] = id;
   }
   int32_t FrontFifo() const { return fifo_[head_]; }
-  int32_t PopFifo() {
+  [[gnu::always_inline]] int32_t PopFifo() {
     const int32_t id = fifo_[head_++];
     if (head_ == tail_) head_ = tail_ = batch_ = 0;
     return id;
@@ -78,6 +79,8 @@ class ServiceQueue {
   }
 
  private:
+  [[gnu::noinline]] void Grow() { fifo_.resize(std::max<size_t>(16, 2 * fifo_.size())); }
+
   std::vector<int32_t> fifo_;
   size_t head_ = 0;
   size_t tail_ = 0;

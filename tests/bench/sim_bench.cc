@@ -4,7 +4,7 @@
 // for the xl suite's GNMT training graph (92,828 nodes); plus batched
 // evaluation on 1 and 2 threads. Figures and the command that produced them: docs/BENCHMARKS.md.
 //
-//   build-engine/tests/bench/sim_bench --benchmark_repetitions=5
+//   build-engine/bench/sim_bench --benchmark_repetitions=5
 //       --benchmark_report_aggregates_only=true     (one command line)
 #include <benchmark/benchmark.h>
 
