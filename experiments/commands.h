@@ -27,6 +27,11 @@ void AddSimulateCommand(CLI::App& root);
 void AddRunCommand(CLI::App& root);
 void AddOptimizeCommand(CLI::App& root);
 void AddCalibrateCommand(CLI::App& root);
+// cmd_train.cc; compiled and called only when built with LibTorch.
+void AddTrainCommand(CLI::App& root);
+// cmd_profile.cc, cmd_replay.cc (calibration/hardware/); only with LibTorch.
+void AddProfileCommand(CLI::App& root);
+void AddReplayCommand(CLI::App& root);
 
 }  // namespace gosim::cli
 

@@ -27,6 +27,11 @@ int main(int argc, char** argv) {
   gosim::cli::AddRunCommand(app);
   gosim::cli::AddOptimizeCommand(app);
   gosim::cli::AddCalibrateCommand(app);
+#ifdef GOSIM_WITH_TORCH
+  gosim::cli::AddTrainCommand(app);
+  gosim::cli::AddProfileCommand(app);
+  gosim::cli::AddReplayCommand(app);
+#endif
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -3,6 +3,9 @@
 #include <mutex>
 
 #include "agents/builtin.h"
+#include "agents/learned/regal/regal.h"
+#include "agents/learned/hrl/hrl_agent.h"
+#include "agents/learned/go/go_agent.h"
 
 namespace gosim::agents {
 
@@ -13,7 +16,9 @@ void RegisterLearnedAgents() {
       RegisterAgent(name, std::move(factory), std::move(description));
     };
     // One call per learned agent family (each defined in its own folder).
-    (void)add;
+    hrl::RegisterHrlAgents(add);  // hrl/hrl_agent.h: hrl, colocrl
+    learned::RegisterRegal(add);
+    learned::go::RegisterGo(add);  // go/go_agent.h: go (agent and trainer)
   });
 }
 

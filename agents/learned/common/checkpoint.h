@@ -1,0 +1,52 @@
+// Training checkpoints: model parameters and buffers, optimizer state, the
+// trainer's RNG state, torch's default CPU generator state and the step, in
+// one file written atomically (core/io.h WriteFileAtomic), so a killed run
+// resumes exactly where its last checkpoint left it.
+//
+// A checkpoint also records a `signature` string (the model's shape and the
+// options that must not change across a resume, e.g. GnnOptions::Signature
+// plus the agent's own); LoadCheckpoint refuses a file whose signature
+// differs with a StateError that says what differs.
+//
+// Format: torch's serialize::OutputArchive (torch::save's format), keys
+//   model/...         the module's parameters and buffers
+//   optimizer/...     the optimizer's state (Optimizer::save)
+//   gosim/step, gosim/rng (4 x uint64 as int64), gosim/torch_rng,
+//   gosim/signature (bytes), gosim/scalars/<name> (float64 scalars).
+#ifndef GOSIM_AGENTS_LEARNED_COMMON_CHECKPOINT_H_
+#define GOSIM_AGENTS_LEARNED_COMMON_CHECKPOINT_H_
+
+#include <torch/torch.h>
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace gosim::agents::learned {
+
+struct TrainingState {
+  int64_t step = 0;                       // training steps completed
+  std::array<uint64_t, 4> rng{};          // gosim::Rng::state() of the trainer
+  std::map<std::string, double> scalars;  // e.g. baseline, best objective, evaluations, wall seconds
+};
+
+// Writes `model`, `optimizer` (may be null: inference-only files) and
+// `state` to `path` atomically. IoError when the file cannot be written.
+void SaveCheckpoint(const std::string& path, const std::string& signature, torch::nn::Module& model,
+                    torch::optim::Optimizer* optimizer, const TrainingState& state);
+
+// Reads a checkpoint into `model` (and `optimizer` when not null) and
+// returns its state; also restores torch's default CPU generator. IoError
+// when the file is missing or unreadable, StateError when it is not a gosim
+// checkpoint or its signature differs from `signature`.
+TrainingState LoadCheckpoint(const std::string& path, const std::string& signature, torch::nn::Module& model,
+                             torch::optim::Optimizer* optimizer);
+
+// The signature stored in checkpoint `path` (to rebuild the model it was
+// written for before loading it). IoError / StateError like LoadCheckpoint.
+std::string ReadCheckpointSignature(const std::string& path);
+
+}  // namespace gosim::agents::learned
+
+#endif  // GOSIM_AGENTS_LEARNED_COMMON_CHECKPOINT_H_

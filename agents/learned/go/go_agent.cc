@@ -1,0 +1,510 @@
+#include "agents/learned/go/go_agent.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <map>
+#include <memory>
+#include <sstream>
+
+#include "agents/learned/common/checkpoint.h"
+#include "agents/learned/common/curves.h"
+#include "agents/learned/common/train.h"
+#include "agents/options_util.h"
+#include "agents/search_tracker.h"
+#include "core/error.h"
+#include "core/io.h"
+#include "core/log.h"
+#include "core/rng.h"
+#include "graphs/suite.h"
+#include "sim/cost_model.h"
+
+namespace gosim::agents::learned::go {
+
+namespace {
+
+constexpr uint64_t kGoStream = 0x60600001ULL;
+
+double Seconds(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - since).count();
+}
+
+// Cost of one evaluation relative to `*reference` (set to the first feasible
+// score seen); infeasible decisions cost `penalty`.
+double CostOf(double score, bool feasible, double penalty, double* reference) {
+  if (!feasible) return penalty;
+  if (*reference <= 0.0) *reference = std::max(score, 1e-30);
+  return score / *reference;
+}
+
+}  // namespace
+
+GoModelOptions ParseModelOptions(YamlMap& m) {
+  GoModelOptions o;
+  o.gnn.hidden = GetInt(m, "gnn_hidden", o.gnn.hidden, 1, 4096);
+  o.gnn.layers = GetInt(m, "gnn_layers", o.gnn.layers, 0, 64);
+  o.gnn.op_embedding = GetInt(m, "op_embedding", o.gnn.op_embedding, 1, 4096);
+  o.model = GetInt(m, "model", o.model, 1, 4096);
+  o.heads = GetInt(m, "attention_heads", o.heads, 1, 64);
+  o.layers = GetInt(m, "layers", o.layers, 0, 64);
+  o.segment = GetInt(m, "segment", o.segment, 1, int64_t{1} << 30);
+  o.max_relative = GetInt(m, "max_relative", o.max_relative, 1, int64_t{1} << 20);
+  o.max_devices = GetInt(m, "max_devices", o.max_devices, 1, 1024);
+  o.priority_levels = GetInt(m, "priority_levels", o.priority_levels, 2, 1024);
+  o.film = m.Get<bool>("film", o.film);
+  if (o.model % o.heads != 0) {
+    throw ConfigError("model width " + std::to_string(o.model) + " is not a multiple of attention_heads " +
+                          std::to_string(o.heads),
+                      {}, "choose `model` divisible by `attention_heads`");
+  }
+  m.Finish();
+  return o;
+}
+
+void ParseHeads(YamlMap& options, GoModelOptions* model) {
+  const YAML::Node heads = options.Node("heads");
+  if (!heads) return;
+  if (!heads.IsSequence()) {
+    throw ConfigError("`heads` must be a list", {}, "e.g. heads: [placement, priority, fusion]");
+  }
+  model->priority = false;
+  model->fusion = false;
+  bool placement = false;
+  for (const YAML::Node& h : heads) {
+    const std::string name = h.as<std::string>();
+    if (name == "placement") {
+      placement = true;
+    } else if (name == "priority") {
+      model->priority = true;
+    } else if (name == "fusion") {
+      model->fusion = true;
+    } else {
+      throw ConfigError("unknown GO head '" + name + "'", {}, "the heads are placement, priority and fusion");
+    }
+  }
+  if (!placement) {
+    throw ConfigError("the GO heads must include placement", {},
+                      "use heads: [placement] (GDP-style) or [placement, priority, fusion]");
+  }
+}
+
+PpoOptions ParsePpoOptions(YamlMap& m) {
+  PpoOptions o;
+  o.samples = GetInt(m, "samples", o.samples, 1, 4096);
+  o.epochs = GetInt(m, "epochs", o.epochs, 1, 1000);
+  o.clip = GetDouble(m, "clip", o.clip, 0.0, 10.0);
+  o.learning_rate = GetDouble(m, "learning_rate", o.learning_rate, 1e-9, 10.0);
+  o.entropy_weight = GetDouble(m, "entropy_weight", o.entropy_weight, 0.0, 100.0);
+  o.value_weight = GetDouble(m, "value_weight", o.value_weight, 0.0, 100.0);
+  o.grad_clip = GetDouble(m, "grad_clip", o.grad_clip, 0.0, 1e9);
+  o.infeasible_penalty = GetDouble(m, "infeasible_penalty", o.infeasible_penalty, 1.0, 1e9);
+  m.Finish();
+  return o;
+}
+
+GoAgentOptions GoAgentOptions::Parse(YamlMap& options) {
+  GoAgentOptions o;
+  o.checkpoint = options.Get<std::string>("checkpoint", o.checkpoint);
+  o.evaluations = GetInt(options, "evaluations", o.evaluations, 0, int64_t{1} << 40);
+  {
+    YamlMap model = options.Child("model");
+    o.model = ParseModelOptions(model);
+  }
+  ParseHeads(options, &o.model);
+  {
+    YamlMap ppo = options.Child("ppo");
+    o.ppo = ParsePpoOptions(ppo);
+  }
+  o.torch_threads = GetInt(options, "torch_threads", o.torch_threads, 0, 1024);
+  options.Finish();
+  return o;
+}
+
+GoModelOptions ModelOptionsFromSignature(const std::string& signature, const std::string& source) {
+  const std::string prefix = "go/v1:";
+  if (signature.rfind(prefix, 0) != 0) {
+    throw StateError("checkpoint is not a GO network (signature '" + signature + "')", Location{source},
+                     "give a checkpoint written by `gosim train` with `agent: go`");
+  }
+  std::map<std::string, int64_t> values;
+  std::stringstream in(signature.substr(prefix.size()));
+  std::string item;
+  while (std::getline(in, item, ',')) {
+    const size_t eq = item.find('=');
+    if (eq == std::string::npos) continue;
+    values[item.substr(0, eq)] = std::stoll(item.substr(eq + 1));
+  }
+  auto get = [&](const char* key) {
+    const auto it = values.find(key);
+    if (it == values.end()) {
+      throw StateError("GO checkpoint signature lacks '" + std::string(key) + "'", Location{source},
+                       "re-create the checkpoint with this version of gosim");
+    }
+    return it->second;
+  };
+  GoModelOptions o;
+  o.gnn.hidden = get("gnn_hidden");
+  o.gnn.layers = get("gnn_layers");
+  o.gnn.op_embedding = get("op_embedding");
+  o.gnn.normalize = get("normalize") != 0;
+  o.model = get("model");
+  o.heads = get("heads");
+  o.layers = get("layers");
+  o.max_relative = get("max_relative");
+  o.max_devices = get("max_devices");
+  o.priority_levels = get("priority_levels");
+  o.film = get("film") != 0;
+  return o;
+}
+
+sim::Decision DecodeDecision(const GoGraph& graph, const GoActions& actions, int64_t index) {
+  const int64_t n = graph.num_nodes;
+  sim::Decision d;
+  d.placement.resize(static_cast<size_t>(n));
+  const int64_t* device = actions.device.select(0, index).contiguous().data_ptr<int64_t>();
+  for (int64_t v = 0; v < n; ++v) d.placement[static_cast<size_t>(v)] = static_cast<int32_t>(device[v]);
+  if (actions.priority.defined()) {
+    const torch::Tensor row = actions.priority.select(0, index).contiguous();
+    const int64_t* level = row.data_ptr<int64_t>();
+    d.priority.resize(static_cast<size_t>(n));
+    for (int64_t v = 0; v < n; ++v) d.priority[static_cast<size_t>(v)] = static_cast<double>(level[v]);
+  }
+  if (actions.fuse.defined()) {
+    const torch::Tensor row = actions.fuse.select(0, index).contiguous();
+    const int64_t* fuse = row.data_ptr<int64_t>();
+    d.fusion_group.assign(static_cast<size_t>(n), -1);
+    int32_t groups = 0;
+    bool any = false;
+    for (int64_t v = 0; v < n; ++v) {  // topological order: the producer's group exists first
+      const int64_t p = graph.fuse_producer[static_cast<size_t>(v)];
+      if (fuse[v] == 0 || p < 0) continue;
+      int32_t& pg = d.fusion_group[static_cast<size_t>(p)];
+      if (pg < 0) pg = groups++;
+      d.fusion_group[static_cast<size_t>(v)] = pg;
+      any = true;
+    }
+    if (!any) d.fusion_group.clear();
+  }
+  return d;
+}
+
+PpoStats PpoUpdate(GoPolicy& policy, torch::optim::Optimizer& optimizer, const GoGraph& graph,
+                   int64_t devices, const GoActions& actions, const torch::Tensor& old_log_prob,
+                   const torch::Tensor& old_value, const torch::Tensor& rewards, const PpoOptions& options) {
+  const int64_t k = rewards.size(0);
+  torch::Tensor advantage = rewards - old_value;
+  if (k > 1) advantage = (advantage - advantage.mean()) / (advantage.std() + 1e-8);
+  advantage = advantage.unsqueeze(1);  // [K x 1], shared by the sample's nodes
+  PpoStats stats;
+  for (int64_t epoch = 0; epoch < options.epochs; ++epoch) {
+    const GoOutput out = policy->forward(graph, devices, k, GoPolicyImpl::Mode::kGiven, nullptr, &actions);
+    const torch::Tensor ratio = torch::exp(out.log_prob - old_log_prob);
+    const torch::Tensor clipped = ratio.clamp(1.0 - options.clip, 1.0 + options.clip);
+    const torch::Tensor surrogate = torch::min(ratio * advantage, clipped * advantage).mean();
+    const torch::Tensor value_loss = (out.value - rewards).pow(2).mean();
+    const torch::Tensor entropy = out.entropy.mean();
+    const torch::Tensor loss =
+        -surrogate + options.value_weight * value_loss - options.entropy_weight * entropy;
+    optimizer.zero_grad();
+    loss.backward();
+    if (options.grad_clip > 0.0) torch::nn::utils::clip_grad_norm_(policy->parameters(), options.grad_clip);
+    optimizer.step();
+    stats.loss = loss.item<double>();
+    stats.entropy = entropy.item<double>();
+    stats.clipped_fraction = ((ratio - 1.0).abs() > options.clip).to(torch::kFloat32).mean().item<double>();
+  }
+  return stats;
+}
+
+namespace {
+
+// The network of `options`: the checkpoint's shape (and weights) when one is
+// given, else a fresh network seeded by `seed`.
+GoPolicy BuildPolicy(const GoAgentOptions& options, uint64_t seed) {
+  GoModelOptions model = options.model;
+  if (!options.checkpoint.empty()) {
+    const std::string signature = ReadCheckpointSignature(options.checkpoint);
+    GoModelOptions shape = ModelOptionsFromSignature(signature, options.checkpoint);
+    shape.segment = model.segment;  // runtime settings stay the agent's
+    shape.placement = model.placement;
+    shape.priority = model.priority;
+    shape.fusion = model.fusion;
+    model = shape;
+  }
+  torch::manual_seed(seed);
+  GoPolicy policy(model);
+  if (!options.checkpoint.empty()) LoadCheckpoint(options.checkpoint, model.Signature(), *policy, nullptr);
+  return policy;
+}
+
+class GoAgent : public Agent {
+ public:
+  explicit GoAgent(YamlMap& options) : options_(GoAgentOptions::Parse(options)) {}
+  std::string name() const override { return "go"; }
+  AgentResult Optimize(const Problem& problem, const ProgressFn& progress) override {
+    return RunGo(problem, options_, progress);
+  }
+
+ private:
+  GoAgentOptions options_;
+};
+
+}  // namespace
+
+AgentResult RunGo(const Problem& problem, const GoAgentOptions& options, const ProgressFn& progress) {
+  SearchTracker tracker(problem, progress, std::max<int64_t>(1, options.evaluations));
+  if (options.torch_threads > 0) torch::set_num_threads(static_cast<int>(options.torch_threads));
+  Rng rng = Rng::Derive(problem.seed, {kGoStream});
+  GoPolicy policy = BuildPolicy(options, rng.Next());
+  const int64_t devices = problem.cluster.num_devices();
+  const GoGraph graph = MakeGoGraph(problem.graph);
+
+  // Zero-shot: one forward pass, the most likely action of every head.
+  const auto start = std::chrono::steady_clock::now();
+  GoOutput greedy;
+  {
+    torch::NoGradGuard no_grad;
+    greedy = policy->forward(graph, devices, 1, GoPolicyImpl::Mode::kGreedy, nullptr);
+  }
+  const double forward_seconds = Seconds(start);
+  const sim::Decision zero_shot = DecodeDecision(graph, greedy.actions, 0);
+  const sim::Evaluation zero_eval = tracker.Evaluate(zero_shot);
+  const double zero_objective = tracker.Score(zero_eval);
+  double reference = 0.0;
+  CostOf(zero_objective, zero_eval.feasible, options.ppo.infeasible_penalty, &reference);
+
+  // Fine-tuning with PPO while the budget lasts.
+  int64_t ppo_steps = 0;
+  double first_cost = 0.0, last_cost = 0.0;
+  if (!tracker.Done()) {
+    torch::optim::Adam optimizer(policy->parameters(), torch::optim::AdamOptions(options.ppo.learning_rate));
+    std::vector<sim::Decision> decisions;
+    std::vector<sim::Evaluation> evaluations;
+    while (!tracker.Done()) {
+      const int64_t k = std::min<int64_t>(options.ppo.samples, tracker.Remaining());
+      if (k <= 0) break;
+      GoOutput sampled;
+      {
+        torch::NoGradGuard no_grad;
+        sampled = policy->forward(graph, devices, k, GoPolicyImpl::Mode::kSample, &rng);
+      }
+      decisions.clear();
+      for (int64_t i = 0; i < k; ++i) decisions.push_back(DecodeDecision(graph, sampled.actions, i));
+      evaluations.assign(static_cast<size_t>(k), sim::Evaluation{});
+      tracker.EvaluateBatch(decisions, evaluations);
+      std::vector<float> rewards(static_cast<size_t>(k));
+      double mean_cost = 0.0;
+      for (int64_t i = 0; i < k; ++i) {
+        const sim::Evaluation& e = evaluations[static_cast<size_t>(i)];
+        const double cost = CostOf(tracker.Score(e), e.feasible, options.ppo.infeasible_penalty, &reference);
+        rewards[static_cast<size_t>(i)] = static_cast<float>(-std::log(cost));
+        mean_cost += cost / static_cast<double>(k);
+      }
+      if (ppo_steps == 0) first_cost = mean_cost;
+      last_cost = mean_cost;
+      if (k >= 2) {
+        PpoUpdate(policy, optimizer, graph, devices, sampled.actions, sampled.log_prob, sampled.value,
+                  torch::tensor(rewards), options.ppo);
+      }
+      ++ppo_steps;
+    }
+  }
+  return tracker.Finish({{"zero_shot_objective", zero_objective},
+                         {"zero_shot_feasible", zero_eval.feasible ? 1.0 : 0.0},
+                         {"forward_seconds", forward_seconds},
+                         {"ppo_steps", static_cast<double>(ppo_steps)},
+                         {"first_mean_cost", first_cost},
+                         {"last_mean_cost", last_cost}});
+}
+
+// ---------------------------------------------------------------------------
+// Pre-training: `gosim train` with `agent: go`.
+
+namespace {
+
+struct GoTrainConfig {
+  std::string name = "go_train";
+  std::string suite;
+  std::string cluster = "p100x4_pcie";
+  std::string cost_model = "roofline";
+  ObjectiveKind objective = ObjectiveKind::kStepTime;
+  int64_t train_graphs = 0;  // 0: the whole train split
+  uint64_t seed = 0;
+  int64_t steps = 100;  // PPO steps, one training graph each (round robin)
+  int64_t checkpoint_every = 10;
+  int64_t torch_threads = 1;
+  GoModelOptions model;
+  PpoOptions ppo;
+};
+
+GoTrainConfig ParseTrainConfig(const TrainRequest& request) {
+  YamlMap m = YamlMap::Root(request.config, request.config_file);
+  GoTrainConfig c;
+  m.Require<std::string>("agent");
+  c.name = m.Get<std::string>("name", c.name);
+  m.Get<std::string>("output", "");
+  c.suite = m.Require<std::string>("suite");
+  c.cluster = m.Get<std::string>("cluster", c.cluster);
+  c.cost_model = m.Get<std::string>("cost_model", c.cost_model);
+  c.objective = ParseObjectiveKind(m.Get<std::string>("objective", "step_time"));
+  c.train_graphs = GetInt(m, "train_graphs", c.train_graphs, 0, int64_t{1} << 30);
+  c.seed = static_cast<uint64_t>(GetInt(m, "seed", 0, 0, int64_t{1} << 62));
+  c.steps = GetInt(m, "steps", c.steps, 0, int64_t{1} << 40);
+  c.checkpoint_every = GetInt(m, "checkpoint_every", c.checkpoint_every, 1, int64_t{1} << 40);
+  c.torch_threads = GetInt(m, "torch_threads", c.torch_threads, 1, 1024);
+  {
+    YamlMap model = m.Child("model");
+    c.model = ParseModelOptions(model);
+  }
+  ParseHeads(m, &c.model);
+  {
+    YamlMap ppo = m.Child("ppo");
+    c.ppo = ParsePpoOptions(ppo);
+  }
+  m.Finish();
+  return c;
+}
+
+struct TrainGraph {
+  std::string name;
+  std::unique_ptr<graphs::Graph> graph;
+  std::unique_ptr<sim::Evaluator> evaluator;
+  GoGraph inputs;
+  double reference = 0.0;
+  double best_cost = 1e300;
+};
+
+void TrainGo(const TrainRequest& request) {
+  const GoTrainConfig config = ParseTrainConfig(request);
+  torch::set_num_threads(static_cast<int>(config.torch_threads));
+  const sim::Cluster cluster = sim::LoadCluster(config.cluster);
+  const std::shared_ptr<const sim::CostModel> cost_model =
+      sim::MakeCostModel(config.cost_model, {}, request.config_file);
+  const graphs::Suite suite = graphs::LoadSuite(config.suite);
+  std::vector<const graphs::SuiteEntry*> entries = suite.EntriesOf("train");
+  if (entries.empty()) {
+    throw ConfigError("suite " + suite.path + " has no graph in split 'train'", Location{request.config_file},
+                      "give a suite with a train split, e.g. configs/suites/paper.yaml");
+  }
+  if (config.train_graphs > 0 && static_cast<int64_t>(entries.size()) > config.train_graphs) {
+    entries.resize(static_cast<size_t>(config.train_graphs));
+  }
+  const auto run_path = [&](const std::string& file) { return request.run_dir + "/" + file; };
+  const std::string checkpoint = run_path("checkpoint.pt");
+  if (FileExists(checkpoint) && !request.resume) {
+    throw ConfigError("run folder " + request.run_dir + " already holds a checkpoint", Location{checkpoint},
+                      "pass --resume to continue that run, or choose another --run-dir");
+  }
+  const int64_t devices = cluster.num_devices();
+  std::vector<TrainGraph> train;
+  for (const graphs::SuiteEntry* entry : entries) {
+    TrainGraph g;
+    g.name = entry->name;
+    g.graph = std::make_unique<graphs::Graph>(graphs::MaterializeGraph(*entry));
+    g.evaluator = std::make_unique<sim::Evaluator>(*g.graph, cluster, cost_model);
+    g.inputs = MakeGoGraph(*g.graph);
+    train.push_back(std::move(g));
+  }
+  Rng rng = Rng::Derive(config.seed, {kGoStream, 1});
+  torch::manual_seed(rng.Next());
+  GoPolicy policy(config.model);
+  torch::optim::Adam optimizer(policy->parameters(), torch::optim::AdamOptions(config.ppo.learning_rate));
+  TrainingState state;
+  int64_t evaluations = 0;
+  double wall_before = 0.0;
+  if (request.resume && FileExists(checkpoint)) {
+    state = LoadCheckpoint(checkpoint, config.model.Signature(), *policy, &optimizer);
+    rng.set_state(state.rng);
+    evaluations = static_cast<int64_t>(state.scalars.at("evaluations"));
+    wall_before = state.scalars.at("wall_seconds");
+    for (size_t i = 0; i < train.size(); ++i) {
+      const auto ref = state.scalars.find("reference/" + std::to_string(i));
+      if (ref != state.scalars.end()) train[i].reference = ref->second;
+      const auto best = state.scalars.find("best/" + std::to_string(i));
+      if (best != state.scalars.end()) train[i].best_cost = best->second;
+    }
+    LogLine(LogLevel::kInfo, "go: resuming " + checkpoint + " at step " + std::to_string(state.step));
+  }
+  {
+    YAML::Emitter emitter;
+    emitter << request.config;
+    WriteFileAtomic(run_path("config.yaml"), std::string(emitter.c_str()) + "\n");
+  }
+  TrainingCurves curves(run_path("curves.csv"), {"graph", "mean_cost", "feasible_fraction", "entropy"},
+                        request.resume ? state.step : -1);
+  const Objective objective{.kind = config.objective};
+  const auto start = std::chrono::steady_clock::now();
+  auto save = [&]() {
+    state.rng = rng.state();
+    state.scalars["evaluations"] = static_cast<double>(evaluations);
+    state.scalars["wall_seconds"] = wall_before + Seconds(start);
+    for (size_t i = 0; i < train.size(); ++i) {
+      state.scalars["reference/" + std::to_string(i)] = train[i].reference;
+      state.scalars["best/" + std::to_string(i)] = train[i].best_cost;
+    }
+    SaveCheckpoint(checkpoint, config.model.Signature(), *policy, &optimizer, state);
+  };
+  int64_t steps_here = 0;
+  std::vector<sim::Decision> decisions;
+  std::vector<sim::Evaluation> results;
+  while (state.step < config.steps && (request.max_steps < 0 || steps_here < request.max_steps)) {
+    TrainGraph& g = train[static_cast<size_t>(state.step) % train.size()];
+    const int64_t k = config.ppo.samples;
+    GoOutput sampled;
+    {
+      torch::NoGradGuard no_grad;
+      sampled = policy->forward(g.inputs, devices, k, GoPolicyImpl::Mode::kSample, &rng);
+    }
+    decisions.clear();
+    for (int64_t i = 0; i < k; ++i) decisions.push_back(DecodeDecision(g.inputs, sampled.actions, i));
+    results.assign(static_cast<size_t>(k), sim::Evaluation{});
+    g.evaluator->EvaluateBatch(decisions, results);
+    evaluations += k;
+    std::vector<float> rewards(static_cast<size_t>(k));
+    double mean_cost = 0.0, feasible = 0.0;
+    for (int64_t i = 0; i < k; ++i) {
+      const sim::Evaluation& e = results[static_cast<size_t>(i)];
+      const double cost =
+          CostOf(objective.Score(e, cluster), e.feasible, config.ppo.infeasible_penalty, &g.reference);
+      g.best_cost = std::min(g.best_cost, cost);
+      rewards[static_cast<size_t>(i)] = static_cast<float>(-std::log(cost));
+      mean_cost += cost / static_cast<double>(k);
+      feasible += e.feasible ? 1.0 / static_cast<double>(k) : 0.0;
+    }
+    const PpoStats stats = PpoUpdate(policy, optimizer, g.inputs, devices, sampled.actions, sampled.log_prob,
+                                     sampled.value, torch::tensor(rewards), config.ppo);
+    ++state.step;
+    ++steps_here;
+    TrainingPoint point;
+    point.step = state.step;
+    point.reward = -std::log(mean_cost);
+    point.best_objective = g.best_cost;
+    point.wall_seconds = wall_before + Seconds(start);
+    point.evaluations = evaluations;
+    point.extra = {static_cast<double>(static_cast<size_t>(state.step - 1) % train.size()), mean_cost,
+                   feasible, stats.entropy};
+    curves.Append(point);
+    if (request.progress) {
+      std::printf("go step %lld/%lld graph %s mean cost %.4f (x reference) feasible %.2f entropy %.3f\n",
+                  static_cast<long long>(state.step), static_cast<long long>(config.steps), g.name.c_str(),
+                  mean_cost, feasible, stats.entropy);
+      std::fflush(stdout);
+    }
+    if (state.step % config.checkpoint_every == 0 || state.step == config.steps) save();
+  }
+  if (steps_here == 0 && !FileExists(checkpoint)) save();
+}
+
+}  // namespace
+
+void RegisterGo(const RegisterFn& add) {
+  add(
+      "go", [](YamlMap& o) { return std::make_unique<GoAgent>(o); },
+      "GO: GraphSAGE + segment-recurrent attention policy for placement, priority and fusion, PPO (Zhou et "
+      "al. "
+      "2020)");
+  RegisterTrainer("go", TrainGo);
+}
+
+}  // namespace gosim::agents::learned::go

@@ -1,0 +1,90 @@
+// The `go` agent and its pre-training (`gosim train`, `agent: go`): GO
+// (Zhou et al. 2020, "Transferable Graph Optimizers for ML Compilers"), the
+// network of go_model.h trained with PPO (Schulman et al. 2017) against the
+// simulator.
+//
+// PPO step (Sec. 3.5 of GO: PPO with a value baseline): sample K decisions
+// of one graph in one forward pass each (no gradients), evaluate them in one
+// Evaluator::EvaluateBatch call, then run `epochs` passes of the clipped
+// surrogate objective over that batch, with the value baseline's squared
+// error and an entropy bonus. Reward: -log(cost), cost = score / reference
+// (reference: the first feasible score seen on that graph, so rewards are
+// comparable across graphs); an infeasible decision (out of memory) costs
+// `infeasible_penalty` (a multiple of the reference). The clipped ratio is
+// taken per node (each node's decision is one action sharing the sample's
+// advantage; docs/DEVIATIONS.md).
+//
+// Agent options (configs/agents/go.yaml): `checkpoint` (a pre-trained
+// network; empty: a fresh random network), `evaluations` (the fine-tuning
+// budget when the problem sets none; 0 or 1: zero-shot, one forward pass and
+// one evaluation), `heads` (placement is required; [placement] alone is the
+// GDP-style variant), the network's shape when there is no checkpoint, and
+// the PPO settings.
+#ifndef GOSIM_AGENTS_LEARNED_GO_GO_AGENT_H_
+#define GOSIM_AGENTS_LEARNED_GO_GO_AGENT_H_
+
+#include <cstdint>
+#include <string>
+
+#include "agents/agent.h"
+#include "agents/builtin.h"
+#include "agents/learned/go/go_model.h"
+#include "core/yaml.h"
+
+namespace gosim::agents::learned::go {
+
+struct PpoOptions {
+  int64_t samples = 8;          // decisions per PPO step
+  int64_t epochs = 4;           // passes over each batch
+  double clip = 0.2;            // clipped ratio range [1 - clip, 1 + clip]
+  double learning_rate = 1e-3;  // Adam
+  double entropy_weight = 0.01;
+  double value_weight = 0.5;
+  double grad_clip = 1.0;            // global norm; 0 = off
+  double infeasible_penalty = 10.0;  // cost of an infeasible decision, in references
+};
+
+struct GoAgentOptions {
+  std::string checkpoint;   // empty: fresh network
+  int64_t evaluations = 0;  // fine-tuning budget; 0 or 1: zero-shot
+  GoModelOptions model;     // shape (ignored when a checkpoint gives it) and heads
+  PpoOptions ppo;
+  int64_t torch_threads = 0;  // 0: leave LibTorch's setting
+  static GoAgentOptions Parse(YamlMap& options);
+};
+
+// Reads the network shape and PPO keys shared by the agent and the trainer
+// (`model: {...}`, `ppo: {...}`, `heads: [...]`).
+GoModelOptions ParseModelOptions(YamlMap& model);
+void ParseHeads(YamlMap& options, GoModelOptions* model);
+PpoOptions ParsePpoOptions(YamlMap& ppo);
+
+// The model options written in signature `signature` (GoModelOptions::
+// Signature); StateError when it is not a GO signature.
+GoModelOptions ModelOptionsFromSignature(const std::string& signature, const std::string& source);
+
+// Turns sample `index` of `actions` into a decision for `graph`.
+sim::Decision DecodeDecision(const GoGraph& graph, const GoActions& actions, int64_t index);
+
+// One PPO update on a batch of K decisions already sampled from `policy`.
+// rewards: [K]; old_log_prob: [K x n] (detached); old_value: [K]. Returns
+// the mean loss of the last epoch.
+struct PpoStats {
+  double loss = 0.0;
+  double entropy = 0.0;
+  double clipped_fraction = 0.0;
+};
+PpoStats PpoUpdate(GoPolicy& policy, torch::optim::Optimizer& optimizer, const GoGraph& graph,
+                   int64_t devices, const GoActions& actions, const torch::Tensor& old_log_prob,
+                   const torch::Tensor& old_value, const torch::Tensor& rewards, const PpoOptions& options);
+
+// Zero-shot or fine-tuned optimization of `problem` (extra: zero_shot_objective,
+// ppo_steps, forward_seconds of the zero-shot pass).
+AgentResult RunGo(const Problem& problem, const GoAgentOptions& options, const ProgressFn& progress = {});
+
+// Registers the `go` agent and the `go` trainer.
+void RegisterGo(const RegisterFn& add);
+
+}  // namespace gosim::agents::learned::go
+
+#endif  // GOSIM_AGENTS_LEARNED_GO_GO_AGENT_H_

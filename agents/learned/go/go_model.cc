@@ -1,0 +1,306 @@
+#include "agents/learned/go/go_model.h"
+
+#include <cmath>
+#include <limits>
+
+#include "agents/learned/common/features.h"
+#include "core/error.h"
+#include "graphs/op_class.h"
+
+namespace gosim::agents::learned::go {
+
+namespace F = torch::nn::functional;
+
+std::string GoModelOptions::Signature() const {
+  auto kv = [](const char* key, int64_t value) { return std::string(key) + "=" + std::to_string(value); };
+  return "go/v1:" + kv("gnn_hidden", gnn.hidden) + "," + kv("gnn_layers", gnn.layers) + "," +
+         kv("op_embedding", gnn.op_embedding) + "," + kv("normalize", gnn.normalize ? 1 : 0) + "," +
+         kv("features", kNumNodeFeatures) + "," + kv("op_classes", graphs::kNumOpClasses) + "," +
+         kv("model", model) + "," + kv("heads", heads) + "," + kv("layers", layers) + "," +
+         kv("max_relative", max_relative) + "," + kv("max_devices", max_devices) + "," +
+         kv("priority_levels", priority_levels) + "," + kv("film", film ? 1 : 0);
+}
+
+GoGraph MakeGoGraph(const graphs::Graph& graph) {
+  const NodeFeatures features = ComputeNodeFeatures(graph);
+  GoGraph g;
+  g.tensors = ToTensors(features);
+  g.num_nodes = features.num_nodes;
+  const size_t n = static_cast<size_t>(features.num_nodes);
+  // Merged (data and control) edges: a node may be fused with its producer
+  // when that producer is its only predecessor and it is the producer's only
+  // successor. Fused groups are then chains, which are always convex.
+  std::vector<int32_t> in_count(n, 0), out_count(n, 0);
+  std::vector<int64_t> pred(n, -1);
+  for (size_t e = 0; e < features.edge_src.size(); ++e) {
+    const auto s = static_cast<size_t>(features.edge_src[e]);
+    const auto d = static_cast<size_t>(features.edge_dst[e]);
+    ++out_count[s];
+    ++in_count[d];
+    pred[d] = static_cast<int64_t>(s);
+  }
+  g.fuse_producer.assign(n, -1);
+  std::vector<uint8_t> eligible(n, 0);
+  std::vector<int64_t> src(n);
+  for (size_t v = 0; v < n; ++v) {
+    src[v] = static_cast<int64_t>(v);
+    if (in_count[v] == 1 && out_count[static_cast<size_t>(pred[v])] == 1) {
+      g.fuse_producer[v] = pred[v];
+      eligible[v] = 1;
+      src[v] = pred[v];
+    }
+  }
+  g.fuse_eligible =
+      torch::tensor(std::vector<int64_t>(eligible.begin(), eligible.end()), torch::kInt64).to(torch::kBool);
+  g.fuse_src = torch::tensor(src, torch::kInt64);
+  return g;
+}
+
+RecurrentAttentionImpl::RecurrentAttentionImpl(int64_t model, int64_t heads, int64_t max_relative)
+    : model_(model), heads_(heads), max_relative_(max_relative) {
+  if (heads <= 0 || model % heads != 0) {
+    throw ConfigError("GO attention width " + std::to_string(model) + " is not a multiple of heads " +
+                          std::to_string(heads),
+                      {}, "choose `model` divisible by `heads`");
+  }
+  norm1_ = register_module("norm1", torch::nn::LayerNorm(torch::nn::LayerNormOptions({model})));
+  norm2_ = register_module("norm2", torch::nn::LayerNorm(torch::nn::LayerNormOptions({model})));
+  qkv_ = register_module("qkv", torch::nn::Linear(model, 3 * model));
+  out_ = register_module("out", torch::nn::Linear(model, model));
+  ff1_ = register_module("ff1", torch::nn::Linear(model, 2 * model));
+  ff2_ = register_module("ff2", torch::nn::Linear(2 * model, model));
+  relative_bias_ = register_parameter("relative_bias", torch::zeros({heads, max_relative}));
+}
+
+// Scores [B x H x L x (M + L)] of queries q [B x H x L x dh] against keys
+// k [B x H x (M + L) x dh]: scaled dot products plus the relative-position
+// bias of distance (M + i) - j, with keys after the query masked out.
+torch::Tensor RecurrentAttentionImpl::Scores(const torch::Tensor& q, const torch::Tensor& k, int64_t m,
+                                             int64_t l) {
+  const int64_t dh = model_ / heads_;
+  torch::Tensor scores = torch::matmul(q, k.transpose(-1, -2)) / std::sqrt(static_cast<double>(dh));
+  const torch::Tensor query_pos = torch::arange(l, torch::kInt64).unsqueeze(1) + m;
+  const torch::Tensor key_pos = torch::arange(m + l, torch::kInt64).unsqueeze(0);
+  const torch::Tensor distance = query_pos - key_pos;  // [L x (M + L)]
+  const torch::Tensor index = distance.clamp(0, max_relative_ - 1);
+  const torch::Tensor bias = relative_bias_.index_select(1, index.reshape({-1})).view({heads_, l, m + l});
+  scores = scores + bias.unsqueeze(0);
+  return scores.masked_fill((distance < 0).view({1, 1, l, m + l}), -std::numeric_limits<float>::infinity());
+}
+
+torch::Tensor RecurrentAttentionImpl::AttentionWeights(const torch::Tensor& x, const torch::Tensor& memory) {
+  const int64_t b = x.size(0), l = x.size(1);
+  const int64_t m = memory.defined() ? memory.size(1) : 0;
+  const torch::Tensor ctx = m > 0 ? torch::cat({memory, x}, 1) : x;
+  const torch::Tensor qkv = qkv_(norm1_(ctx));
+  const int64_t dh = model_ / heads_;
+  auto split = [&](int64_t part, int64_t from, int64_t len) {
+    return qkv.slice(2, part * model_, (part + 1) * model_)
+        .slice(1, from, from + len)
+        .view({b, len, heads_, dh})
+        .transpose(1, 2);
+  };
+  return torch::softmax(Scores(split(0, m, l), split(1, 0, m + l), m, l), -1);
+}
+
+torch::Tensor RecurrentAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& memory,
+                                              const torch::Tensor& gamma, const torch::Tensor& beta) {
+  const int64_t b = x.size(0), l = x.size(1);
+  const int64_t m = memory.defined() ? memory.size(1) : 0;
+  const int64_t dh = model_ / heads_;
+  const torch::Tensor ctx = m > 0 ? torch::cat({memory, x}, 1) : x;
+  const torch::Tensor qkv = qkv_(norm1_(ctx));  // [B x (M + L) x 3d]
+  auto split = [&](int64_t part, int64_t from, int64_t len) {
+    return qkv.slice(2, part * model_, (part + 1) * model_)
+        .slice(1, from, from + len)
+        .view({b, len, heads_, dh})
+        .transpose(1, 2);
+  };
+  const torch::Tensor weights = torch::softmax(Scores(split(0, m, l), split(1, 0, m + l), m, l), -1);
+  torch::Tensor attended = torch::matmul(weights, split(2, 0, m + l)).transpose(1, 2).reshape({b, l, model_});
+  attended = out_(attended);
+  const bool film = gamma.defined();
+  if (film) attended = attended * gamma.select(1, 0).unsqueeze(1) + beta.select(1, 0).unsqueeze(1);
+  torch::Tensor h = x + attended;
+  torch::Tensor ff = ff2_(torch::relu(ff1_(norm2_(h))));
+  if (film) ff = ff * gamma.select(1, 1).unsqueeze(1) + beta.select(1, 1).unsqueeze(1);
+  return h + ff;
+}
+
+torch::Tensor RunSegmented(RecurrentAttention& layer, const torch::Tensor& x, int64_t segment,
+                           const torch::Tensor& gamma, const torch::Tensor& beta) {
+  const int64_t n = x.size(1);
+  if (segment <= 0 || segment >= n) return layer->forward(x, torch::Tensor(), gamma, beta);
+  std::vector<torch::Tensor> outputs;
+  torch::Tensor memory;
+  for (int64_t start = 0; start < n; start += segment) {
+    const torch::Tensor part = x.slice(1, start, std::min(n, start + segment));
+    outputs.push_back(layer->forward(part, memory, gamma, beta));
+    memory = part.detach();  // Transformer-XL: the cached memory is not back-propagated into
+  }
+  return torch::cat(outputs, 1);
+}
+
+namespace {
+constexpr int64_t kTaskLayers = 3;  // placement, priority, fusion
+}
+
+GoPolicyImpl::GoPolicyImpl(const GoModelOptions& options) : options_(options) {
+  gnn_ = register_module("gnn", GraphSage(options.gnn));
+  input_ = register_module("input", torch::nn::Linear(options.gnn.hidden, options.model));
+  for (int64_t l = 0; l < options.layers; ++l) {
+    trunk_.push_back(register_module("trunk" + std::to_string(l),
+                                     RecurrentAttention(options.model, options.heads, options.max_relative)));
+  }
+  place_layer_ =
+      register_module("place_layer", RecurrentAttention(options.model, options.heads, options.max_relative));
+  priority_layer_ = register_module("priority_layer",
+                                    RecurrentAttention(options.model, options.heads, options.max_relative));
+  fusion_layer_ =
+      register_module("fusion_layer", RecurrentAttention(options.model, options.heads, options.max_relative));
+  place_head_ = register_module("place_head", torch::nn::Linear(options.model, options.max_devices));
+  priority_head_ =
+      register_module("priority_head", torch::nn::Linear(options.model, options.priority_levels));
+  fusion_head_ = register_module("fusion_head", torch::nn::Linear(options.model, 2));
+  device_embedding_ =
+      register_module("device_embedding", torch::nn::Embedding(options.max_devices, options.model));
+  priority_embedding_ =
+      register_module("priority_embedding", torch::nn::Embedding(options.priority_levels, options.model));
+  // (gamma, beta) x (attention, feed-forward) x width for every attention layer.
+  film_ = register_module(
+      "film", torch::nn::Linear(options.gnn.hidden, (options.layers + kTaskLayers) * 4 * options.model));
+  value_ = register_module("value", torch::nn::Linear(options.gnn.hidden, options.model));
+  value_out_ = register_module("value_out", torch::nn::Linear(options.model, 1));
+  // Start with near-identity modulation and near-uniform heads.
+  torch::NoGradGuard no_grad;
+  film_->weight.mul_(0.1);
+  film_->bias.zero_();
+  for (torch::nn::Linear* head : {&place_head_, &priority_head_, &fusion_head_}) {
+    (*head)->weight.mul_(0.1);
+    (*head)->bias.zero_();
+  }
+}
+
+torch::Tensor GoPolicyImpl::FilmOf(size_t layer, const torch::Tensor& graph_embedding, bool shift,
+                                   int64_t batch) {
+  if (!options_.film) return torch::Tensor();
+  const int64_t d = options_.model;
+  const torch::Tensor all = film_(graph_embedding).view({-1, 2, 2, d});  // [layers x (gamma, beta) x 2 x d]
+  torch::Tensor part = all.select(0, static_cast<int64_t>(layer)).select(0, shift ? 1 : 0);  // [2 x d]
+  if (!shift) part = part + 1.0;
+  return part.unsqueeze(0).expand({batch, 2, d});
+}
+
+torch::Tensor GoPolicyImpl::Decide(const torch::Tensor& logits, Mode mode, Rng* rng,
+                                   const torch::Tensor& given, torch::Tensor* log_prob,
+                                   torch::Tensor* entropy) {
+  const torch::Tensor log_p = torch::log_softmax(logits, -1);
+  const torch::Tensor p = log_p.exp();
+  // Masked actions have p = 0 and log p = -inf; zero their log p first, as
+  // the gradient of p * log p there would be NaN even behind a where().
+  const torch::Tensor finite_log_p = log_p.masked_fill(torch::isinf(log_p), 0.0);
+  *entropy = *entropy - (p * finite_log_p).sum(-1);
+  torch::Tensor actions;
+  if (mode == Mode::kGiven) {
+    actions = given;
+  } else if (mode == Mode::kGreedy) {
+    actions = logits.argmax(-1);
+  } else {
+    if (rng == nullptr) throw StateError("GO: sampling needs a random generator", {}, "pass an Rng");
+    const torch::Tensor probs = p.detach().contiguous();
+    const int64_t k = probs.size(-1);
+    const int64_t rows = probs.numel() / k;
+    actions = torch::empty({probs.size(0), probs.size(1)}, torch::kInt64);
+    const float* q = probs.data_ptr<float>();
+    int64_t* a = actions.data_ptr<int64_t>();
+    for (int64_t r = 0; r < rows; ++r) {
+      const double u = rng->Uniform();
+      double acc = 0.0;
+      int64_t chosen = -1;
+      for (int64_t j = 0; j < k; ++j) {
+        const double pj = q[r * k + j];
+        if (!(pj > 0.0)) continue;  // masked (or NaN)
+        chosen = j;                 // last allowed action catches rounding at the top
+        acc += pj;
+        if (u < acc) break;
+      }
+      if (chosen < 0) {
+        throw StateError("GO: the policy gave no valid action (non-finite probabilities)", {},
+                         "lower the learning rate or check the checkpoint");
+      }
+      a[r] = chosen;
+    }
+  }
+  *log_prob = *log_prob + log_p.gather(-1, actions.unsqueeze(-1)).squeeze(-1);
+  return actions;
+}
+
+GoOutput GoPolicyImpl::forward(const GoGraph& graph, int64_t devices, int64_t samples, Mode mode, Rng* rng,
+                               const GoActions* given) {
+  if (devices < 1 || devices > options_.max_devices) {
+    throw ConfigError("GO: the cluster has " + std::to_string(devices) +
+                          " devices, the network places on at most " + std::to_string(options_.max_devices),
+                      {}, "build the GO network with a larger `max_devices`");
+  }
+  if (mode == Mode::kGiven && given == nullptr)
+    throw StateError("GO: kGiven without actions", {}, "pass actions");
+  const int64_t n = graph.num_nodes;
+  const int64_t b = samples;
+  const torch::Tensor nodes = gnn_(graph.tensors);      // [n x g]
+  const torch::Tensor graph_embedding = nodes.mean(0);  // [g]
+  torch::Tensor x = input_(nodes).unsqueeze(0);         // [1 x n x d]
+  size_t layer = 0;
+  for (RecurrentAttention& block : trunk_) {
+    x = RunSegmented(block, x, options_.segment, FilmOf(layer, graph_embedding, false, 1),
+                     FilmOf(layer, graph_embedding, true, 1));
+    ++layer;
+  }
+  torch::Tensor state = x.expand({b, n, options_.model});
+  GoOutput out;
+  out.log_prob = torch::zeros({b, n});
+  out.entropy = torch::zeros({b, n});
+
+  // Placement (always on): devices >= `devices` are masked.
+  {
+    const size_t l = static_cast<size_t>(options_.layers);
+    const torch::Tensor h =
+        RunSegmented(place_layer_, state, options_.segment, FilmOf(l, graph_embedding, false, b),
+                     FilmOf(l, graph_embedding, true, b));
+    torch::Tensor logits = place_head_(h);
+    if (devices < options_.max_devices) {
+      const torch::Tensor masked = torch::arange(options_.max_devices, torch::kInt64) >= devices;
+      logits = logits.masked_fill(masked.view({1, 1, -1}), -std::numeric_limits<float>::infinity());
+    }
+    out.actions.device =
+        Decide(logits, mode, rng, given ? given->device : torch::Tensor(), &out.log_prob, &out.entropy);
+    state = h + device_embedding_(out.actions.device);
+  }
+  if (options_.priority) {
+    const size_t l = static_cast<size_t>(options_.layers) + 1;
+    const torch::Tensor h =
+        RunSegmented(priority_layer_, state, options_.segment, FilmOf(l, graph_embedding, false, b),
+                     FilmOf(l, graph_embedding, true, b));
+    out.actions.priority = Decide(priority_head_(h), mode, rng, given ? given->priority : torch::Tensor(),
+                                  &out.log_prob, &out.entropy);
+    state = h + priority_embedding_(out.actions.priority);
+  }
+  if (options_.fusion) {
+    const size_t l = static_cast<size_t>(options_.layers) + 2;
+    const torch::Tensor h =
+        RunSegmented(fusion_layer_, state, options_.segment, FilmOf(l, graph_embedding, false, b),
+                     FilmOf(l, graph_embedding, true, b));
+    // "Fuse" only where the producer is eligible and on the same device.
+    const torch::Tensor same_device =
+        out.actions.device == out.actions.device.index_select(1, graph.fuse_src);  // [B x n]
+    const torch::Tensor allowed = same_device & graph.fuse_eligible.unsqueeze(0);
+    const torch::Tensor forbid =
+        torch::stack({torch::zeros_like(allowed), allowed.logical_not()}, -1);  // [B x n x 2]
+    const torch::Tensor logits = fusion_head_(h).masked_fill(forbid, -std::numeric_limits<float>::infinity());
+    out.actions.fuse =
+        Decide(logits, mode, rng, given ? given->fuse : torch::Tensor(), &out.log_prob, &out.entropy);
+  }
+  out.value = value_out_(torch::tanh(value_(graph_embedding))).view({1}).expand({b});
+  return out;
+}
+
+}  // namespace gosim::agents::learned::go

@@ -1,0 +1,165 @@
+// The GO policy network (Zhou et al. 2020, "Transferable Graph Optimizers for
+// ML Compilers", Sec. 3): one forward pass gives a placement, a scheduling
+// priority and a fusion decision for every node of a graph of any size.
+//
+//   1. GraphSAGE node embeddings (common/gnn.h), inductive (Sec. 3.1).
+//   2. Scalable sequential attention (Sec. 3.2): the nodes in topological
+//      order are cut into segments of `segment` nodes; every attention layer
+//      of a segment attends to its own segment (causally) and to a cached,
+//      gradient-stopped copy of that layer's input on the previous segment
+//      (Transformer-XL segment-level recurrence, Dai et al. 2019), with
+//      relative-position attention biases, so memory grows with the segment,
+//      not with the graph.
+//   3. Feature modulation (Sec. 3.3): the output of every attention and
+//      feed-forward sublayer is scaled and shifted (FiLM) by vectors computed
+//      from a graph embedding (the mean of the node embeddings), so that one
+//      network serves many graphs.
+//   4. Multi-task heads (Sec. 3.4): placement, then priority, then fusion;
+//      each head has its own recurrent attention layer whose input is the
+//      previous task's state plus an embedding of the previous task's
+//      decision, so each task's decision conditions the next. The value
+//      baseline is read from the graph embedding.
+//
+// Masking: devices >= the cluster's device count are masked out of the
+// placement head (the network is built for `max_devices`); the fusion head
+// may only fuse a node with its producer when the pair is eligible (a single
+// producer with a single consumer, so the fused chains are always convex)
+// and both are on the same device; the attention is causal within the
+// segment and its memory.
+#ifndef GOSIM_AGENTS_LEARNED_GO_GO_MODEL_H_
+#define GOSIM_AGENTS_LEARNED_GO_GO_MODEL_H_
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "agents/learned/common/gnn.h"
+#include "core/rng.h"
+#include "graphs/graph.h"
+
+namespace gosim::agents::learned::go {
+
+struct GoModelOptions {
+  GnnOptions gnn{.hidden = 64, .layers = 2, .op_embedding = 16, .normalize = true};
+  int64_t model = 64;           // width of the attention layers
+  int64_t heads = 4;            // attention heads (model % heads == 0)
+  int64_t layers = 2;           // shared attention layers before the task heads
+  int64_t segment = 128;        // nodes per segment
+  int64_t max_relative = 256;   // relative distances >= this share one bias
+  int64_t max_devices = 8;      // placement head width; clusters may have fewer
+  int64_t priority_levels = 8;  // quantized scheduling priority levels
+  bool film = true;             // feature modulation on/off (ablation)
+  bool placement = true;        // which heads decide (placement-only: GDP-style)
+  bool priority = true;
+  bool fusion = true;
+
+  // Stored in checkpoints; a checkpoint of another shape is refused.
+  std::string Signature() const;
+};
+
+// A graph's inputs to the network, built once per graph.
+struct GoGraph {
+  GraphTensors tensors;
+  int64_t num_nodes = 0;
+  // Fusion: producer of node v when the pair (producer, v) may be fused
+  // (v has exactly one predecessor u and u exactly one successor v), else -1.
+  std::vector<int64_t> fuse_producer;
+  torch::Tensor fuse_eligible;  // bool [n]
+  torch::Tensor fuse_src;       // int64 [n]: fuse_producer or the node itself
+};
+GoGraph MakeGoGraph(const graphs::Graph& graph);
+
+// One multi-head attention layer with Transformer-XL segment recurrence,
+// relative-position biases, pre-norm residual sublayers and FiLM.
+class RecurrentAttentionImpl : public torch::nn::Module {
+ public:
+  RecurrentAttentionImpl(int64_t model, int64_t heads, int64_t max_relative);
+  // x: [B x L x d] (one segment), memory: [B x M x d] (may have M = 0; the
+  // caller detaches it), gamma / beta: [B x 2 x d] FiLM parameters (or
+  // undefined tensors: no modulation). Query i (position M + i) attends to
+  // keys 0 .. M + i. Returns [B x L x d].
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& memory, const torch::Tensor& gamma,
+                        const torch::Tensor& beta);
+
+  // The attention weights for the same inputs ([B x H x L x (M + L)]), for tests.
+  torch::Tensor AttentionWeights(const torch::Tensor& x, const torch::Tensor& memory);
+  int64_t max_relative() const { return max_relative_; }
+  const torch::Tensor& relative_bias() const { return relative_bias_; }
+
+ private:
+  torch::Tensor Scores(const torch::Tensor& q, const torch::Tensor& k, int64_t m, int64_t l);
+  int64_t model_;
+  int64_t heads_;
+  int64_t max_relative_;
+  torch::nn::LayerNorm norm1_{nullptr};
+  torch::nn::LayerNorm norm2_{nullptr};
+  torch::nn::Linear qkv_{nullptr};
+  torch::nn::Linear out_{nullptr};
+  torch::nn::Linear ff1_{nullptr};
+  torch::nn::Linear ff2_{nullptr};
+  torch::Tensor relative_bias_;  // [heads x max_relative]
+};
+TORCH_MODULE(RecurrentAttention);
+
+// Runs `layer` over the sequence x [B x n x d] segment by segment, each
+// segment attending to the previous segment's (detached) input as memory.
+// segment >= n gives plain causal full attention over the whole sequence.
+torch::Tensor RunSegmented(RecurrentAttention& layer, const torch::Tensor& x, int64_t segment,
+                           const torch::Tensor& gamma, const torch::Tensor& beta);
+
+// Actions of B samples: [B x n] int64 each (undefined when the head is off).
+struct GoActions {
+  torch::Tensor device;
+  torch::Tensor priority;
+  torch::Tensor fuse;
+};
+
+struct GoOutput {
+  GoActions actions;
+  torch::Tensor log_prob;  // [B x n]: sum over the active heads of log pi(action)
+  torch::Tensor entropy;   // [B x n]: sum over the active heads of the entropy
+  torch::Tensor value;     // [B]: the value baseline (same for every sample of a graph)
+};
+
+class GoPolicyImpl : public torch::nn::Module {
+ public:
+  explicit GoPolicyImpl(const GoModelOptions& options);
+
+  // B = `samples` decisions for `graph` on a cluster of `devices` devices.
+  // mode: kSample draws actions with `rng`; kGreedy takes the most likely
+  // action of every head; kGiven scores `given` (PPO's re-evaluation).
+  enum class Mode { kSample, kGreedy, kGiven };
+  GoOutput forward(const GoGraph& graph, int64_t devices, int64_t samples, Mode mode, Rng* rng,
+                   const GoActions* given = nullptr);
+  const GoModelOptions& options() const { return options_; }
+
+ private:
+  // Draws (or takes) actions from logits [B x n x k] (masked entries are
+  // -inf); returns the actions and adds log-probabilities and entropies.
+  torch::Tensor Decide(const torch::Tensor& logits, Mode mode, Rng* rng, const torch::Tensor& given,
+                       torch::Tensor* log_prob, torch::Tensor* entropy);
+  torch::Tensor FilmOf(size_t layer, const torch::Tensor& graph_embedding, bool shift, int64_t batch);
+
+  GoModelOptions options_;
+  GraphSage gnn_{nullptr};
+  torch::nn::Linear input_{nullptr};
+  std::vector<RecurrentAttention> trunk_;
+  RecurrentAttention place_layer_{nullptr};
+  RecurrentAttention priority_layer_{nullptr};
+  RecurrentAttention fusion_layer_{nullptr};
+  torch::nn::Linear place_head_{nullptr};
+  torch::nn::Linear priority_head_{nullptr};
+  torch::nn::Linear fusion_head_{nullptr};
+  torch::nn::Embedding device_embedding_{nullptr};
+  torch::nn::Embedding priority_embedding_{nullptr};
+  torch::nn::Linear film_{nullptr};  // graph embedding -> (gamma, beta) of every attention layer
+  torch::nn::Linear value_{nullptr};
+  torch::nn::Linear value_out_{nullptr};
+};
+TORCH_MODULE(GoPolicy);
+
+}  // namespace gosim::agents::learned::go
+
+#endif  // GOSIM_AGENTS_LEARNED_GO_GO_MODEL_H_

@@ -1,0 +1,67 @@
+// The hrl and colocrl agents: device placement by reinforcement learning on
+// the problem's own graph, trained against the simulator within the
+// evaluation budget.
+//
+// hrl: "A Hierarchical Model for Device Placement" (Mirhoseini et al., ICLR
+//   2018). A Grouper assigns every op to one of min(256, 20 x devices) groups
+//   (reference code), a seq2seq Placer assigns every group to a device
+//   (hrl_policy.h). Grouper and Placer are trained jointly with REINFORCE:
+//   the log-probability of a sample is the sum of the Grouper's and the
+//   Placer's, the reward is -sqrt(step time), the baseline an exponential
+//   moving average of the reward (decay 0.9), Adam with gradient-norm
+//   clipping at 1.0; an infeasible placement (out of memory) counts as a
+//   step time of 100 s (reference code; option `infeasible_step_time`).
+// colocrl: "Device Placement Optimization with Reinforcement Learning"
+//   (Mirhoseini et al., ICML 2017). The same Placer and training over fixed
+//   groups built from the graph's colocation groups (grouping.h).
+//
+// Each policy step samples `samples_per_step` placements, evaluates them in
+// one Evaluator::EvaluateBatch call (the policy runs outside the parallel
+// loop) and makes one gradient step. Everything depends only on the seed.
+// The result is the best placement any sample reached, with its best-so-far
+// curve; priorities are left empty (FIFO, TensorFlow's executor).
+#ifndef GOSIM_AGENTS_LEARNED_HRL_HRL_AGENT_H_
+#define GOSIM_AGENTS_LEARNED_HRL_HRL_AGENT_H_
+
+#include <cstdint>
+
+#include "agents/agent.h"
+#include "agents/builtin.h"
+#include "core/yaml.h"
+
+namespace gosim::agents::hrl {
+
+struct HrlOptions {
+  bool learned_grouper = true;  // hrl: true; colocrl: false (colocation groups)
+  int64_t evaluations = 2000;   // budget when the problem sets none
+  int64_t samples_per_step = 16;
+  int64_t groups = 0;           // hrl: 0 = min(256, 20 x devices)
+  int64_t max_groups = 256;     // colocrl: cap on the colocation groups
+  int64_t grouper_hidden = 64;  // hrl: width of the Grouper's hidden layer
+  int64_t hidden = 64;          // LSTM width of the Placer (encoder per direction, decoder)
+  int64_t attention = 64;
+  int64_t device_embedding = 16;
+  double learning_rate = 0.01;
+  double baseline_decay = 0.9;
+  double grad_clip = 1.0;
+  double infeasible_step_time = 100.0;  // seconds
+  double init_scale = 0.1;              // parameters start uniform in [-init_scale, init_scale]
+  int64_t torch_threads = 1;            // LibTorch intra-op threads; 0 = leave LibTorch's setting
+
+  // Reads and range-checks the options of agent hrl (`learned_grouper`) or
+  // colocrl; keys of the other agent are unknown keys. Calls Finish().
+  static HrlOptions Parse(YamlMap& options, bool learned_grouper);
+};
+
+// Trains on `problem` and returns the best placement found. extra:
+// policy_steps, groups, first_mean_cost and last_mean_cost (the mean cost,
+// i.e. step time with infeasible samples at infeasible_step_time, over the
+// first and the last tenth of the policy steps).
+AgentResult RunHrl(const Problem& problem, const HrlOptions& options, const ProgressFn& progress = {});
+
+// Registers `hrl` and `colocrl`.
+void RegisterHrlAgents(const RegisterFn& add);
+
+}  // namespace gosim::agents::hrl
+
+#endif  // GOSIM_AGENTS_LEARNED_HRL_HRL_AGENT_H_

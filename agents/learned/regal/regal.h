@@ -1,0 +1,100 @@
+// REGAL (Paliwal et al., "REGAL: Transfer Learning for Fast Optimization of
+// Computation Graphs", ICLR 2020; figures in ../shared/PAPERS.md).
+//
+// A GraphSAGE policy (common/gnn.h) maps every node to categorical
+// distributions over quantized Beta parameters: for each of the node's
+// devices + 1 genes (one device affinity per device, then the scheduling
+// priority; Sec. 3 of the paper, the chromosome of agents/brkga/chromosome.h)
+// an alpha and a beta, each chosen among `levels`. BRKGA (agents/brkga/)
+// then draws its initial population and every generation's mutants from
+// those Beta distributions (a BetaSampler) instead of uniformly. Tensor
+// (transfer) genes keep Beta(1, 1) (docs/DEVIATIONS.md).
+//
+// Training (TrainRegal, `gosim train` with `agent: regal`): REINFORCE
+// (Sec. 4). Each step takes one training graph, samples `samples` actions
+// from the policy, runs one BRKGA per action with the training budget, and
+// rewards each with the relative improvement of its best objective over
+// BRKGA with uniform keys at the same budget and the same BRKGA seed:
+//   reward = (uniform - regal) / uniform.
+// The baseline is the mean reward of the step's samples. Every `valid_every`
+// steps the greedy policy is scored on the validation graphs and the best
+// one is kept as best.pt (model selection on the validation split); the test
+// split is never trained on (zero-shot) and is scored only by the Table 1
+// evaluation (EvaluateRegalTable).
+//
+// Inference (agent `regal`): loads a checkpoint, takes the most likely level
+// of every parameter and runs BRKGA with the problem's budget.
+#ifndef GOSIM_AGENTS_LEARNED_REGAL_REGAL_H_
+#define GOSIM_AGENTS_LEARNED_REGAL_REGAL_H_
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "agents/agent.h"
+#include "agents/brkga/brkga.h"
+#include "agents/brkga/sampler.h"
+#include "agents/builtin.h"
+#include "agents/learned/common/gnn.h"
+#include "agents/learned/common/train.h"
+
+namespace gosim::agents::learned {
+
+struct RegalPolicyOptions {
+  GnnOptions gnn;
+  int32_t num_devices = 2;  // the policy's output size depends on it
+  // Quantized Beta parameter values the policy chooses from (> 0).
+  std::vector<double> levels = {0.25, 0.5, 1.0, 2.0, 4.0, 8.0};
+
+  int32_t genes_per_node() const { return num_devices + 1; }
+  // Everything the parameter shapes and the meaning of the outputs depend on.
+  std::string Signature() const;
+  // The inverse of Signature(); StateError naming `source` when malformed.
+  static RegalPolicyOptions FromSignature(const std::string& signature, const std::string& source);
+};
+
+class RegalPolicyImpl : public torch::nn::Module {
+ public:
+  explicit RegalPolicyImpl(const RegalPolicyOptions& options);
+  // Log-probabilities [n x genes_per_node x 2 x levels] (dim 2: alpha, beta).
+  torch::Tensor forward(const GraphTensors& graph);
+  const RegalPolicyOptions& options() const { return options_; }
+
+ private:
+  RegalPolicyOptions options_;
+  GraphSage gnn_{nullptr};
+  torch::nn::Linear head_{nullptr};
+};
+TORCH_MODULE(RegalPolicy);
+
+// One action: a level index per (node, gene, alpha|beta), flattened in the
+// order of the policy's output.
+using RegalAction = std::vector<int64_t>;
+
+// The BetaSampler of per-(node, gene) parameters `parameters` (alpha, beta
+// pairs in the order of the policy's output) for a chromosome of `layout`;
+// transfer genes Beta(1, 1). DecisionError when the sizes do not fit.
+brkga::BetaSampler MakeSampler(const std::vector<double>& parameters, const RegalPolicyOptions& options,
+                               const brkga::ChromosomeLayout& layout);
+// The level values an action picks.
+std::vector<double> ActionParameters(const RegalAction& action, const RegalPolicyOptions& options);
+// The most likely level of every parameter.
+RegalAction GreedyAction(const torch::Tensor& log_probs);
+// Inference: "greedy" = the most likely levels; "mean" = each parameter's
+// expected value under the policy (moves smoothly as training shifts
+// probability, where the argmax may stay put).
+std::vector<double> PolicyParameters(const torch::Tensor& log_probs, const RegalPolicyOptions& options,
+                                     const std::string& decode);
+
+// Trainer of `gosim train` for `agent: regal` (config keys in
+// configs/experiments/regal_train.yaml).
+void TrainRegal(const TrainRequest& request);
+
+// Registers agent `regal` and its trainer.
+void RegisterRegal(const RegisterFn& add);
+
+}  // namespace gosim::agents::learned
+
+#endif  // GOSIM_AGENTS_LEARNED_REGAL_REGAL_H_

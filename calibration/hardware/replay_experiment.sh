@@ -1,0 +1,56 @@
+#!/bin/sh
+# Reproduces the `local` calibration and the replay measurements of
+# docs/CALIBRATION.md ("Replay on this machine"). Run from the repository root
+# of a LibTorch build:
+#   GOSIM_HW=build-hw/bin/gosim_hw GOSIM=build/bin/gosim calibration/hardware/replay_experiment.sh
+# gosim_hw (calibration/hardware/hw_tool.cc) makes the same library calls as
+# `gosim profile`, `gosim calibrate --out` and `gosim replay`; GOSIM is any
+# gosim build (it only exports the graphs). A few minutes on the 2-core
+# machine. Writes under ${OUT:-runs/replay_local} and configs/calibrated/local.yaml.
+set -eu
+GOSIM=${GOSIM:-build/bin/gosim}
+GOSIM_HW=${GOSIM_HW:-build/bin/gosim_hw}
+OUT=${OUT:-runs/replay_local}
+REPEATS=${REPEATS:-7}
+WARMUP=${WARMUP:-2}
+PROFILE_GRAPH='bert:layers=1,hidden=96,heads=2,intermediate=384,seq_len=32,vocab=1500,batch=3,training=true'
+BERT='bert:layers=2,hidden=128,heads=2,intermediate=512,seq_len=32,vocab=1000,batch=2,training=true'
+RNNLM='rnnlm:layers=2,hidden=128,vocab=1000,seq_len=8,batch=8,training=true'
+mkdir -p "$OUT"
+
+# 1. Profile a calibration graph (not one of the replayed ones) and fit the profile.
+"$GOSIM_HW" profile "$PROFILE_GRAPH" configs/clusters/local.yaml "$OUT/local_profile_trace.json.gz" 12 3
+"$GOSIM_HW" fit "$OUT/local_profile_trace.json.gz" configs/calibrated/local.yaml
+
+# 2. Decisions for the two replayed graphs; 3. replay each, measured vs simulated.
+for g in bert rnnlm; do
+  if [ $g = bert ]; then spec=$BERT; else spec=$RNNLM; fi
+  "$GOSIM" graphs export "gen:$spec" --out "$OUT/$g.json"
+  python3 calibration/hardware/make_decisions.py "$OUT/$g.json" local "$OUT/decisions_$g"
+  # shellcheck disable=SC2046
+  "$GOSIM_HW" replay "$spec" configs/clusters/local.yaml configs/calibrated/local.yaml "$OUT/replay_$g.json" \
+    "$REPEATS" "$WARMUP" $(ls "$OUT/decisions_$g"/*.json)
+done
+python3 - "$OUT" <<'PY'
+import json, sys
+out = sys.argv[1]
+sim, meas = [], []
+for g in ("bert", "rnnlm"):
+    r = json.load(open(f"{out}/replay_{g}.json"))
+    for d in r["decisions"]:
+        sim.append(d["simulated_s"]); meas.append(d["measured_s"])
+errs = sorted(abs(s - m) / m for s, m in zip(sim, meas))
+n = len(errs)
+med = errs[n // 2] if n % 2 else 0.5 * (errs[n // 2 - 1] + errs[n // 2])
+c = d = tx = ty = 0
+for i in range(n):
+    for j in range(i + 1, n):
+        a, b = sim[i] - sim[j], meas[i] - meas[j]
+        if a == 0 and b == 0: continue
+        if a == 0: tx += 1
+        elif b == 0: ty += 1
+        elif (a > 0) == (b > 0): c += 1
+        else: d += 1
+tau = (c - d) / (((c + d + tx) * (c + d + ty)) ** 0.5)
+print(f"both graphs: {n} decisions, median |error| {100 * med:.1f}%, Kendall tau {tau:.3f}")
+PY

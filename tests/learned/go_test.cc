@@ -1,0 +1,305 @@
+// Tests of GO (agents/learned/go/): the fusion eligibility of the inputs, the
+// shapes and masks of every module, segment recurrence against a direct
+// full-attention computation, the decoding into valid decisions, checkpoint
+// round trips, zero-shot mode, option errors and a learning smoke test on a
+// tiny graph whose best placement is known.
+#include <cmath>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "agents/learned/common/checkpoint.h"
+#include "agents/learned/go/go_agent.h"
+#include "agents/learned/go/go_model.h"
+#include "agents/learned/register.h"
+#include "core/error.h"
+#include "core/yaml.h"
+#include "tests/agents/test_util.h"
+
+// glog, which torch includes, defines a CHECK macro; doctest's must win here.
+#undef CHECK
+#include <doctest/doctest.h>
+
+namespace gosim::agents {
+namespace {
+
+using learned::go::GoActions;
+using learned::go::GoGraph;
+using learned::go::GoModelOptions;
+using learned::go::GoOutput;
+using learned::go::GoPolicy;
+using learned::go::GoPolicyImpl;
+using learned::go::RecurrentAttention;
+using testing::Fixture;
+using testing::IndependentChains;
+using testing::MakeCluster;
+
+std::unique_ptr<Agent> MakeGo(const std::string& yaml) {
+  RegisterLearnedAgents();
+  YAML::Node node = LoadYamlString(yaml, "test");
+  YamlMap options = YamlMap::Root(node, "test");
+  return MakeAgent("go", options);
+}
+
+// a -> b -> c, a -> d, c -> e, d -> e.
+graphs::Graph Diamond() {
+  graphs::GraphBuilder b("diamond");
+  const int a = b.AddNode(testing::Op("a", 1.0, 400));
+  const int bb = b.AddNode(testing::Op("b", 1.0, 400));
+  const int c = b.AddNode(testing::Op("c", 1.0, 400));
+  const int d = b.AddNode(testing::Op("d", 1.0, 400));
+  const int e = b.AddNode(testing::Op("e", 1.0, 400));
+  b.AddEdge(a, bb, 0);
+  b.AddEdge(bb, c, 0);
+  b.AddEdge(a, d, 0);
+  b.AddEdge(c, e, 0);
+  b.AddEdge(d, e, 0);
+  return b.Build();
+}
+
+GoModelOptions SmallModel() {
+  GoModelOptions o;
+  o.gnn.hidden = 16;
+  o.gnn.op_embedding = 4;
+  o.model = 16;
+  o.heads = 2;
+  o.layers = 1;
+  o.segment = 4;
+  o.max_relative = 8;
+  o.max_devices = 4;
+  o.priority_levels = 3;
+  return o;
+}
+
+TEST_CASE("MakeGoGraph: a node may fuse with its producer only on a single-producer, single-consumer link") {
+  const graphs::Graph g = Diamond();
+  const GoGraph in = learned::go::MakeGoGraph(g);
+  const auto id = [&](const char* name) { return static_cast<size_t>(*g.FindNode(name)); };
+  CHECK(in.num_nodes == 5);
+  CHECK(in.fuse_producer[id("a")] == -1);  // no producer
+  CHECK(in.fuse_producer[id("b")] == -1);  // a has two consumers
+  CHECK(in.fuse_producer[id("c")] == static_cast<int64_t>(id("b")));
+  CHECK(in.fuse_producer[id("d")] == -1);
+  CHECK(in.fuse_producer[id("e")] == -1);  // two producers
+  CHECK(in.fuse_eligible.sum().item<int64_t>() == 1);
+}
+
+TEST_CASE("RecurrentAttention: shapes, causal mask over segment and memory, weights sum to one") {
+  torch::manual_seed(1);
+  RecurrentAttention layer(8, 2, 6);
+  const torch::Tensor x = torch::randn({3, 4, 8});
+  const torch::Tensor memory = torch::randn({3, 5, 8});
+  const torch::Tensor out = layer->forward(x, memory, torch::Tensor(), torch::Tensor());
+  CHECK(out.sizes() == torch::IntArrayRef({3, 4, 8}));
+  const torch::Tensor w = layer->AttentionWeights(x, memory);
+  REQUIRE(w.sizes() == torch::IntArrayRef({3, 2, 4, 9}));
+  CHECK(torch::allclose(w.sum(-1), torch::ones({3, 2, 4})));
+  for (int64_t i = 0; i < 4; ++i) {
+    // Query i sits at position 5 + i: every memory key and segment keys <= i are visible.
+    CHECK(w.select(2, i).slice(-1, 0, 5 + i + 1).min().item<float>() > 0.0f);
+    if (5 + i + 1 < 9) CHECK(w.select(2, i).slice(-1, 5 + i + 1, 9).abs().max().item<float>() == 0.0f);
+  }
+  // FiLM: gamma = 0, beta = 0 switches both sublayers off (the residual stays).
+  const torch::Tensor zeros = torch::zeros({3, 2, 8});
+  CHECK(torch::allclose(layer->forward(x, memory, zeros, zeros), x));
+}
+
+// The output of `layer` computed node by node, causal full attention over
+// the whole sequence, straight from the layer's parameters.
+torch::Tensor DirectFullAttention(RecurrentAttention& layer, const torch::Tensor& x, int64_t heads) {
+  auto p = layer->named_parameters();
+  const int64_t n = x.size(1), d = x.size(2), dh = d / heads;
+  const auto norm = [&](const torch::Tensor& t, const std::string& name) {
+    return torch::layer_norm(t, {d}, p[name + ".weight"], p[name + ".bias"]);
+  };
+  const torch::Tensor h = norm(x[0], "norm1");
+  const torch::Tensor qkv = torch::matmul(h, p["qkv.weight"].t()) + p["qkv.bias"];
+  const torch::Tensor bias = p["relative_bias"];
+  const int64_t r = bias.size(1);
+  std::vector<torch::Tensor> rows;
+  for (int64_t i = 0; i < n; ++i) {
+    std::vector<torch::Tensor> head_out;
+    for (int64_t hd = 0; hd < heads; ++hd) {
+      const torch::Tensor q = qkv[i].slice(0, hd * dh, (hd + 1) * dh);
+      std::vector<double> scores;
+      for (int64_t j = 0; j <= i; ++j) {
+        const torch::Tensor k = qkv[j].slice(0, d + hd * dh, d + (hd + 1) * dh);
+        scores.push_back((q * k).sum().item<double>() / std::sqrt(static_cast<double>(dh)) +
+                         bias[hd][std::min(i - j, r - 1)].item<double>());
+      }
+      double top = scores[0];
+      for (double s : scores) top = std::max(top, s);
+      double total = 0.0;
+      for (double& s : scores) total += (s = std::exp(s - top));
+      torch::Tensor acc = torch::zeros({dh});
+      for (int64_t j = 0; j <= i; ++j) {
+        acc = acc + qkv[j].slice(0, 2 * d + hd * dh, 2 * d + (hd + 1) * dh) *
+                        (scores[static_cast<size_t>(j)] / total);
+      }
+      head_out.push_back(acc);
+    }
+    rows.push_back(torch::cat(head_out));
+  }
+  const torch::Tensor attended = torch::matmul(torch::stack(rows), p["out.weight"].t()) + p["out.bias"];
+  const torch::Tensor mid = x[0] + attended;
+  const torch::Tensor ff =
+      torch::matmul(torch::relu(torch::matmul(norm(mid, "norm2"), p["ff1.weight"].t()) + p["ff1.bias"]),
+                    p["ff2.weight"].t()) +
+      p["ff2.bias"];
+  return (mid + ff).unsqueeze(0);
+}
+
+TEST_CASE("segment recurrence equals full attention when one segment covers the graph") {
+  torch::manual_seed(2);
+  RecurrentAttention layer(8, 2, 4);  // distances >= 3 share one bias: the clamp is exercised
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& p : layer->parameters()) p.normal_(0.0, 0.5);
+  }
+  const torch::Tensor x = torch::randn({1, 10, 8});
+  const torch::Tensor direct = DirectFullAttention(layer, x, 2);
+  CHECK(torch::allclose(learned::go::RunSegmented(layer, x, 10, {}, {}), direct, 1e-4, 1e-5));
+  CHECK(torch::allclose(learned::go::RunSegmented(layer, x, 1000, {}, {}), direct, 1e-4, 1e-5));
+
+  // Shorter segments: the first segment is unchanged, the second sees only
+  // the previous segment (Transformer-XL memory), and no gradient flows
+  // into the memory.
+  const torch::Tensor xg = x.clone().requires_grad_(true);
+  const torch::Tensor seg = learned::go::RunSegmented(layer, xg, 4, {}, {});
+  CHECK(seg.sizes() == x.sizes());
+  CHECK(torch::allclose(seg.slice(1, 0, 4), direct.slice(1, 0, 4), 1e-4, 1e-5));
+  const torch::Tensor second = layer->forward(x.slice(1, 4, 8), x.slice(1, 0, 4), {}, {});
+  CHECK(torch::allclose(seg.slice(1, 4, 8), second, 1e-5, 1e-6));
+  seg.slice(1, 8, 10).sum().backward();
+  CHECK(xg.grad().slice(1, 0, 8).abs().max().item<float>() == 0.0f);
+  CHECK(xg.grad().slice(1, 8, 10).abs().max().item<float>() > 0.0f);
+}
+
+TEST_CASE("GoPolicy: shapes, device and fusion masks, greedy determinism, given actions re-scored") {
+  const graphs::Graph g = IndependentChains(3, 5);
+  const GoGraph in = learned::go::MakeGoGraph(g);
+  torch::manual_seed(3);
+  GoPolicy policy(SmallModel());
+  Rng rng(7);
+  torch::NoGradGuard no_grad;
+  const GoOutput out = policy->forward(in, 2, 6, GoPolicyImpl::Mode::kSample, &rng);
+  CHECK(out.actions.device.sizes() == torch::IntArrayRef({6, 15}));
+  CHECK(out.actions.priority.sizes() == torch::IntArrayRef({6, 15}));
+  CHECK(out.actions.fuse.sizes() == torch::IntArrayRef({6, 15}));
+  CHECK(out.log_prob.sizes() == torch::IntArrayRef({6, 15}));
+  CHECK(out.entropy.sizes() == torch::IntArrayRef({6, 15}));
+  CHECK(out.value.sizes() == torch::IntArrayRef({6}));
+  CHECK(torch::isfinite(out.log_prob).all().item<bool>());
+  CHECK(out.actions.device.max().item<int64_t>() < 2);  // devices 2 and 3 of max_devices 4 are masked
+  CHECK(out.actions.device.min().item<int64_t>() >= 0);
+  CHECK(out.actions.priority.max().item<int64_t>() < 3);
+  // Fusion only where eligible (not the chain heads) and on the producer's device.
+  const torch::Tensor fused = out.actions.fuse.to(torch::kBool);
+  CHECK((fused & in.fuse_eligible.logical_not().unsqueeze(0)).sum().item<int64_t>() == 0);
+  const torch::Tensor producer_device = out.actions.device.index_select(1, in.fuse_src);
+  CHECK((fused & (producer_device != out.actions.device)).sum().item<int64_t>() == 0);
+  // Every sampled decision is valid for the simulator.
+  const sim::Cluster cluster = MakeCluster(2);
+  for (int64_t i = 0; i < 6; ++i) {
+    const sim::Decision d = learned::go::DecodeDecision(in, out.actions, i);
+    CHECK_NOTHROW(sim::ValidateDecision(d, g, cluster));
+    CHECK(d.priority.size() == 15);
+  }
+  // Re-scoring the sampled actions reproduces their log-probabilities.
+  const GoOutput again = policy->forward(in, 2, 6, GoPolicyImpl::Mode::kGiven, nullptr, &out.actions);
+  CHECK(torch::allclose(again.log_prob, out.log_prob, 1e-5, 1e-6));
+  const GoOutput g1 = policy->forward(in, 2, 1, GoPolicyImpl::Mode::kGreedy, nullptr);
+  const GoOutput g2 = policy->forward(in, 2, 1, GoPolicyImpl::Mode::kGreedy, nullptr);
+  CHECK(torch::equal(g1.actions.device, g2.actions.device));
+  CHECK_THROWS_AS(policy->forward(in, 5, 1, GoPolicyImpl::Mode::kGreedy, nullptr), ConfigError);
+
+  // Placement only (GDP-style): the other heads are off.
+  GoModelOptions placement_only = SmallModel();
+  placement_only.priority = false;
+  placement_only.fusion = false;
+  GoPolicy gdp(placement_only);
+  const GoOutput p = gdp->forward(in, 2, 2, GoPolicyImpl::Mode::kSample, &rng);
+  CHECK(!p.actions.priority.defined());
+  CHECK(!p.actions.fuse.defined());
+  const sim::Decision d = learned::go::DecodeDecision(in, p.actions, 0);
+  CHECK(!d.has_priority());
+  CHECK(!d.has_fusion());
+}
+
+TEST_CASE("GO checkpoints: save / load round trip and signature checks") {
+  const std::string dir = (std::filesystem::temp_directory_path() / "gosim_go_test").string();
+  std::filesystem::create_directories(dir);
+  const std::string path = dir + "/go.pt";
+  const graphs::Graph g = IndependentChains(2, 4);
+  const GoGraph in = learned::go::MakeGoGraph(g);
+  const GoModelOptions options = SmallModel();
+  torch::manual_seed(4);
+  GoPolicy a(options);
+  learned::TrainingState state;
+  state.step = 12;
+  state.scalars["evaluations"] = 96;
+  learned::SaveCheckpoint(path, options.Signature(), *a, nullptr, state);
+  const std::string signature = learned::ReadCheckpointSignature(path);
+  CHECK(signature == options.Signature());
+  const GoModelOptions back = learned::go::ModelOptionsFromSignature(signature, path);
+  CHECK(back.Signature() == options.Signature());
+  torch::manual_seed(5);
+  GoPolicy b(back);
+  const learned::TrainingState loaded = learned::LoadCheckpoint(path, signature, *b, nullptr);
+  CHECK(loaded.step == 12);
+  torch::NoGradGuard no_grad;
+  const GoOutput oa = a->forward(in, 2, 1, GoPolicyImpl::Mode::kGreedy, nullptr);
+  const GoOutput ob = b->forward(in, 2, 1, GoPolicyImpl::Mode::kGreedy, nullptr);
+  CHECK(torch::allclose(oa.log_prob, ob.log_prob));
+  CHECK(torch::equal(oa.actions.device, ob.actions.device));
+  GoModelOptions other = options;
+  other.model = 32;
+  GoPolicy c(other);
+  CHECK_THROWS_AS(learned::LoadCheckpoint(path, other.Signature(), *c, nullptr), StateError);
+  CHECK_THROWS_AS(learned::go::ModelOptionsFromSignature("hidden=3", path), StateError);
+  // The agent starts from the checkpoint.
+  Fixture f(IndependentChains(2, 4), MakeCluster(2));
+  auto agent = MakeGo("{checkpoint: '" + path + "', model: {segment: 4}}");
+  const AgentResult r = agent->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 1, 1));
+  CHECK(r.evaluations == 1);
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("go agent: zero-shot is one forward pass and one evaluation; bad options are ConfigErrors") {
+  Fixture f(IndependentChains(3, 4), MakeCluster(2));
+  auto agent = MakeGo("{model: {gnn_hidden: 16, model: 16, attention_heads: 2, layers: 1}}");
+  const AgentResult r = agent->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 0, 1));
+  CHECK(r.evaluations == 1);
+  CHECK(r.extra.at("ppo_steps") == 0);
+  CHECK(r.best_objective == doctest::Approx(r.extra.at("zero_shot_objective")));
+  CHECK_THROWS_AS(MakeGo("{heads: [priority]}"), ConfigError);
+  CHECK_THROWS_AS(MakeGo("{heads: [placement, sched]}"), ConfigError);
+  CHECK_THROWS_AS(MakeGo("{model: {model: 10, attention_heads: 4}}"), ConfigError);
+  CHECK_THROWS_AS(MakeGo("{ppo: {clip: -1}}"), ConfigError);
+  CHECK_THROWS_AS(MakeGo("{modle: {}}"), ConfigError);
+  auto missing = MakeGo("{checkpoint: /nonexistent/go.pt}");
+  CHECK_THROWS_AS(missing->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 0, 1)), IoError);
+}
+
+// One chain of 8 ops (1 ms each) on 2 devices whose transfers cost 1 ms of
+// latency: the best decision keeps the chain on one device, 8 ms; a random
+// per-node placement pays about 3.5 ms of transfers. (On 4 chains, where the
+// optimum needs whole chains dealt 2 and 2, GO's per-node heads did not
+// improve their mean within a test-sized budget; see docs/RESULTS.md.)
+TEST_CASE("go learns: PPO lowers the mean step time and finds the 8 ms decision") {
+  Fixture f(IndependentChains(1, 8), MakeCluster(2, int64_t{1} << 34, 1e10, 1e-3));
+  auto agent = MakeGo(
+      "{heads: [placement], model: {gnn_hidden: 32, model: 32, attention_heads: 2, layers: 1, segment: 8},"
+      " ppo: {samples: 16, epochs: 4, learning_rate: 0.03, entropy_weight: 0.001}}");
+  const AgentResult r = agent->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 481, 3));
+  CHECK(r.evaluations == 481);
+  CHECK(r.extra.at("ppo_steps") == 30);
+  MESSAGE("go mean step time (x zero-shot), first step ", r.extra.at("first_mean_cost"), ", last step ",
+          r.extra.at("last_mean_cost"), "; best ", r.best_objective, " s, zero-shot ",
+          r.extra.at("zero_shot_objective"), " s");
+  CHECK(r.extra.at("last_mean_cost") < 0.9 * r.extra.at("first_mean_cost"));
+  CHECK(r.best_objective == doctest::Approx(0.008).epsilon(1e-6));
+}
+
+}  // namespace
+}  // namespace gosim::agents

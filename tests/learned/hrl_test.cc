@@ -1,0 +1,191 @@
+// Tests of the hrl and colocrl agents (agents/learned/hrl/): the fixed inputs
+// (colocation groups, group embeddings, op features), option validation,
+// determinism, and a learning smoke test per agent on tiny graphs whose best
+// placement is known.
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "agents/learned/hrl/grouping.h"
+#include "agents/learned/hrl/hrl_agent.h"
+#include "agents/learned/register.h"
+#include "core/error.h"
+#include "core/yaml.h"
+#include "tests/agents/test_util.h"
+
+namespace gosim::agents {
+namespace {
+
+using testing::Fixture;
+using testing::IndependentChains;
+using testing::MakeCluster;
+
+std::unique_ptr<Agent> MakeLearned(const std::string& name, const std::string& yaml) {
+  RegisterLearnedAgents();
+  YAML::Node node = LoadYamlString(yaml, "test");
+  YamlMap options = YamlMap::Root(node, "test");
+  return MakeAgent(name, options);
+}
+
+// a -> b -> c, a -> d; v (colocation "w") -> d; u (colocation "w").
+graphs::Graph SmallGraph() {
+  graphs::GraphBuilder b("small");
+  auto op = [](const std::string& name, const std::string& type, int64_t bytes, const std::string& coloc) {
+    graphs::NodeSpec s = testing::Op(name, 1.0, bytes);
+    s.op = type;
+    s.colocation = coloc;
+    return s;
+  };
+  const int a = b.AddNode(op("a", "MatMul", 400, ""));
+  const int v = b.AddNode(op("v", "Variable", 40, "w"));
+  const int bb = b.AddNode(op("b", "Relu", 400, ""));
+  const int c = b.AddNode(op("c", "Relu", 400, ""));
+  const int d = b.AddNode(op("d", "Add", 4, ""));
+  const int u = b.AddNode(op("u", "ApplyAdam", 4, "w"));
+  b.AddEdge(a, bb, 0);
+  b.AddEdge(bb, c, 0);
+  b.AddEdge(a, d, 0);
+  b.AddEdge(v, d, 0);
+  b.AddEdge(c, u, 0);
+  return b.Build();
+}
+
+TEST_CASE("ColocationGroups: colocation constraints, single-consumer chains, and the cap") {
+  const graphs::Graph g = SmallGraph();
+  const auto id = [&](const char* name) { return static_cast<size_t>(*g.FindNode(name)); };
+  int32_t count = 0;
+  const std::vector<int32_t> groups = hrl::ColocationGroups(g, 0, &count);
+  // {a} (two consumers), {b, c, v, u} (b -> c -> u chain; v and u colocated), {d}.
+  CHECK(count == 3);
+  CHECK(groups[id("b")] == groups[id("c")]);
+  CHECK(groups[id("c")] == groups[id("u")]);
+  CHECK(groups[id("v")] == groups[id("u")]);
+  CHECK(groups[id("a")] != groups[id("b")]);
+  CHECK(groups[id("d")] != groups[id("a")]);
+  CHECK(groups[id("a")] == 0);  // numbered by first op
+  // A cap of 2 merges consecutive groups; every group id stays below it.
+  const std::vector<int32_t> capped = hrl::ColocationGroups(g, 2, &count);
+  CHECK(count == 2);
+  for (int32_t x : capped) CHECK(x < 2);
+  CHECK(capped[id("b")] == capped[id("u")]);
+}
+
+TEST_CASE("GroupEmbeddings: op-type counts, output sizes and group adjacency") {
+  const graphs::Graph g = SmallGraph();
+  const std::vector<int32_t> group_of = {0, 1, 0, 0, 1, 2};  // a v b c d u (insertion = topological order)
+  REQUIRE(g.node(1).name == "v");
+  const int64_t width = hrl::GroupEmbeddingWidth(g, 3);
+  CHECK(width == static_cast<int64_t>(g.op_types().size()) + 1 + 3);
+  std::vector<float> e(static_cast<size_t>(3 * width));
+  hrl::GroupEmbeddings(g, group_of, 3, e);
+  const auto at = [&](int64_t r, int64_t c) { return e[static_cast<size_t>(r * width + c)]; };
+  const int64_t types = static_cast<int64_t>(g.op_types().size());
+  const float count_scale = 1.0f / std::log1p(6.0f);
+  CHECK(at(0, g.FindOpType("Relu")) == doctest::Approx(std::log1p(2.0f) * count_scale));
+  CHECK(at(0, g.FindOpType("MatMul")) == doctest::Approx(std::log1p(1.0f) * count_scale));
+  CHECK(at(0, g.FindOpType("Add")) == 0.0f);
+  CHECK(at(0, types) == doctest::Approx(std::log1p(1200.0f) / std::log1p(1248.0f)));
+  // Group 0 -> group 1 (a -> d) and -> group 2 (c -> u); nothing from 2.
+  const float edge_scale = 1.0f / std::log1p(5.0f);
+  CHECK(at(0, types + 1 + 1) == doctest::Approx(std::log1p(1.0f) * edge_scale));
+  CHECK(at(0, types + 1 + 2) == doctest::Approx(std::log1p(1.0f) * edge_scale));
+  CHECK(at(0, types + 1 + 0) == 0.0f);
+  CHECK(at(2, types + 1 + 0) == 0.0f);
+}
+
+TEST_CASE("OpFeatures: normalized columns and adjacency positions") {
+  const graphs::Graph g = SmallGraph();
+  const hrl::Matrix m = hrl::OpFeatures(g);
+  CHECK(m.rows == 6);
+  CHECK(m.cols == hrl::kOpFeatureCount);
+  for (float x : m.values) {
+    CHECK(std::isfinite(x));
+    CHECK(x >= -1.0f);
+    CHECK(x <= 1.0f);
+  }
+  // d (id 4) reads a (0) and v (1): positions 0 and 1/5; no third producer.
+  CHECK(m.at(4, 9) == doctest::Approx(0.0f));
+  CHECK(m.at(4, 10) == doctest::Approx(0.2f));
+  CHECK(m.at(4, 11) == -1.0f);
+  CHECK(m.at(0, 8) == 0.0f);
+  CHECK(m.at(5, 8) == 1.0f);
+}
+
+TEST_CASE("hrl and colocrl options are validated") {
+  CHECK(MakeLearned("hrl", "{}")->name() == "hrl");
+  CHECK(MakeLearned("colocrl", "{}")->name() == "colocrl");
+  CHECK_THROWS_AS(MakeLearned("hrl", "{samples_per_step: 0}"), ConfigError);
+  CHECK_THROWS_AS(MakeLearned("hrl", "{learning_rate: -1}"), ConfigError);
+  CHECK_THROWS_AS(MakeLearned("hrl", "{baseline_decay: 1.5}"), ConfigError);
+  CHECK_THROWS_AS(MakeLearned("hrl", "{max_groups: 10}"), ConfigError);  // colocrl's key
+  CHECK_THROWS_AS(MakeLearned("colocrl", "{groups: 10}"), ConfigError);  // hrl's key
+  CHECK_THROWS_AS(MakeLearned("hrl", "{hiden: 32}"), ConfigError);
+  CHECK_THROWS_AS(MakeLearned("hrl", "{groups: many}"), ConfigError);
+  try {
+    MakeLearned("hrl", "{infeasible_step_time: 0}");
+    FAIL("expected a ConfigError");
+  } catch (const ConfigError& e) {
+    CHECK(std::string(e.what()).find("infeasible_step_time") != std::string::npos);
+  }
+  // The documented defaults files are accepted.
+  for (const char* name : {"hrl", "colocrl"}) {
+    const std::string path = std::string("configs/agents/") + name + ".yaml";
+    RegisterLearnedAgents();
+    YamlMap options = YamlMap::Root(LoadYamlFile(path), path);
+    CHECK(MakeAgent(name, options)->name() == name);
+  }
+}
+
+// A chain of 12 ops (1 ms each) whose 100 MB outputs take 10 ms to cross
+// devices: the best placement keeps the chain on one device, 12 ms; a random
+// placement cuts it about 6 times.
+TEST_CASE("hrl learns: its mean step time falls and it finds the single-device placement") {
+  Fixture f(IndependentChains(1, 12, 100'000'000), MakeCluster(2, int64_t{1} << 34, 1e10, 0.0));
+  auto agent = MakeLearned("hrl", "{samples_per_step: 16, learning_rate: 0.05}");
+  const AgentResult r = agent->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 320, 3));
+  CHECK(r.evaluations == 320);
+  CHECK(r.extra.at("policy_steps") == 20);
+  CHECK(r.extra.at("groups") == 40);  // min(256, 20 x 2)
+  MESSAGE("hrl mean step time, first steps ", r.extra.at("first_mean_cost"), " s, last steps ",
+          r.extra.at("last_mean_cost"), " s; best ", r.best_objective, " s");
+  CHECK(r.extra.at("last_mean_cost") < 0.8 * r.extra.at("first_mean_cost"));
+  CHECK(r.best_objective == doctest::Approx(0.012).epsilon(1e-6));
+  REQUIRE(r.best.placement.size() == 12);
+  for (int32_t d : r.best.placement) CHECK(d == r.best.placement.front());
+  CHECK(!r.curve.empty());
+}
+
+// 8 chains of 3 ops: ColocRL's groups are the chains (single-consumer
+// merging); the best placement deals 4 chains to each device: 12 ms.
+TEST_CASE("colocrl learns on chain groups and finds the balanced placement") {
+  Fixture f(IndependentChains(8, 3), MakeCluster(2, int64_t{1} << 34, 1e10, 1e-3));
+  auto agent = MakeLearned("colocrl", "{samples_per_step: 16, learning_rate: 0.05}");
+  const AgentResult r = agent->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 480, 5));
+  CHECK(r.extra.at("groups") == 8);
+  MESSAGE("colocrl mean step time, first steps ", r.extra.at("first_mean_cost"), " s, last steps ",
+          r.extra.at("last_mean_cost"), " s; best ", r.best_objective, " s");
+  CHECK(r.extra.at("last_mean_cost") < 0.9 * r.extra.at("first_mean_cost"));
+  CHECK(r.best_objective == doctest::Approx(0.012).epsilon(1e-6));
+}
+
+TEST_CASE("hrl is deterministic for a seed and counts infeasible samples at the constant") {
+  // 8 ops holding 1 MiB each on 5 MiB devices: a device with more than 5 ops
+  // runs out of memory, as does about a third of the first random samples.
+  Fixture f(IndependentChains(2, 4, 4, int64_t{1} << 20), MakeCluster(2, int64_t{5} << 20, 1e10, 1e-3));
+  auto agent = MakeLearned("hrl", "{samples_per_step: 8, infeasible_step_time: 50}");
+  const AgentResult a = agent->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 64, 11));
+  const AgentResult b = agent->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 64, 11));
+  CHECK(a.best.placement == b.best.placement);
+  CHECK(a.best_objective == b.best_objective);
+  CHECK(a.extra.at("first_mean_cost") == b.extra.at("first_mean_cost"));
+  // The first step's mean includes infeasible samples at 50 s (a feasible
+  // one takes milliseconds); the best is feasible.
+  CHECK(a.extra.at("first_mean_cost") > 1.0);
+  CHECK(a.extra.at("first_mean_cost") < 50.0);
+  CHECK(a.best_evaluation.feasible);
+}
+
+}  // namespace
+}  // namespace gosim::agents

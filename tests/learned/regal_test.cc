@@ -1,0 +1,190 @@
+// REGAL: the learning smoke test (reward improves on a tiny graph, seeded),
+// the kill-and-resume test (same parameters as an uninterrupted run), and
+// the agent's checkpoint errors.
+#include <filesystem>
+#include <numeric>
+#include <string>
+
+#include "agents/agent.h"
+#include "agents/learned/common/checkpoint.h"
+#include "agents/learned/common/curves.h"
+#include "agents/learned/common/train.h"
+#include "agents/learned/regal/regal.h"
+#include "agents/learned/register.h"
+#include "core/error.h"
+#include "core/io.h"
+#include "core/yaml.h"
+#include "graphs/suite.h"
+#include "sim/cluster.h"
+#include "sim/cost_model.h"
+#include "sim/evaluator.h"
+
+// glog, which torch includes, defines a CHECK macro; doctest's must win here.
+#undef CHECK
+#include <doctest/doctest.h>
+
+namespace gosim::agents::learned {
+namespace {
+
+std::string TempDir(const std::string& name) {
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / ("gosim_regal_" + name);
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir.string();
+}
+
+// A suite of one tiny REGAL graph per split (the same graph for train and
+// valid, another for test).
+std::string WriteTinySuite(const std::string& dir) {
+  const std::string path = dir + "/tiny.yaml";
+  WriteFileAtomic(
+      path,
+      "name: tiny\n"
+      "graphs:\n"
+      "  - {name: tiny_train, generator: regal_random, params: {nodes: 14, seed: 3}, split: train}\n"
+      "  - {name: tiny_valid, generator: regal_random, params: {nodes: 14, seed: 3}, split: valid}\n"
+      "  - {name: tiny_test, generator: regal_random, params: {nodes: 14, seed: 4}, split: test}\n");
+  return path;
+}
+
+TrainRequest TinyRequest(const std::string& dir, int64_t steps, int64_t checkpoint_every) {
+  TrainRequest r;
+  r.config = LoadYamlString(
+      "agent: regal\n"
+      "suite: " +
+          WriteTinySuite(dir) +
+          "\n"
+          "cluster: k80x2\n"
+          "objective: peak_memory\n"
+          "seed: 1\n"
+          "steps: " +
+          std::to_string(steps) +
+          "\n"
+          "samples: 8\n"
+          "learning_rate: 0.03\n"
+          "checkpoint_every: " +
+          std::to_string(checkpoint_every) +
+          "\n"
+          "valid_every: " +
+          std::to_string(steps) +
+          "\n"
+          "policy: {hidden: 16, layers: 2, op_embedding: 4}\n"
+          "brkga: {population: 10, evaluations: 30, threads: 1}\n",
+      "tiny_config");
+  r.config_file = "tiny_config";
+  r.run_dir = dir + "/run";
+  r.progress = false;
+  std::filesystem::create_directories(r.run_dir);
+  return r;
+}
+
+double MeanReward(const std::vector<TrainingPoint>& points, size_t from, size_t to) {
+  double sum = 0.0;
+  for (size_t i = from; i < to; ++i) sum += points[i].reward;
+  return sum / static_cast<double>(to - from);
+}
+
+TEST_CASE("regal learns: the reward over uniform BRKGA grows on a tiny graph (seeded)") {
+  RegisterLearnedAgents();
+  const std::string dir = TempDir("smoke");
+  const TrainRequest request = TinyRequest(dir, 60, 60);
+  RunTraining(request);
+  const std::vector<TrainingPoint> points = TrainingCurves::Read(request.run_dir + "/curves.csv");
+  REQUIRE(points.size() == 60);
+  const double first = MeanReward(points, 0, 15);
+  const double last = MeanReward(points, 45, 60);
+  MESSAGE("mean reward, first 15 steps: " << first << ", last 15 steps: " << last);
+  CHECK(last > first);
+  CHECK(last > 0.0);
+  CHECK(points.back().evaluations > 60 * 8 * 30);
+
+  // The trained checkpoint drives the `regal` agent.
+  YAML::Node node = LoadYamlString("checkpoint: " + request.run_dir + "/best.pt\npopulation: 10\n");
+  YamlMap options(node, "test", "");
+  std::unique_ptr<Agent> agent = MakeAgent("regal", options);
+  const graphs::Suite suite = graphs::LoadSuite(dir + "/tiny.yaml");
+  const graphs::Graph graph = graphs::MaterializeGraph(*suite.EntriesOf("test").front());
+  const sim::Cluster cluster = sim::LoadCluster("k80x2");
+  const sim::Evaluator evaluator(graph, cluster, sim::MakeCostModel("roofline"));
+  Objective objective;
+  objective.kind = ObjectiveKind::kPeakMemory;
+  const Problem problem{graph, cluster, evaluator, objective, Budget{100, 0.0}, 0};
+  const AgentResult result = agent->Optimize(problem);
+  CHECK(result.evaluations == 100);
+  CHECK(result.best_evaluation.feasible);
+  CHECK(result.best_objective == result.best_evaluation.peak_memory);
+}
+
+TEST_CASE("regal training resumes exactly after a kill") {
+  RegisterLearnedAgents();
+  const std::string dir_a = TempDir("resume_a");
+  const std::string dir_b = TempDir("resume_b");
+  const TrainRequest uninterrupted = TinyRequest(dir_a, 6, 2);
+  RunTraining(uninterrupted);
+
+  TrainRequest killed = TinyRequest(dir_b, 6, 2);
+  killed.max_steps = 3;  // stops after step 3; the last checkpoint is step 2
+  RunTraining(killed);
+  CHECK_THROWS_AS(RunTraining(killed), ConfigError);  // a checkpoint is there: --resume is required
+  TrainRequest resumed = TinyRequest(dir_b, 6, 2);
+  resumed.resume = true;
+  RunTraining(resumed);
+
+  RegalPolicyOptions options = RegalPolicyOptions::FromSignature(
+      ReadCheckpointSignature(uninterrupted.run_dir + "/checkpoint.pt"), "a");
+  RegalPolicy a(options), b(options);
+  const TrainingState sa =
+      LoadCheckpoint(uninterrupted.run_dir + "/checkpoint.pt", options.Signature(), *a, nullptr);
+  const TrainingState sb =
+      LoadCheckpoint(resumed.run_dir + "/checkpoint.pt", options.Signature(), *b, nullptr);
+  CHECK(sa.step == 6);
+  CHECK(sb.step == 6);
+  const auto pb = b->named_parameters();
+  for (const auto& p : a->named_parameters()) {
+    INFO(p.key());
+    CHECK(torch::equal(p.value(), pb[p.key()]));
+  }
+  const std::vector<TrainingPoint> ca = TrainingCurves::Read(uninterrupted.run_dir + "/curves.csv");
+  const std::vector<TrainingPoint> cb = TrainingCurves::Read(resumed.run_dir + "/curves.csv");
+  REQUIRE(ca.size() == 6);
+  REQUIRE(cb.size() == 6);
+  for (size_t i = 0; i < ca.size(); ++i) {
+    CHECK(ca[i].step == cb[i].step);
+    CHECK(ca[i].reward == cb[i].reward);
+    CHECK(ca[i].best_objective == cb[i].best_objective);
+  }
+}
+
+TEST_CASE("regal agent: clear errors for a missing or incompatible checkpoint") {
+  RegisterLearnedAgents();
+  const std::string dir = TempDir("errors");
+  {
+    YAML::Node node = LoadYamlString("checkpoint: " + dir + "/none.pt\n");
+    YamlMap options(node, "test", "");
+    CHECK_THROWS_AS(MakeAgent("regal", options), ConfigError);
+  }
+  {
+    YAML::Node node = LoadYamlString("population: 10\n");
+    YamlMap options(node, "test", "");
+    CHECK_THROWS_AS(MakeAgent("regal", options), ConfigError);
+  }
+  {
+    // A checkpoint of another model (a bare GNN) is refused.
+    GnnOptions o;
+    GraphSage gnn(o);
+    SaveCheckpoint(dir + "/gnn.pt", o.Signature(), *gnn, nullptr, TrainingState{});
+    YAML::Node node = LoadYamlString("checkpoint: " + dir + "/gnn.pt\n");
+    YamlMap options(node, "test", "");
+    CHECK_THROWS_AS(MakeAgent("regal", options), ConfigError);
+  }
+  {
+    // Signatures round-trip.
+    RegalPolicyOptions o;
+    o.num_devices = 4;
+    o.levels = {0.5, 1.0, 3.0};
+    CHECK(RegalPolicyOptions::FromSignature(o.Signature(), "x").Signature() == o.Signature());
+  }
+}
+
+}  // namespace
+}  // namespace gosim::agents::learned
