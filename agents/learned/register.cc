@@ -3,9 +3,9 @@
 #include <mutex>
 
 #include "agents/builtin.h"
-#include "agents/learned/regal/regal.h"
-#include "agents/learned/hrl/hrl_agent.h"
 #include "agents/learned/go/go_agent.h"
+#include "agents/learned/hrl/hrl_agent.h"
+#include "agents/learned/regal/regal.h"
 
 namespace gosim::agents {
 

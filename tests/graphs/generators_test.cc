@@ -303,12 +303,13 @@ TEST_CASE("AugmentTensorSizes keeps edges consistent with the new sizes") {
 }
 
 TEST_CASE("The smallest accepted inputs build") {
-  for (const char* spec : {"inception_v3:image_size=75,training=true,aux_logits=false,batch=1", "resnet:image_size=32,batch=1",
-                           "amoebanet:image_size=96,filters=8,num_cells=3,training=true,batch=1",
-                           "bert:seq_len=2,layers=1,hidden=8,heads=1,batch=1,training=true",
-                           "transformer_xl:seq_len=1,mem_len=0,layers=1,d_model=4,heads=1,training=true",
-                           "nmt:seq_len=1,layers=1,hidden=1,vocab=2,training=true",
-                           "wavenet:samples=2,dilations=[1],training=true"}) {
+  for (const char* spec :
+       {"inception_v3:image_size=75,training=true,aux_logits=false,batch=1", "resnet:image_size=32,batch=1",
+        "amoebanet:image_size=96,filters=8,num_cells=3,training=true,batch=1",
+        "bert:seq_len=2,layers=1,hidden=8,heads=1,batch=1,training=true",
+        "transformer_xl:seq_len=1,mem_len=0,layers=1,d_model=4,heads=1,training=true",
+        "nmt:seq_len=1,layers=1,hidden=1,vocab=2,training=true",
+        "wavenet:samples=2,dilations=[1],training=true"}) {
     CAPTURE(spec);
     CHECK(Gen(spec).num_nodes() > 0);
   }
