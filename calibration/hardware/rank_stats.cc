@@ -36,11 +36,4 @@ double KendallTau(const std::vector<double>& x, const std::vector<double>& y) {
   return denom > 0.0 ? (concordant - discordant) / denom : 0.0;
 }
 
-double Median(std::vector<double> values) {
-  if (values.empty()) return 0.0;
-  std::sort(values.begin(), values.end());
-  const size_t n = values.size();
-  return n % 2 == 1 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
-}
-
 }  // namespace gosim::calibration::hardware

@@ -4,6 +4,8 @@
 
 #include <vector>
 
+#include "core/stats.h"
+
 namespace gosim::calibration::hardware {
 
 // Kendall's tau-b between paired samples x and y (ties in either corrected
@@ -11,8 +13,8 @@ namespace gosim::calibration::hardware {
 // pairs or either side is constant. StateError when sizes differ.
 double KendallTau(const std::vector<double>& x, const std::vector<double>& y);
 
-// The median (mean of the two middle values for even sizes); 0 when empty.
-double Median(std::vector<double> values);
+// The median lives in core/stats.h (gosim::Median), found from this
+// namespace without qualification.
 
 }  // namespace gosim::calibration::hardware
 
