@@ -24,42 +24,14 @@
 #include "sim/cluster.h"
 #include "sim/cost_model.h"
 #include "sim/evaluator.h"
+#include "tests/sim/engine_test_util.h"
 
 namespace gosim::sim {
 namespace {
 
 constexpr int kDevices = 8;
 
-// A layered DAG shaped like a training step: `n` nodes in layers of 16, each
-// reading 1-3 tensors of the previous layer (sometimes two back), 0.25-8 MB
-// activations, 10 MFLOP - 10 GFLOP per node, weights on a third of the nodes.
-graphs::Graph LayeredGraph(int n, uint64_t seed) {
-  constexpr int kWidth = 16;
-  Rng rng(seed);
-  graphs::GraphBuilder b("layered" + std::to_string(n));
-  for (int v = 0; v < n; ++v) {
-    graphs::NodeSpec s;
-    s.name = "n" + std::to_string(v);
-    s.op = rng.Bernoulli(0.3) ? "MatMul" : "Add";
-    s.flops = std::exp(rng.Uniform(std::log(1e7), std::log(1e10)));
-    const int64_t out = int64_t{1} << rng.UniformInt(int64_t{18}, int64_t{23});
-    s.outputs.push_back(graphs::TensorInfo{out, {}, graphs::DType::kFloat32});
-    s.bytes_written = out;
-    s.bytes_read = 2 * out;
-    s.persistent_bytes = rng.Bernoulli(0.33) ? (int64_t{1} << rng.UniformInt(int64_t{16}, int64_t{22})) : 0;
-    b.AddNode(std::move(s));
-  }
-  for (int v = kWidth; v < n; ++v) {
-    const int layer_start = (v / kWidth - 1) * kWidth;
-    const int fan_in = static_cast<int>(rng.UniformInt(int64_t{1}, int64_t{3}));
-    for (int k = 0; k < fan_in; ++k) {
-      int u = layer_start + static_cast<int>(rng.UniformInt(uint64_t{kWidth}));
-      if (u >= kWidth && rng.Bernoulli(0.1)) u -= kWidth;
-      b.AddEdge(u, v, 0);
-    }
-  }
-  return b.Build();
-}
+using testing::LayeredGraph;
 
 // The xl suite's graph (configs/suites/xl.yaml): 8-layer GNMT training,
 // unrolled 150 steps each side, 92,828 nodes.

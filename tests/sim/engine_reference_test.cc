@@ -201,34 +201,7 @@ Decision BlockDecision(Rng& rng, int n, int num_devices) {
   return d;
 }
 
-// The benchmark's layered training-like DAG (tests/bench/sim_bench.cc), smaller.
-graphs::Graph LayeredGraph(int n, uint64_t seed) {
-  constexpr int kWidth = 16;
-  Rng rng(seed);
-  graphs::GraphBuilder b("layered" + std::to_string(n));
-  for (int v = 0; v < n; ++v) {
-    graphs::NodeSpec s;
-    s.name = "n" + std::to_string(v);
-    s.op = rng.Bernoulli(0.3) ? "MatMul" : "Add";
-    s.flops = std::exp(rng.Uniform(std::log(1e7), std::log(1e10)));
-    const int64_t out = int64_t{1} << rng.UniformInt(int64_t{18}, int64_t{23});
-    s.outputs.push_back(graphs::TensorInfo{out, {}, graphs::DType::kFloat32});
-    s.bytes_written = out;
-    s.bytes_read = 2 * out;
-    s.persistent_bytes = rng.Bernoulli(0.33) ? (int64_t{1} << rng.UniformInt(int64_t{16}, int64_t{22})) : 0;
-    b.AddNode(std::move(s));
-  }
-  for (int v = kWidth; v < n; ++v) {
-    const int layer_start = (v / kWidth - 1) * kWidth;
-    const int fan_in = static_cast<int>(rng.UniformInt(int64_t{1}, int64_t{3}));
-    for (int k = 0; k < fan_in; ++k) {
-      int u = layer_start + static_cast<int>(rng.UniformInt(uint64_t{kWidth}));
-      if (u >= kWidth && rng.Bernoulli(0.1)) u -= kWidth;
-      b.AddEdge(u, v, 0);
-    }
-  }
-  return b.Build();
-}
+using testing::LayeredGraph;
 
 // All cases, in a fixed order, as "name: fingerprint" lines.
 std::vector<std::string> ComputeReference() {

@@ -3,6 +3,7 @@
 #ifndef GOSIM_TESTS_SIM_ENGINE_TEST_UTIL_H_
 #define GOSIM_TESTS_SIM_ENGINE_TEST_UTIL_H_
 
+#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
@@ -145,6 +146,38 @@ inline graphs::Graph RandomDag(uint64_t seed, int n) {
       } else {
         b.AddEdge(u, v, static_cast<int32_t>(rng.UniformInt(uint64_t(outs))));
       }
+    }
+  }
+  return b.Build();
+}
+
+// A layered DAG shaped like a training step (the simulator benchmark's graph,
+// also used by the saved reference runs): `n` nodes in layers of 16, each
+// reading 1-3 tensors of the previous layer (sometimes two back), 0.25-8 MB
+// activations, 10 MFLOP - 10 GFLOP per node, weights on a third of the nodes.
+inline graphs::Graph LayeredGraph(int n, uint64_t seed) {
+  constexpr int kWidth = 16;
+  Rng rng(seed);
+  graphs::GraphBuilder b("layered" + std::to_string(n));
+  for (int v = 0; v < n; ++v) {
+    graphs::NodeSpec s;
+    s.name = "n" + std::to_string(v);
+    s.op = rng.Bernoulli(0.3) ? "MatMul" : "Add";
+    s.flops = std::exp(rng.Uniform(std::log(1e7), std::log(1e10)));
+    const int64_t out = int64_t{1} << rng.UniformInt(int64_t{18}, int64_t{23});
+    s.outputs.push_back(graphs::TensorInfo{out, {}, graphs::DType::kFloat32});
+    s.bytes_written = out;
+    s.bytes_read = 2 * out;
+    s.persistent_bytes = rng.Bernoulli(0.33) ? (int64_t{1} << rng.UniformInt(int64_t{16}, int64_t{22})) : 0;
+    b.AddNode(std::move(s));
+  }
+  for (int v = kWidth; v < n; ++v) {
+    const int layer_start = (v / kWidth - 1) * kWidth;
+    const int fan_in = static_cast<int>(rng.UniformInt(int64_t{1}, int64_t{3}));
+    for (int k = 0; k < fan_in; ++k) {
+      int u = layer_start + static_cast<int>(rng.UniformInt(uint64_t{kWidth}));
+      if (u >= kWidth && rng.Bernoulli(0.1)) u -= kWidth;
+      b.AddEdge(u, v, 0);
     }
   }
   return b.Build();
