@@ -13,9 +13,11 @@ GOSIM_HW=${GOSIM_HW:-build/bin/gosim_hw}
 OUT=${OUT:-runs/replay_local}
 REPEATS=${REPEATS:-7}
 WARMUP=${WARMUP:-2}
-PROFILE_GRAPH='bert:layers=1,hidden=96,heads=2,intermediate=384,seq_len=32,vocab=1500,batch=3,training=true'
-BERT='bert:layers=2,hidden=128,heads=2,intermediate=512,seq_len=32,vocab=1000,batch=2,training=true'
-RNNLM='rnnlm:layers=2,hidden=128,vocab=1000,seq_len=8,batch=8,training=true'
+# The graphs (overridable): steps of about 0.1-0.2 s, so that the kernels and
+# not the per-op dispatch dominate; the profiled graph is none of the replayed.
+PROFILE_GRAPH=${PROFILE_GRAPH:-'bert:layers=1,hidden=256,heads=4,intermediate=1024,seq_len=64,vocab=2000,batch=4,training=true'}
+BERT=${BERT:-'bert:layers=2,hidden=384,heads=4,intermediate=1536,seq_len=64,vocab=2000,batch=4,training=true'}
+RNNLM=${RNNLM:-'rnnlm:layers=2,hidden=512,vocab=2000,seq_len=16,batch=16,training=true'}
 mkdir -p "$OUT"
 
 # 1. Profile a calibration graph (not one of the replayed ones) and fit the profile.
