@@ -235,8 +235,13 @@ torch::Tensor GoPolicyImpl::Decide(const torch::Tensor& logits, Mode mode, Rng* 
   return actions;
 }
 
-GoOutput GoPolicyImpl::forward(const GoGraph& graph, int64_t devices, int64_t samples, Mode mode, Rng* rng,
-                               const GoActions* given) {
+torch::Tensor GoPolicyImpl::Value(const torch::Tensor& graph_embedding, int64_t samples) {
+  return value_out_(torch::tanh(value_(graph_embedding))).view({1}).expand({samples});
+}
+
+void GoPolicyImpl::Stream(const GoGraph& graph, const torch::Tensor& nodes,
+                          const torch::Tensor& graph_embedding, int64_t devices, int64_t samples, Mode mode,
+                          Rng* rng, const GoActions* given, GoActions* actions, const SegmentFn& on_segment) {
   if (devices < 1 || devices > options_.max_devices) {
     throw ConfigError("GO: the cluster has " + std::to_string(devices) +
                           " devices, the network places on at most " + std::to_string(options_.max_devices),
@@ -246,61 +251,125 @@ GoOutput GoPolicyImpl::forward(const GoGraph& graph, int64_t devices, int64_t sa
     throw StateError("GO: kGiven without actions", {}, "pass actions");
   const int64_t n = graph.num_nodes;
   const int64_t b = samples;
+  const int64_t d = options_.model;
+  // segment <= 0 or >= n: one segment, plain causal attention over the graph.
+  const int64_t segment =
+      options_.segment <= 0 || options_.segment >= n ? std::max<int64_t>(n, 1) : options_.segment;
+  const size_t layers = trunk_.size();
+  const size_t place = layers, priority = layers + 1, fusion = layers + 2;
+  // FiLM (gamma, beta) per attention layer: batch 1 in the trunk, B in the task layers.
+  std::vector<torch::Tensor> gamma(layers + kTaskLayers), beta(layers + kTaskLayers);
+  for (size_t l = 0; l < gamma.size(); ++l) {
+    const int64_t batch = l < layers ? 1 : b;
+    gamma[l] = FilmOf(l, graph_embedding, false, batch);
+    beta[l] = FilmOf(l, graph_embedding, true, batch);
+  }
+  const torch::Tensor device_mask =
+      devices < options_.max_devices
+          ? (torch::arange(options_.max_devices, torch::kInt64) >= devices).view({1, 1, -1})
+          : torch::Tensor();
+  actions->device = torch::empty({b, n}, torch::kInt64);
+  actions->priority = options_.priority ? torch::empty({b, n}, torch::kInt64) : torch::Tensor();
+  actions->fuse = options_.fusion ? torch::empty({b, n}, torch::kInt64) : torch::Tensor();
+  auto given_part = [&](const torch::Tensor& all, int64_t from, int64_t to) {
+    return mode == Mode::kGiven ? all.slice(1, from, to) : torch::Tensor();
+  };
+  // Each layer's input on the previous segment: its gradient-stopped memory.
+  std::vector<torch::Tensor> memory(layers + kTaskLayers);
+  auto run = [&](RecurrentAttention& layer, size_t l, const torch::Tensor& input) {
+    torch::Tensor output = layer->forward(input, memory[l], gamma[l], beta[l]);
+    memory[l] = input.detach();  // Transformer-XL: the cached memory is not back-propagated into
+    return output;
+  };
+  for (int64_t start = 0; start < n; start += segment) {
+    const int64_t end = std::min(n, start + segment);
+    const int64_t len = end - start;
+    torch::Tensor x = input_(nodes.slice(0, start, end)).unsqueeze(0);  // [1 x L x d]
+    for (size_t l = 0; l < layers; ++l) x = run(trunk_[l], l, x);
+    torch::Tensor state = x.expand({b, len, d});
+    torch::Tensor log_prob = torch::zeros({b, len});
+    torch::Tensor entropy = torch::zeros({b, len});
+    // Placement (always on): devices >= `devices` are masked.
+    torch::Tensor h = run(place_layer_, place, state);
+    torch::Tensor logits = place_head_(h);
+    if (device_mask.defined())
+      logits = logits.masked_fill(device_mask, -std::numeric_limits<float>::infinity());
+    const torch::Tensor device =
+        Decide(logits, mode, rng, given ? given_part(given->device, start, end) : torch::Tensor(), &log_prob,
+               &entropy);
+    actions->device.slice(1, start, end).copy_(device);
+    state = h + device_embedding_(device);
+    if (options_.priority) {
+      h = run(priority_layer_, priority, state);
+      const torch::Tensor level =
+          Decide(priority_head_(h), mode, rng,
+                 given ? given_part(given->priority, start, end) : torch::Tensor(), &log_prob, &entropy);
+      actions->priority.slice(1, start, end).copy_(level);
+      state = h + priority_embedding_(level);
+    }
+    if (options_.fusion) {
+      h = run(fusion_layer_, fusion, state);
+      // "Fuse" only where the producer is eligible and on the same device
+      // (the producer precedes the node, so its device is decided).
+      const torch::Tensor producer_device =
+          actions->device.index_select(1, graph.fuse_src.slice(0, start, end));
+      const torch::Tensor allowed =
+          (device == producer_device) & graph.fuse_eligible.slice(0, start, end).unsqueeze(0);
+      const torch::Tensor forbid =
+          torch::stack({torch::zeros_like(allowed), allowed.logical_not()}, -1);  // [B x L x 2]
+      const torch::Tensor fuse_logits =
+          fusion_head_(h).masked_fill(forbid, -std::numeric_limits<float>::infinity());
+      const torch::Tensor fuse =
+          Decide(fuse_logits, mode, rng, given ? given_part(given->fuse, start, end) : torch::Tensor(),
+                 &log_prob, &entropy);
+      actions->fuse.slice(1, start, end).copy_(fuse);
+    }
+    on_segment(start, end, log_prob, entropy);
+  }
+}
+
+GoOutput GoPolicyImpl::forward(const GoGraph& graph, int64_t devices, int64_t samples, Mode mode, Rng* rng,
+                               const GoActions* given) {
   const torch::Tensor nodes = gnn_(graph.tensors);      // [n x g]
   const torch::Tensor graph_embedding = nodes.mean(0);  // [g]
-  torch::Tensor x = input_(nodes).unsqueeze(0);         // [1 x n x d]
-  size_t layer = 0;
-  for (RecurrentAttention& block : trunk_) {
-    x = RunSegmented(block, x, options_.segment, FilmOf(layer, graph_embedding, false, 1),
-                     FilmOf(layer, graph_embedding, true, 1));
-    ++layer;
-  }
-  torch::Tensor state = x.expand({b, n, options_.model});
   GoOutput out;
-  out.log_prob = torch::zeros({b, n});
-  out.entropy = torch::zeros({b, n});
-
-  // Placement (always on): devices >= `devices` are masked.
-  {
-    const size_t l = static_cast<size_t>(options_.layers);
-    const torch::Tensor h =
-        RunSegmented(place_layer_, state, options_.segment, FilmOf(l, graph_embedding, false, b),
-                     FilmOf(l, graph_embedding, true, b));
-    torch::Tensor logits = place_head_(h);
-    if (devices < options_.max_devices) {
-      const torch::Tensor masked = torch::arange(options_.max_devices, torch::kInt64) >= devices;
-      logits = logits.masked_fill(masked.view({1, 1, -1}), -std::numeric_limits<float>::infinity());
-    }
-    out.actions.device =
-        Decide(logits, mode, rng, given ? given->device : torch::Tensor(), &out.log_prob, &out.entropy);
-    state = h + device_embedding_(out.actions.device);
-  }
-  if (options_.priority) {
-    const size_t l = static_cast<size_t>(options_.layers) + 1;
-    const torch::Tensor h =
-        RunSegmented(priority_layer_, state, options_.segment, FilmOf(l, graph_embedding, false, b),
-                     FilmOf(l, graph_embedding, true, b));
-    out.actions.priority = Decide(priority_head_(h), mode, rng, given ? given->priority : torch::Tensor(),
-                                  &out.log_prob, &out.entropy);
-    state = h + priority_embedding_(out.actions.priority);
-  }
-  if (options_.fusion) {
-    const size_t l = static_cast<size_t>(options_.layers) + 2;
-    const torch::Tensor h =
-        RunSegmented(fusion_layer_, state, options_.segment, FilmOf(l, graph_embedding, false, b),
-                     FilmOf(l, graph_embedding, true, b));
-    // "Fuse" only where the producer is eligible and on the same device.
-    const torch::Tensor same_device =
-        out.actions.device == out.actions.device.index_select(1, graph.fuse_src);  // [B x n]
-    const torch::Tensor allowed = same_device & graph.fuse_eligible.unsqueeze(0);
-    const torch::Tensor forbid =
-        torch::stack({torch::zeros_like(allowed), allowed.logical_not()}, -1);  // [B x n x 2]
-    const torch::Tensor logits = fusion_head_(h).masked_fill(forbid, -std::numeric_limits<float>::infinity());
-    out.actions.fuse =
-        Decide(logits, mode, rng, given ? given->fuse : torch::Tensor(), &out.log_prob, &out.entropy);
-  }
-  out.value = value_out_(torch::tanh(value_(graph_embedding))).view({1}).expand({b});
+  std::vector<torch::Tensor> log_prob, entropy;
+  Stream(graph, nodes, graph_embedding, devices, samples, mode, rng, given, &out.actions,
+         [&](int64_t, int64_t, const torch::Tensor& lp, const torch::Tensor& h) {
+           log_prob.push_back(lp);
+           entropy.push_back(h);
+         });
+  out.log_prob = log_prob.empty() ? torch::zeros({samples, 0}) : torch::cat(log_prob, 1);
+  out.entropy = entropy.empty() ? torch::zeros({samples, 0}) : torch::cat(entropy, 1);
+  out.value = Value(graph_embedding, samples);
   return out;
+}
+
+double GoPolicyImpl::BackwardBySegment(const GoGraph& graph, int64_t devices, const GoActions& given,
+                                       const SegmentLossFn& segment_loss, const ValueLossFn& value_loss) {
+  // GraphSAGE once, with its graph kept; the segments see detached copies
+  // of its outputs and accumulate their gradients there.
+  const torch::Tensor nodes = gnn_(graph.tensors);
+  const torch::Tensor graph_embedding = nodes.mean(0);
+  const torch::Tensor nodes_leaf = nodes.detach().requires_grad_(true);
+  const torch::Tensor embedding_leaf = graph_embedding.detach().requires_grad_(true);
+  const int64_t samples = given.device.size(0);
+  GoActions actions;
+  double total = 0.0;
+  Stream(graph, nodes_leaf, embedding_leaf, devices, samples, Mode::kGiven, nullptr, &given, &actions,
+         [&](int64_t start, int64_t end, const torch::Tensor& lp, const torch::Tensor& h) {
+           const torch::Tensor loss = segment_loss(start, end, lp, h);
+           total += loss.item<double>();
+           // The FiLM parameters, computed once from embedding_leaf, are
+           // shared by every segment: keep their (small) graph.
+           loss.backward({}, /*retain_graph=*/true);
+         });
+  torch::Tensor tail = value_loss(Value(graph_embedding, samples));
+  total += tail.item<double>();
+  if (nodes_leaf.grad().defined()) tail = tail + (nodes * nodes_leaf.grad()).sum();
+  if (embedding_leaf.grad().defined()) tail = tail + (graph_embedding * embedding_leaf.grad()).sum();
+  tail.backward();
+  return total;
 }
 
 }  // namespace gosim::agents::learned::go

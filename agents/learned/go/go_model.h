@@ -32,6 +32,7 @@
 #include <torch/torch.h>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -135,7 +136,32 @@ class GoPolicyImpl : public torch::nn::Module {
                    const GoActions* given = nullptr);
   const GoModelOptions& options() const { return options_; }
 
+  // PPO's gradient in memory bounded by one segment (an 80k-node graph does
+  // not fit otherwise): re-scores `given` ([B x n] actions) segment by
+  // segment and back-propagates `segment_loss(start, end, log_prob,
+  // entropy)` ([B x (end - start)] each) right after every segment, then
+  // `value_loss(value)` ([B]) together with the GraphSAGE embeddings, whose
+  // gradient the segments accumulated. Since each segment's memory is
+  // gradient-stopped, the parameter gradients are those of back-propagating
+  // the sum of the losses through `forward(..., kGiven)` (tested). Returns
+  // the sum of the losses.
+  using SegmentLossFn = std::function<torch::Tensor(int64_t start, int64_t end, const torch::Tensor& log_prob,
+                                                    const torch::Tensor& entropy)>;
+  using ValueLossFn = std::function<torch::Tensor(const torch::Tensor& value)>;
+  double BackwardBySegment(const GoGraph& graph, int64_t devices, const GoActions& given,
+                           const SegmentLossFn& segment_loss, const ValueLossFn& value_loss);
+
  private:
+  // The network over the segments in topological order, every layer of a
+  // segment before the next segment (each layer's memory is its input on
+  // the previous segment), calling `on_segment(start, end, log_prob,
+  // entropy)` after each. Actions go to `actions` (pre-sized [B x n]).
+  using SegmentFn = std::function<void(int64_t start, int64_t end, const torch::Tensor& log_prob,
+                                       const torch::Tensor& entropy)>;
+  void Stream(const GoGraph& graph, const torch::Tensor& nodes, const torch::Tensor& graph_embedding,
+              int64_t devices, int64_t samples, Mode mode, Rng* rng, const GoActions* given,
+              GoActions* actions, const SegmentFn& on_segment);
+  torch::Tensor Value(const torch::Tensor& graph_embedding, int64_t samples);
   // Draws (or takes) actions from logits [B x n x k] (masked entries are
   // -inf); returns the actions and adds log-probabilities and entropies.
   torch::Tensor Decide(const torch::Tensor& logits, Mode mode, Rng* rng, const torch::Tensor& given,
