@@ -200,6 +200,29 @@ sim::DeviceProfile FitProfileIf(const TraceSamples& samples, const FitOptions& o
   profile.launch_overhead = samples.launch_overhead;
   profile.fallback = FitKernelCost(all, options);
   for (const auto& [type, list] : by_type) profile.op_types[type] = FitKernelCost(list, options);
+  // Traces of `gosim profile` say which graph op type each op ran for, with
+  // the node's FLOPs and bytes as the simulator computes them: fit those
+  // types too, on the simulator's own features, so that the calibrated cost
+  // model finds "MatMul" or "Dropout" directly instead of falling back to
+  // the op class (graph op types never start with "aten::", so the two sets
+  // of keys do not collide; a trace op of the same name would win).
+  std::map<std::string, std::vector<OpSample>> by_graph_type;
+  for (const OpSample* s : all) {
+    if (s->graph_type.empty() || s->graph_flops < 0.0 || s->graph_bytes < 0.0) continue;
+    OpSample g = *s;
+    g.type = s->graph_type;
+    g.flops = s->graph_flops;
+    g.bytes = s->graph_bytes;
+    g.has_shapes = true;
+    g.approximate = false;
+    by_graph_type[g.type].push_back(std::move(g));
+  }
+  for (const auto& [type, list] : by_graph_type) {
+    if (profile.op_types.count(type) > 0) continue;
+    std::vector<const OpSample*> pointers;
+    for (const OpSample& g : list) pointers.push_back(&g);
+    profile.op_types[type] = FitKernelCost(pointers, options);
+  }
   for (const auto& [cls, list] : by_class) {
     profile.op_classes[static_cast<size_t>(cls)] = FitKernelCost(list, options);
   }

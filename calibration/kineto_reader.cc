@@ -186,6 +186,11 @@ Trace ReadKinetoEvents(const Json& root, const Json& events, const std::string& 
         op.duration = duration;
         op.external_id = external_id;
         op.sequence_number = e.ArgInt("Sequence number").value_or(-1);
+        op.graph_op_type = e.ArgStr("gosim op type").value_or("");
+        if (!op.graph_op_type.empty()) {
+          op.graph_flops = static_cast<double>(e.ArgInt("gosim flops").value_or(-1));
+          op.graph_bytes = static_cast<double>(e.ArgInt("gosim bytes").value_or(-1));
+        }
         op.event = static_cast<int32_t>(i);
         ReadOpInputs(e, &op);
         if (auto comms = ReadCommsArgs(e)) extras.op_comms[static_cast<int32_t>(trace.ops.size())] = *comms;

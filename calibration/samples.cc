@@ -1,10 +1,12 @@
 #include "calibration/samples.h"
 
 #include <algorithm>
+#include <filesystem>
 #include <map>
 #include <numeric>
 
 #include "calibration/op_work.h"
+#include "core/error.h"
 #include "core/stats.h"
 
 namespace gosim::calibration {
@@ -72,6 +74,9 @@ TraceSamples ExtractSamples(const Trace& trace) {
         s.approximate = work.approximate || !work.known;
       }
       s.step = StepAt(trace, op.start);
+      s.graph_type = op.graph_op_type;
+      s.graph_flops = op.graph_flops;
+      s.graph_bytes = op.graph_bytes;
       out.ops.push_back(std::move(s));
     }
     OpSample& s = out.ops[static_cast<size_t>(it->second)];
@@ -131,6 +136,46 @@ TraceSamples ExtractSamples(const Trace& trace) {
   out.launch_latency = Median(latencies);
   out.launch_samples = static_cast<int64_t>(latencies.size());
   out.kernel_gap = Median(queued_gaps);
+  return out;
+}
+
+TraceSamples MergeSamples(const std::vector<TraceSamples>& parts) {
+  if (parts.size() == 1) return parts.front();
+  TraceSamples out;
+  double overhead = 0.0, latency = 0.0, gap = 0.0, ops = 0.0, launches = 0.0;
+  int32_t step_offset = 0;
+  for (const TraceSamples& p : parts) {
+    if (out.device_kind.empty()) out.device_kind = p.device_kind;
+    if (p.device_kind != out.device_kind) {
+      throw TraceError(
+          "the traces are of different device kinds ('" + out.device_kind + "' and '" + p.device_kind + "')",
+          Location{p.source}, "fit one profile per device kind");
+    }
+    out.source += (out.source.empty() ? "" : "+") + std::filesystem::path(p.source).filename().string();
+    out.step_numbers.insert(out.step_numbers.end(), p.step_numbers.begin(), p.step_numbers.end());
+    for (OpSample s : p.ops) {
+      s.op = -1;
+      if (s.step >= 0) s.step += step_offset;
+      out.ops.push_back(std::move(s));
+    }
+    for (TransferSample t : p.transfers) {
+      t.activity = -1;
+      if (t.step >= 0) t.step += step_offset;
+      out.transfers.push_back(std::move(t));
+    }
+    step_offset += static_cast<int32_t>(p.step_numbers.size());
+    const auto in_steps = static_cast<double>(
+        std::count_if(p.ops.begin(), p.ops.end(), [](const OpSample& s) { return s.step >= 0; }));
+    overhead += p.launch_overhead * in_steps;
+    ops += in_steps;
+    latency += p.launch_latency * static_cast<double>(p.launch_samples);
+    gap += p.kernel_gap * static_cast<double>(p.launch_samples);
+    launches += static_cast<double>(p.launch_samples);
+    out.launch_samples += p.launch_samples;
+  }
+  out.launch_overhead = ops > 0.0 ? overhead / ops : 0.0;
+  out.launch_latency = launches > 0.0 ? latency / launches : 0.0;
+  out.kernel_gap = launches > 0.0 ? gap / launches : 0.0;
   return out;
 }
 

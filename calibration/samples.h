@@ -30,6 +30,12 @@ struct OpSample {
   int32_t kernels = 0;       // GPU activities summed into `time`
   int32_t step = -1;         // index into Trace::steps, -1 outside every step
   int32_t ordinal = -1;      // the k-th sample of `type` in its step, by start time
+  // The gosim graph node the op ran for (traces of `gosim profile`): its op
+  // type, FLOPs and bytes as the simulator's cost models see them; empty /
+  // -1 otherwise.
+  std::string graph_type;
+  double graph_flops = -1.0;
+  double graph_bytes = -1.0;
 };
 
 struct TransferSample {
@@ -66,6 +72,15 @@ struct TraceSamples {
 
 // Extracts the samples of every op, memcpy and collective of `trace`.
 TraceSamples ExtractSamples(const Trace& trace);
+
+// The samples of several traces of one device kind, for one fit (e.g.
+// `gosim profile` runs of several architectures): ops and transfers
+// concatenated with their steps renumbered after the previous traces' (the
+// step numbers follow), the launch figures averaged by launch samples. The
+// per-activity indices (`activity_op`, `activity_transfer`, `OpSample::op`)
+// refer to no single trace and are cleared / -1. TraceError when the device
+// kinds differ.
+TraceSamples MergeSamples(const std::vector<TraceSamples>& parts);
 
 // The transfer link name of an activity ("memcpy_htod", "nccl_allreduce"), or
 // "" when it is neither a memcpy nor a collective.

@@ -49,6 +49,12 @@ struct TraceThread {
 struct TraceOp {
   std::string name;              // e.g. "aten::conv2d", "ProfilerStep#16", "## forward ##"
   std::string node;              // TF timeline: the graph node name (args.name); else empty
+  // Traces written by `gosim profile`: the graph node's op type and work as
+  // the simulator sees them (args "gosim op type", "gosim flops", "gosim
+  // bytes"); empty / -1 otherwise.
+  std::string graph_op_type;
+  double graph_flops = -1.0;
+  double graph_bytes = -1.0;
   bool annotation = false;       // a user annotation / profiler step rather than an operator
   int32_t thread = -1;           // index into Trace::threads
   double start = 0.0;            // seconds

@@ -37,6 +37,7 @@ using calibration::TraceSamples;
 
 struct CalibrateArgs {
   std::string trace;
+  std::vector<std::string> also;  // more traces whose samples join the written profile's fit
   std::string out;
   bool report = false;
   bool replay = true;
@@ -174,6 +175,16 @@ int Calibrate(const CalibrateArgs& args) {
   std::vector<int64_t> numbers;
   for (const auto& s : trace.steps) numbers.push_back(s.number);
   sim::DeviceProfile profile = calibration::FitProfile(samples, fit, {}, numbers);
+  if (!args.also.empty()) {
+    // The written profile is fitted on every trace; the report below covers --trace alone.
+    std::vector<TraceSamples> parts{samples};
+    for (const std::string& path : args.also) {
+      parts.push_back(calibration::ExtractSamples(calibration::ReadTrace(path, read)));
+      if (!args.device_kind.empty()) parts.back().device_kind = args.device_kind;
+    }
+    const TraceSamples merged = calibration::MergeSamples(parts);
+    profile = calibration::FitProfile(merged, fit, {}, merged.step_numbers);
+  }
 
   // Hold-out: the given steps, else the last third.
   std::vector<int32_t> holdout;
@@ -271,6 +282,9 @@ void AddCalibrateCommand(CLI::App& root) {
   CLI::App* cmd = root.add_subcommand("calibrate", "Fit a calibrated device profile to a GPU profiler trace");
   cmd->add_option("--trace", args->trace, "PyTorch profiler / Kineto or TensorFlow timeline JSON (.gz too)")
       ->required();
+  cmd->add_option("--also", args->also,
+                  "Another trace of the same device kind to fit the written profile on too (repeatable; e.g. "
+                  "`gosim profile` runs of other architectures); --report covers --trace alone");
   cmd->add_option("--out", args->out, "Write the profile here, e.g. configs/calibrated/v100.yaml");
   cmd->add_flag("--report", args->report, "Print the accuracy: hold-out errors, step replay, transfer");
   cmd->add_option("--holdout-steps", args->holdout_steps,

@@ -1,10 +1,11 @@
 #include "calibration/hardware/executor.h"
 
+#include <malloc.h>
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
-#include <malloc.h>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -544,6 +545,7 @@ Measurement Executor::Profile(const sim::Decision& decision, int32_t warmup, int
       }
       const Recipe& r = s.recipes[static_cast<size_t>(span.node)];
       if (r.kind == RecipeKind::kNone) continue;
+      const graphs::Node& node = s.graph.node(span.node);
       Json dims = Json::array();
       Json types = Json::array();
       for (const RecordedArg& a : r.recorded) {
@@ -565,7 +567,10 @@ Measurement Executor::Profile(const sim::Decision& decision, int32_t warmup, int
                          {{"External id", id},
                           {"Input Dims", dims},
                           {"Input type", types},
-                          {"gosim node", s.graph.node(span.node).name}}}});
+                          {"gosim node", node.name},
+                          {"gosim op type", s.graph.op_type_name(node.op)},
+                          {"gosim flops", std::llround(node.flops)},
+                          {"gosim bytes", node.bytes_read + node.bytes_written}}}});
       events.push_back({{"ph", "X"},
                         {"cat", "kernel"},
                         {"name", s.backend + "_kernel<" + r.aten + ">"},

@@ -3,7 +3,7 @@
 // `gosim profile`, `gosim calibrate --out` and `gosim replay` do, with the
 // same library calls and defaults, for generated graphs and cluster files:
 //   gosim_hw profile GEN_SPEC CLUSTER.yaml OUT.json.gz STEPS WARMUP
-//   gosim_hw fit TRACE.json.gz OUT.yaml
+//   gosim_hw fit [--fit nnls|huber] TRACE.json.gz [TRACE.json.gz ...] OUT.yaml
 //   gosim_hw replay GEN_SPEC CLUSTER.yaml PROFILE.yaml OUT.json REPEATS WARMUP DECISION.json...
 // GEN_SPEC is NAME:k=v,... as after "gen:" in gosim.
 #include <algorithm>
@@ -48,17 +48,25 @@ int Run(const std::vector<std::string>& a) {
                 graph.num_nodes(), executor.plan().fallbacks, m.median_step_time * 1e3, a[3].c_str());
     return 0;
   }
-  if (a.size() == 3 && a[0] == "fit") {
-    const calibration::Trace trace = calibration::ReadTrace(a[1]);
-    const calibration::TraceSamples samples = calibration::ExtractSamples(trace);
-    std::vector<int64_t> numbers;
-    for (const auto& s : trace.steps) numbers.push_back(s.number);
-    const sim::DeviceProfile profile =
-        calibration::FitProfile(samples, calibration::FitOptions{}, {}, numbers);
-    sim::SaveDeviceProfile(a[2], profile);
-    std::printf("%zu op samples, %zu steps, launch overhead %.2f us; profile for %s written to %s\n",
-                samples.ops.size(), trace.steps.size(), samples.launch_overhead * 1e6,
-                profile.device_kind.c_str(), a[2].c_str());
+  if (a.size() >= 3 && a[0] == "fit") {
+    calibration::FitOptions fit;
+    size_t first = 1;
+    if (a.size() >= 5 && a[1] == "--fit") {  // as `gosim calibrate --fit`
+      fit.method = calibration::ParseFitMethod(a[2]);
+      first = 3;
+    }
+    std::vector<calibration::TraceSamples> parts;
+    for (size_t i = first; i + 1 < a.size(); ++i)
+      parts.push_back(calibration::ExtractSamples(calibration::ReadTrace(a[i])));
+    const calibration::TraceSamples samples = calibration::MergeSamples(parts);
+    const std::string& out = a.back();
+    const sim::DeviceProfile profile = calibration::FitProfile(samples, fit, {}, samples.step_numbers);
+    sim::SaveDeviceProfile(out, profile);
+    std::printf(
+        "%zu op samples, %zu steps from %zu trace(s), launch overhead %.2f us; profile for %s written to "
+        "%s\n",
+        samples.ops.size(), samples.step_numbers.size(), parts.size(), samples.launch_overhead * 1e6,
+        profile.device_kind.c_str(), out.c_str());
     return 0;
   }
   if (a.size() >= 8 && a[0] == "replay") {

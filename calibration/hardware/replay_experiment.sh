@@ -14,15 +14,23 @@ OUT=${OUT:-runs/replay_local}
 REPEATS=${REPEATS:-7}
 WARMUP=${WARMUP:-2}
 # The graphs (overridable): steps of about 0.1-0.2 s, so that the kernels and
-# not the per-op dispatch dominate; the profiled graph is none of the replayed.
+# not the per-op dispatch dominate. The profile is fitted on two graphs, one
+# per architecture, neither of them replayed (other widths, batches, lengths).
 PROFILE_GRAPH=${PROFILE_GRAPH:-'bert:layers=1,hidden=256,heads=4,intermediate=1024,seq_len=64,vocab=2000,batch=4,training=true'}
+PROFILE_GRAPH2=${PROFILE_GRAPH2:-'rnnlm:layers=1,hidden=384,vocab=3000,seq_len=12,batch=24,training=true'}
 BERT=${BERT:-'bert:layers=2,hidden=384,heads=4,intermediate=1536,seq_len=64,vocab=2000,batch=4,training=true'}
 RNNLM=${RNNLM:-'rnnlm:layers=2,hidden=512,vocab=2000,seq_len=16,batch=16,training=true'}
 mkdir -p "$OUT"
 
-# 1. Profile a calibration graph (not one of the replayed ones) and fit the profile.
+# 1. Profile the calibration graphs (none of the replayed ones) and fit the profile.
 "$GOSIM_HW" profile "$PROFILE_GRAPH" configs/clusters/local.yaml "$OUT/local_profile_trace.json.gz" 12 3
-"$GOSIM_HW" fit "$OUT/local_profile_trace.json.gz" configs/calibrated/local.yaml
+traces="$OUT/local_profile_trace.json.gz"
+if [ -n "$PROFILE_GRAPH2" ]; then
+  "$GOSIM_HW" profile "$PROFILE_GRAPH2" configs/clusters/local.yaml "$OUT/local_profile_trace2.json.gz" 12 3
+  traces="$traces $OUT/local_profile_trace2.json.gz"
+fi
+# shellcheck disable=SC2086
+"$GOSIM_HW" fit $traces configs/calibrated/local.yaml
 
 # 2. Decisions for the two replayed graphs; 3. replay each, measured vs simulated.
 for g in bert rnnlm; do

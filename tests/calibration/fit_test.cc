@@ -141,6 +141,60 @@ TEST_CASE("a profile: types, classes, default, links; its YAML round-trips throu
   CHECK(one.op_types.at("aten::mm").samples == 5);
 }
 
+TEST_CASE(
+    "ops of gosim profile traces are also fitted by graph op type, on the graph's own FLOPs and bytes") {
+  TraceSamples samples;
+  samples.device_kind = "cpu";
+  for (int i = 1; i <= 6; ++i) {
+    // The trace's FLOPs (from input shapes) and the graph's differ; the time
+    // is exactly linear in the graph's.
+    OpSample s = Sample("aten::mm", 2.0 * i * 1e6, 1e3, 5e-6 + i * 1e6 * 1e-11);
+    s.graph_type = "MatMul";
+    s.graph_flops = i * 1e6;
+    s.graph_bytes = 0.0;
+    samples.ops.push_back(s);
+    samples.ops.push_back(Sample("aten::relu", 0, i * 1e4, 1e-6));  // no graph node: aten key only
+  }
+  const sim::DeviceProfile p = FitProfile(samples, FitOptions{.method = FitMethod::kNnls}, {}, {});
+  REQUIRE(p.op_types.count("aten::mm") == 1);
+  REQUIRE(p.op_types.count("MatMul") == 1);
+  CHECK(p.op_types.count("aten::relu") == 1);
+  CHECK(p.op_types.size() == 3);
+  CHECK(p.op_types.at("MatMul").per_flop == doctest::Approx(1e-11).epsilon(1e-6));
+  CHECK(p.op_types.at("MatMul").samples == 6);
+  CHECK(PredictKernel(p, "MatMul", 3e6, 0) == doctest::Approx(5e-6 + 3e-5).epsilon(1e-6));
+}
+
+TEST_CASE("MergeSamples: several traces of one device kind make one fit") {
+  TraceSamples a, b;
+  a.source = "/x/a.json.gz";
+  b.source = "/y/b.json.gz";
+  a.device_kind = b.device_kind = "cpu";
+  a.step_numbers = {3, 4};
+  b.step_numbers = {7};
+  a.launch_overhead = 2e-6;
+  b.launch_overhead = 5e-6;
+  for (int i = 0; i < 4; ++i) a.ops.push_back(Sample("aten::mm", 1e6, 0, 1e-5, i % 2));
+  for (int i = 0; i < 2; ++i) b.ops.push_back(Sample("aten::mm", 2e6, 0, 2e-5, 0));
+  b.ops.push_back(Sample("aten::mm", 2e6, 0, 2e-5, -1));  // outside every step
+  a.activity_op = {0, 1, 2, 3};
+  const TraceSamples m = MergeSamples({a, b});
+  CHECK(m.source == "a.json.gz+b.json.gz");
+  CHECK(m.step_numbers == std::vector<int64_t>{3, 4, 7});
+  REQUIRE(m.ops.size() == 7);
+  CHECK(m.ops[4].step == 2);  // b's step 0 follows a's two steps
+  CHECK(m.ops[6].step == -1);
+  CHECK(m.ops[0].op == -1);
+  CHECK(m.activity_op.empty());
+  // Launch overhead weighted by the op samples inside steps: (4 x 2 + 2 x 5) / 6 us.
+  CHECK(m.launch_overhead == doctest::Approx(3e-6));
+  const sim::DeviceProfile p = FitProfile(m, FitOptions{}, {}, m.step_numbers);
+  CHECK(p.op_types.at("aten::mm").samples == 7);
+  b.device_kind = "V100";
+  CHECK_THROWS_AS(MergeSamples({a, b}), TraceError);
+  CHECK(MergeSamples({a}).source == a.source);
+}
+
 TEST_CASE("unseen-shape cross-validation of an exactly linear op type") {
   TraceSamples samples;
   for (int step = 0; step < 2; ++step) {
