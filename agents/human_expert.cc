@@ -10,6 +10,7 @@
 #include "agents/builtin.h"
 #include "agents/options_util.h"
 #include "agents/search_tracker.h"
+#include "core/data_path.h"
 #include "core/io.h"
 #include "core/strings.h"
 #include "core/yaml.h"
@@ -208,8 +209,8 @@ namespace {
 class HumanExpertAgent : public Agent {
  public:
   explicit HumanExpertAgent(YamlMap& options) {
-    rules_path_ = options.Get<std::string>("rules", "");
-    expert_dir_ = options.Get<std::string>("expert_dir", "configs/experts");
+    rules_path_ = ResolveDataPath(options.Get<std::string>("rules", ""));
+    expert_dir_ = ResolveDataPath(options.Get<std::string>("expert_dir", "configs/experts"));
     finish_ = FinishOptions::Parse(options);
     if (!rules_path_.empty()) rules_ = LoadExpertRules(rules_path_);
     options.Finish();

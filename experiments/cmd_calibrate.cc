@@ -20,6 +20,7 @@
 #include "calibration/replay.h"
 #include "calibration/samples.h"
 #include "calibration/trace_reader.h"
+#include "core/data_path.h"
 #include "core/error.h"
 #include "core/strings.h"
 #include "experiments/commands.h"
@@ -99,7 +100,7 @@ std::vector<int32_t> StepIndices(const Trace& trace, const std::vector<int64_t>&
 std::optional<sim::DeviceSpec> PresetDevice(const std::string& kind) {
   std::error_code ec;
   std::vector<std::string> files;
-  for (const auto& entry : std::filesystem::directory_iterator("configs/clusters", ec)) {
+  for (const auto& entry : std::filesystem::directory_iterator(ResolveDataPath("configs/clusters"), ec)) {
     if (entry.path().extension() == ".yaml") files.push_back(entry.path().string());
   }
   std::sort(files.begin(), files.end());

@@ -65,8 +65,7 @@ void AddRunCommand(CLI::App& root) {
   CLI::App* run =
       root.add_subcommand("run", "Run (or resume) a YAML experiment: graphs x clusters x agents x seeds");
   run->add_option("experiment", args->experiment, "Experiment YAML file (see docs/EXPERIMENTS.md)")
-      ->required()
-      ->check(CLI::ExistingFile);
+      ->required();  // found from the working directory or the project's folder (core/data_path.h)
   run->add_option("overrides", args->overrides,
                   "Overrides of the experiment's keys, applied before validation: key.path=value "
                   "(e.g. budget.evaluations=500 agents[1].options.population=64 seeds=[0,1])");

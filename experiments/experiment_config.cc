@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <set>
 
+#include "core/data_path.h"
 #include "core/io.h"
 #include "core/strings.h"
 #include "experiments/cells.h"
@@ -103,7 +104,7 @@ AgentSpec ParseAgent(YamlMap& map, const ExperimentConfig& config) {
   spec.options_path = map.ChildPath("options");
   if (spec.options && spec.options.IsScalar()) {
     // `options: configs/agents/brkga.yaml` reads the options from a file.
-    spec.options_file = YamlAs<std::string>(spec.options, map.file(), spec.options_path);
+    spec.options_file = ResolveDataPath(YamlAs<std::string>(spec.options, map.file(), spec.options_path));
     if (!std::filesystem::is_regular_file(spec.options_file)) {
       map.Fail("options", "no agent options file '" + spec.options_file + "'",
                "give a mapping of options or the path of a YAML file of options (e.g. configs/agents/" +
@@ -336,7 +337,8 @@ ExperimentConfig ParseExperiment(const YAML::Node& root, const std::string& sour
   return config;
 }
 
-ExperimentConfig LoadExperiment(const std::string& path, const std::vector<std::string>& overrides) {
+ExperimentConfig LoadExperiment(const std::string& given, const std::vector<std::string>& overrides) {
+  const std::string path = ResolveDataPath(given);
   YAML::Node root = LoadYamlFile(path);
   if (!root.IsMap()) {
     throw ConfigError("an experiment must be a YAML mapping", Location{path, 1},

@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "core/data_path.h"
 #include "core/strings.h"
 #include "graphs/generators/generators.h"
 
@@ -28,7 +29,8 @@ std::vector<GraphEntry> WrapAll(std::vector<graphs::SuiteEntry> entries) {
 
 }  // namespace
 
-std::vector<GraphEntry> LoadSuiteEntries(const std::string& path, const Location& where) {
+std::vector<GraphEntry> LoadSuiteEntries(const std::string& given, const Location& where) {
+  const std::string path = ResolveDataPath(given);
   if (!std::filesystem::is_regular_file(path)) {
     throw ConfigError("no suite file '" + path + "'", where,
                       "give the path of a suite YAML, e.g. configs/suites/quickstart.yaml");

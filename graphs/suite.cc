@@ -9,6 +9,7 @@
 #include <set>
 #include <unordered_set>
 
+#include "core/data_path.h"
 #include "core/rng.h"
 #include "core/strings.h"
 #include "core/yaml.h"
@@ -87,7 +88,7 @@ std::string ResolvePath(const std::string& path, const std::string& base_dir) {
     const fs::path p = fs::path(base_dir) / path;
     if (fs::exists(p)) return p.lexically_normal().string();
   }
-  return path;
+  return ResolveDataPath(path);
 }
 
 uint64_t NameHash(const std::string& name) {  // FNV-1a: stable everywhere
@@ -353,7 +354,8 @@ std::vector<SuiteEntry> ParseSuiteEntries(const YAML::Node& list, const std::str
   return ParseEntries(list, file, yaml_path, base_dir, notes).entries;
 }
 
-Suite LoadSuite(const std::string& path) {
+Suite LoadSuite(const std::string& given) {
+  const std::string path = ResolveDataPath(given);
   const YAML::Node root = LoadYamlFile(path);
   if (!root.IsMap()) throw ConfigError("a suite file must be a mapping", YamlLocation(root, path, ""));
   YamlMap m = YamlMap::Root(root, path);

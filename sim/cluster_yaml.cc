@@ -7,6 +7,7 @@
 #include <set>
 #include <utility>
 
+#include "core/data_path.h"
 #include "core/error.h"
 #include "core/io.h"
 #include "core/strings.h"
@@ -302,7 +303,7 @@ std::string StemOf(const std::string& source) {
 std::vector<std::string> PresetNames() {
   std::vector<std::string> names;
   std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(kPresetDir, ec)) {
+  for (const auto& entry : std::filesystem::directory_iterator(ResolveDataPath(kPresetDir), ec)) {
     if (entry.path().extension() == ".yaml") names.push_back(entry.path().stem().string());
   }
   std::sort(names.begin(), names.end());
@@ -325,6 +326,7 @@ Cluster LoadCluster(const std::string& path_or_preset) {
   const bool bare =
       path.find('/') == std::string::npos && !EndsWith(path, ".yaml") && !EndsWith(path, ".yml");
   if (bare) path = std::string(kPresetDir) + "/" + path_or_preset + ".yaml";
+  path = ResolveDataPath(path);
   if (!FileExists(path)) {
     const std::vector<std::string> presets = PresetNames();
     throw ConfigError("no cluster file '" + path + "'." + (bare ? DidYouMean(path_or_preset, presets) : ""),

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <vector>
 
+#include "core/data_path.h"
 #include "core/error.h"
 #include "core/io.h"
 #include "core/strings.h"
@@ -133,6 +134,7 @@ DeviceProfile LoadDeviceProfile(const std::string& path_or_name) {
   const bool bare =
       path.find('/') == std::string::npos && !EndsWith(path, ".yaml") && !EndsWith(path, ".yml");
   if (bare) path = std::string(kProfileDir) + "/" + path_or_name + ".yaml";
+  path = ResolveDataPath(path);
   if (!FileExists(path)) {
     throw ConfigError(
         "no device profile '" + path + "'", Location{path_or_name},
