@@ -5,14 +5,21 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <filesystem>
 #include <string>
 #include <vector>
 
+#include "agents/learned/common/curves.h"
+#include "agents/learned/common/train.h"
 #include "agents/learned/hrl/grouping.h"
 #include "agents/learned/hrl/hrl_agent.h"
 #include "agents/learned/register.h"
 #include "core/error.h"
+#include "core/io.h"
 #include "core/yaml.h"
+#include "graphs/suite.h"
+#include "sim/cluster.h"
+#include "sim/decision.h"
 #include "tests/agents/test_util.h"
 
 namespace gosim::agents {
@@ -185,6 +192,81 @@ TEST_CASE("hrl is deterministic for a seed and counts infeasible samples at the 
   CHECK(a.extra.at("first_mean_cost") > 1.0);
   CHECK(a.extra.at("first_mean_cost") < 50.0);
   CHECK(a.best_evaluation.feasible);
+}
+
+// `gosim train` with agent hrl / colocrl on a 20-node graph: 6 policy steps,
+// checkpoints every 2; in `dir`/run.
+learned::TrainRequest HrlTrainRequest(const std::string& agent, const std::string& dir, int64_t steps) {
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir + "/run");
+  WriteFileAtomic(
+      dir + "/suite.yaml",
+      "name: one\ngraphs:\n  - {name: g, generator: regal_random, params: {nodes: 20, seed: 5}}\n");
+  learned::TrainRequest r;
+  r.config = LoadYamlString("agent: " + agent + "\nsuite: " + dir +
+                                "/suite.yaml\ngraph: g\ncluster: k80x2\nsteps: " + std::to_string(steps) +
+                                "\ncheckpoint_every: 2\nseed: 3\noptions: {samples_per_step: 4, hidden: 8, "
+                                "attention: 8}\n",
+                            "hrl_train_config");
+  r.config_file = "hrl_train_config";
+  r.run_dir = dir + "/run";
+  r.progress = false;
+  return r;
+}
+
+TEST_CASE("hrl and colocrl training: curves, best decision, checkpoints, exact resume after a kill") {
+  RegisterLearnedAgents();
+  for (const std::string agent : {"hrl", "colocrl"}) {
+    INFO(agent);
+    const std::string base = (std::filesystem::temp_directory_path() / ("gosim_hrl_train_" + agent)).string();
+    const learned::TrainRequest uninterrupted = HrlTrainRequest(agent, base + "_a", 6);
+    learned::RunTraining(uninterrupted);
+
+    learned::TrainRequest killed = HrlTrainRequest(agent, base + "_b", 6);
+    killed.max_steps = 3;  // stops after step 3; the last checkpoint is step 2
+    learned::RunTraining(killed);
+    CHECK_THROWS_AS(learned::RunTraining(killed), ConfigError);  // --resume is required
+    learned::TrainRequest resumed = killed;
+    resumed.max_steps = -1;
+    resumed.resume = true;
+    learned::RunTraining(resumed);
+
+    const auto ca = learned::TrainingCurves::Read(uninterrupted.run_dir + "/curves.csv");
+    const auto cb = learned::TrainingCurves::Read(resumed.run_dir + "/curves.csv");
+    REQUIRE(ca.size() == 6);
+    REQUIRE(cb.size() == 6);
+    for (size_t i = 0; i < ca.size(); ++i) {
+      CHECK(ca[i].step == static_cast<int64_t>(i) + 1);
+      CHECK(cb[i].step == ca[i].step);
+      CHECK(cb[i].reward == ca[i].reward);
+      CHECK(cb[i].best_objective == ca[i].best_objective);
+      CHECK(cb[i].evaluations == 4 * ca[i].step);
+      CHECK(ca[i].reward < 0.0);  // -sqrt(step time)
+    }
+    CHECK(ca.back().best_objective > 0.0);
+    // The best decision on disk is the best of the curve, in both runs.
+    const graphs::Suite suite = graphs::LoadSuite(base + "_a/suite.yaml");
+    const graphs::Graph graph = graphs::MaterializeGraph(suite.entries.front());
+    const sim::Cluster cluster = sim::LoadCluster("k80x2");
+    const sim::Decision da = sim::LoadDecision(uninterrupted.run_dir + "/best_decision.json", graph, cluster);
+    const sim::Decision db = sim::LoadDecision(resumed.run_dir + "/best_decision.json", graph, cluster);
+    CHECK(da.placement == db.placement);
+    CHECK(ReadFile(uninterrupted.run_dir + "/checkpoint.pt").size() > 0);
+  }
+}
+
+TEST_CASE("hrl training: bad configs are ConfigErrors") {
+  RegisterLearnedAgents();
+  const std::string dir = (std::filesystem::temp_directory_path() / "gosim_hrl_train_bad").string();
+  learned::TrainRequest r = HrlTrainRequest("hrl", dir, 2);
+  r.config["graph"] = "nope";
+  CHECK_THROWS_AS(learned::RunTraining(r), ConfigError);  // no such graph in the suite
+  r = HrlTrainRequest("hrl", dir, 2);
+  r.config["options"]["max_groups"] = 4;  // a colocrl key
+  CHECK_THROWS_AS(learned::RunTraining(r), ConfigError);
+  r = HrlTrainRequest("colocrl", dir, 2);
+  r.config["stpes"] = 4;
+  CHECK_THROWS_AS(learned::RunTraining(r), ConfigError);
 }
 
 }  // namespace

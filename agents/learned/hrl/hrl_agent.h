@@ -59,8 +59,10 @@ struct HrlOptions {
 // first and the last tenth of the policy steps).
 AgentResult RunHrl(const Problem& problem, const HrlOptions& options, const ProgressFn& progress = {});
 
-// Registers `hrl` and `colocrl`.
+// Registers the agents `hrl` and `colocrl`, and their `gosim train` trainers
+// (hrl_train.cc: one graph, checkpoints, curves, --resume).
 void RegisterHrlAgents(const RegisterFn& add);
+void RegisterHrlTrainers();
 
 }  // namespace gosim::agents::hrl
 

@@ -1,0 +1,158 @@
+#include "agents/learned/hrl/hrl_learner.h"
+
+#include <algorithm>
+#include <cmath>
+#include <span>
+
+#include "agents/learned/hrl/grouping.h"
+
+namespace gosim::agents::hrl {
+namespace {
+
+torch::Tensor ToTensor(const Matrix& m) {
+  return torch::from_blob(const_cast<float*>(m.values.data()), {m.rows, m.cols}, torch::kFloat32).clone();
+}
+
+}  // namespace
+
+HrlLearner::HrlLearner(const graphs::Graph& graph, int32_t devices, bool step_time_objective,
+                       const HrlOptions& options, uint64_t seed)
+    : graph_(graph),
+      devices_(devices),
+      step_time_objective_(step_time_objective),
+      options_(options),
+      rng_(Rng::Derive(seed, {0x68726c00ULL + (options.learned_grouper ? 1 : 0)})) {
+  // Groups: learned (HRL) or fixed colocation groups (ColocRL).
+  if (options.learned_grouper) {
+    // HRL reference code: min(256, 20 x devices) groups.
+    num_groups_ = options.groups > 0 ? static_cast<int32_t>(options.groups) : std::min(256, 20 * devices);
+  } else {
+    fixed_groups_ = ColocationGroups(graph, static_cast<int32_t>(options.max_groups), &num_groups_);
+  }
+  width_ = GroupEmbeddingWidth(graph, num_groups_);
+  net_ = HrlNet();
+  if (options.learned_grouper) {
+    net_->grouper =
+        net_->register_module("grouper", Grouper(static_cast<int64_t>(graph.op_types().size()),
+                                                 kOpFeatureCount, options.grouper_hidden, num_groups_));
+    InitUniform(*net_->grouper, options.init_scale, rng_);
+    op_types_ = torch::tensor(OpTypes(graph), torch::kInt64);
+    op_features_ = ToTensor(OpFeatures(graph));
+  }
+  net_->placer = net_->register_module(
+      "placer", Placer(width_, options.hidden, options.attention, devices, options.device_embedding));
+  InitUniform(*net_->placer, options.init_scale, rng_);
+  parameters_ = net_->parameters();
+  optimizer_ =
+      std::make_unique<torch::optim::Adam>(parameters_, torch::optim::AdamOptions(options.learning_rate));
+  if (!options.learned_grouper) {
+    fixed_inputs_ = torch::zeros({1, num_groups_, width_});
+    GroupEmbeddings(
+        graph, fixed_groups_, num_groups_,
+        std::span<float>(fixed_inputs_.data_ptr<float>(), static_cast<size_t>(num_groups_ * width_)));
+  }
+}
+
+std::string HrlLearner::Signature() const {
+  auto kv = [](const char* key, int64_t value) { return std::string(key) + "=" + std::to_string(value); };
+  return std::string("hrl/v1:") + kv("learned_grouper", options_.learned_grouper ? 1 : 0) + "," +
+         kv("nodes", graph_.num_nodes()) + "," +
+         kv("op_types", static_cast<int64_t>(graph_.op_types().size())) + "," + kv("devices", devices_) +
+         "," + kv("groups", num_groups_) + "," + kv("grouper_hidden", options_.grouper_hidden) + "," +
+         kv("hidden", options_.hidden) + "," + kv("attention", options_.attention) + "," +
+         kv("device_embedding", options_.device_embedding);
+}
+
+void HrlLearner::SaveState(learned::TrainingState* state) const {
+  state->rng = rng_.state();
+  state->scalars["hrl/baseline"] = baseline_;
+  state->scalars["hrl/has_baseline"] = has_baseline_ ? 1.0 : 0.0;
+  state->scalars["hrl/score_unit"] = score_unit_;
+}
+
+void HrlLearner::LoadState(const learned::TrainingState& state) {
+  rng_.set_state(state.rng);
+  baseline_ = state.scalars.at("hrl/baseline");
+  has_baseline_ = state.scalars.at("hrl/has_baseline") != 0.0;
+  score_unit_ = state.scalars.at("hrl/score_unit");
+}
+
+// The cost behind the reward -sqrt(cost): the step time in seconds (HRL's
+// runtime); other objectives are scored relative to the first feasible
+// sample. Infeasible samples cost infeasible_step_time.
+double HrlLearner::CostOf(const sim::Evaluation& evaluation, const ScoreFn& score) {
+  if (!evaluation.feasible) return options_.infeasible_step_time;
+  if (step_time_objective_) return evaluation.step_time;
+  const double s = score(evaluation);
+  if (score_unit_ <= 0.0) score_unit_ = std::max(s, 1e-30);
+  return s / score_unit_;
+}
+
+HrlLearner::StepResult HrlLearner::Step(int64_t k, const EvaluateFn& evaluate, const ScoreFn& score) {
+  const int32_t n = graph_.num_nodes();
+  // Policy: sample k groupings and k placements (with autograd).
+  GroupSamples group_samples;
+  torch::Tensor inputs;
+  if (options_.learned_grouper) {
+    group_samples = SampleGroups(net_->grouper->forward(op_types_, op_features_), k, rng_);
+    inputs = torch::empty({k, num_groups_, width_});
+    float* data = inputs.data_ptr<float>();
+    for (int64_t i = 0; i < k; ++i) {
+      GroupEmbeddings(
+          graph_, group_samples.groups[static_cast<size_t>(i)], num_groups_,
+          std::span<float>(data + i * num_groups_ * width_, static_cast<size_t>(num_groups_ * width_)));
+    }
+  } else {
+    inputs = fixed_inputs_.expand({k, num_groups_, width_}).contiguous();
+  }
+  PlacerOutput placed = net_->placer->forward(inputs, rng_);
+
+  // Simulator: every sample in one parallel batch.
+  decisions_.assign(static_cast<size_t>(k), sim::Decision{});
+  evaluations_.assign(static_cast<size_t>(k), sim::Evaluation{});
+  const int64_t* chosen = placed.devices.data_ptr<int64_t>();
+  for (int64_t i = 0; i < k; ++i) {
+    const std::vector<int32_t>& group_of =
+        options_.learned_grouper ? group_samples.groups[static_cast<size_t>(i)] : fixed_groups_;
+    std::vector<int32_t>& placement = decisions_[static_cast<size_t>(i)].placement;
+    placement.resize(static_cast<size_t>(n));
+    for (int32_t node = 0; node < n; ++node) {
+      placement[static_cast<size_t>(node)] =
+          static_cast<int32_t>(chosen[i * num_groups_ + group_of[static_cast<size_t>(node)]]);
+    }
+  }
+  evaluate(decisions_, evaluations_);
+
+  // REINFORCE with an exponential-moving-average baseline.
+  StepResult result;
+  result.samples = k;
+  std::vector<float> advantages(static_cast<size_t>(k));
+  std::vector<double> rewards(static_cast<size_t>(k));
+  double mean_reward = 0.0;
+  for (int64_t i = 0; i < k; ++i) {
+    const sim::Evaluation& e = evaluations_[static_cast<size_t>(i)];
+    const double cost = CostOf(e, score);
+    rewards[static_cast<size_t>(i)] = -std::sqrt(cost);
+    mean_reward += rewards[static_cast<size_t>(i)] / static_cast<double>(k);
+    result.mean_cost += cost / static_cast<double>(k);
+    result.feasible_fraction += e.feasible ? 1.0 / static_cast<double>(k) : 0.0;
+  }
+  if (!has_baseline_) {
+    baseline_ = mean_reward;
+    has_baseline_ = true;
+  }
+  for (int64_t i = 0; i < k; ++i) {
+    advantages[static_cast<size_t>(i)] = static_cast<float>(rewards[static_cast<size_t>(i)] - baseline_);
+  }
+  torch::Tensor log_prob = placed.log_prob;
+  if (options_.learned_grouper) log_prob = log_prob + group_samples.log_prob;
+  const torch::Tensor loss = -(torch::tensor(advantages) * log_prob).mean();
+  optimizer_->zero_grad();
+  loss.backward();
+  if (options_.grad_clip > 0.0) torch::nn::utils::clip_grad_norm_(parameters_, options_.grad_clip);
+  optimizer_->step();
+  baseline_ = options_.baseline_decay * baseline_ + (1.0 - options_.baseline_decay) * mean_reward;
+  return result;
+}
+
+}  // namespace gosim::agents::hrl

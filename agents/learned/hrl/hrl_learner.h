@@ -1,0 +1,91 @@
+// The learning state of HRL / ColocRL on one graph (hrl_agent.h describes
+// the method): the Grouper (HRL only) and the Placer in one module, Adam,
+// the moving-average baseline and the sampling RNG. One `Step` samples
+// placements, has them evaluated, and makes one REINFORCE update. The agent
+// (RunHrl) steps it within an evaluation budget; `gosim train` (hrl_train.cc)
+// steps it for a number of policy steps with checkpoints, curves and resume.
+#ifndef GOSIM_AGENTS_LEARNED_HRL_HRL_LEARNER_H_
+#define GOSIM_AGENTS_LEARNED_HRL_HRL_LEARNER_H_
+
+#include <torch/torch.h>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agents/learned/common/checkpoint.h"
+#include "agents/learned/hrl/hrl_agent.h"
+#include "agents/learned/hrl/hrl_policy.h"
+#include "core/rng.h"
+#include "graphs/graph.h"
+#include "sim/decision.h"
+#include "sim/evaluator.h"
+
+namespace gosim::agents::hrl {
+
+// Grouper (undefined for ColocRL) and Placer as one module, so that one
+// checkpoint holds both.
+struct HrlNetImpl : torch::nn::Module {
+  Grouper grouper{nullptr};
+  Placer placer{nullptr};
+};
+TORCH_MODULE(HrlNet);
+
+class HrlLearner {
+ public:
+  // Evaluates decisions (batched) into evaluations of the same size.
+  using EvaluateFn = std::function<void(const std::vector<sim::Decision>&, std::vector<sim::Evaluation>&)>;
+  // The score of a feasible evaluation under the objective (lower is better).
+  using ScoreFn = std::function<double(const sim::Evaluation&)>;
+
+  HrlLearner(const graphs::Graph& graph, int32_t devices, bool step_time_objective, const HrlOptions& options,
+             uint64_t seed);
+
+  struct StepResult {
+    double mean_cost = 0.0;  // cost behind the reward -sqrt(cost), mean over the samples
+    double feasible_fraction = 0.0;
+    int64_t samples = 0;
+  };
+  // One policy step of `k` samples.
+  StepResult Step(int64_t k, const EvaluateFn& evaluate, const ScoreFn& score);
+
+  // What must not change across a resume (graph size, groups, devices, shapes).
+  std::string Signature() const;
+  // Checkpoint state: the module, the optimizer, and the scalars/RNG below.
+  HrlNet& net() { return net_; }
+  torch::optim::Optimizer& optimizer() { return *optimizer_; }
+  void SaveState(learned::TrainingState* state) const;
+  void LoadState(const learned::TrainingState& state);
+
+  int32_t num_groups() const { return num_groups_; }
+  // The decisions and evaluations of the last Step.
+  const std::vector<sim::Decision>& decisions() const { return decisions_; }
+  const std::vector<sim::Evaluation>& evaluations() const { return evaluations_; }
+
+ private:
+  double CostOf(const sim::Evaluation& evaluation, const ScoreFn& score);
+
+  const graphs::Graph& graph_;
+  int32_t devices_;
+  bool step_time_objective_;
+  HrlOptions options_;
+  Rng rng_;
+  int32_t num_groups_ = 0;
+  int64_t width_ = 0;
+  std::vector<int32_t> fixed_groups_;
+  torch::Tensor op_types_, op_features_, fixed_inputs_;
+  HrlNet net_;
+  std::vector<torch::Tensor> parameters_;
+  std::unique_ptr<torch::optim::Adam> optimizer_;
+  double baseline_ = 0.0;
+  bool has_baseline_ = false;
+  double score_unit_ = 0.0;
+  std::vector<sim::Decision> decisions_;
+  std::vector<sim::Evaluation> evaluations_;
+};
+
+}  // namespace gosim::agents::hrl
+
+#endif  // GOSIM_AGENTS_LEARNED_HRL_HRL_LEARNER_H_
