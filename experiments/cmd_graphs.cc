@@ -240,16 +240,11 @@ int ExportCommand(const GraphsArgs& args) {
                         "see the names with gosim graphs list " + args.target);
     }
     const graphs::Suite suite = graphs::LoadSuite(args.target);
-    const graphs::SuiteEntry* found = nullptr;
-    std::vector<std::string> names;
-    for (const graphs::SuiteEntry& e : suite.entries) {
-      names.push_back(e.name);
-      if (e.name == args.entry) found = &e;
-    }
+    const graphs::SuiteEntry* found = suite.Find(args.entry);
     if (!found) {
-      throw ConfigError(
-          "suite '" + suite.name + "' has no graph '" + args.entry + "'." + DidYouMean(args.entry, names),
-          Location{args.target}, "see the names with gosim graphs list " + args.target);
+      throw ConfigError("suite '" + suite.name + "' has no graph '" + args.entry + "'." +
+                            DidYouMean(args.entry, suite.Names()),
+                        Location{args.target}, "see the names with gosim graphs list " + args.target);
     }
     g = graphs::MaterializeGraph(*found);
   } else if (StartsWith(args.target, "gen:")) {

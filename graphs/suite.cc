@@ -340,6 +340,19 @@ std::string SuiteEntry::Spec() const {
   return s;
 }
 
+const SuiteEntry* Suite::Find(const std::string& name) const {
+  for (const SuiteEntry& e : entries) {
+    if (e.name == name) return &e;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> Suite::Names() const {
+  std::vector<std::string> names;
+  for (const SuiteEntry& e : entries) names.push_back(e.name);
+  return names;
+}
+
 std::vector<const SuiteEntry*> Suite::EntriesOf(const std::string& split) const {
   std::vector<const SuiteEntry*> out;
   for (const SuiteEntry& e : entries) {

@@ -81,6 +81,9 @@ struct Suite {
 
   // The entries of one split ("train", "valid", "test" or "").
   std::vector<const SuiteEntry*> EntriesOf(const std::string& split) const;
+  // The entry named `name`, or nullptr; and every entry's name, in order.
+  const SuiteEntry* Find(const std::string& name) const;
+  std::vector<std::string> Names() const;
 };
 
 // Reads and validates suite file `path`.

@@ -70,15 +70,10 @@ void TrainHrl(const learned::TrainRequest& request, bool learned_grouper) {
   if (config.options.torch_threads > 0)
     torch::set_num_threads(static_cast<int>(config.options.torch_threads));
   const graphs::Suite suite = graphs::LoadSuite(config.suite);
-  const graphs::SuiteEntry* entry = nullptr;
-  std::vector<std::string> names;
-  for (const graphs::SuiteEntry& e : suite.entries) {
-    names.push_back(e.name);
-    if (e.name == config.graph) entry = &e;
-  }
+  const graphs::SuiteEntry* entry = suite.Find(config.graph);
   if (entry == nullptr) {
     throw ConfigError("suite " + suite.path + " has no graph '" + config.graph + "'",
-                      Location{request.config_file}, "the graphs are: " + Join(names, ", "));
+                      Location{request.config_file}, "the graphs are: " + Join(suite.Names(), ", "));
   }
   const graphs::Graph graph = graphs::MaterializeGraph(*entry);
   const sim::Cluster cluster = sim::LoadCluster(config.cluster);
