@@ -190,6 +190,7 @@ Trace ReadKinetoEvents(const Json& root, const Json& events, const std::string& 
         if (!op.graph_op_type.empty()) {
           op.graph_flops = static_cast<double>(e.ArgInt("gosim flops").value_or(-1));
           op.graph_bytes = static_cast<double>(e.ArgInt("gosim bytes").value_or(-1));
+          op.node = e.ArgStr("gosim node").value_or("");
         }
         op.event = static_cast<int32_t>(i);
         ReadOpInputs(e, &op);

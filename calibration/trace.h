@@ -48,7 +48,7 @@ struct TraceThread {
 
 struct TraceOp {
   std::string name;  // e.g. "aten::conv2d", "ProfilerStep#16", "## forward ##"
-  std::string node;  // TF timeline: the graph node name (args.name); else empty
+  std::string node;  // the graph node name: TF timeline args.name, `gosim profile` "gosim node"; else empty
   // Traces written by `gosim profile`: the graph node's op type and work as
   // the simulator sees them (args "gosim op type", "gosim flops", "gosim
   // bytes"); empty / -1 otherwise.

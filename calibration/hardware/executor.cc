@@ -529,7 +529,7 @@ Measurement Executor::Profile(const sim::Decision& decision, int32_t warmup, int
       if (span.copy) {
         events.push_back({{"ph", "X"},
                           {"cat", "gpu_memcpy"},
-                          {"name", "Memcpy DtoD (Device -> Device)"},
+                          {"name", "Memcpy PtoP (Device -> Device)"},
                           {"pid", span.device},
                           {"tid", "stream 8"},
                           {"ts", us(span.start)},

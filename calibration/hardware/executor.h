@@ -76,7 +76,8 @@ class Executor {
   // .gz) that calibration/trace_reader.h reads: per node a cpu_op with the
   // recorded aten name, Input Dims and Input type on its worker thread, and a
   // "kernel" activity for the same span on its device (joined through
-  // External id); per cross-device copy a gpu_memcpy (DtoD) with its bytes;
+  // External id); per cross-device copy a gpu_memcpy ("Memcpy PtoP", the
+  // kind the calibrated link fit `memcpy_ptop` reads) with its bytes;
   // one "ProfilerStep#k" annotation per step; deviceProperties naming the
   // device ("cpu" or the CUDA device's name).
   Measurement Profile(const sim::Decision& decision, int32_t warmup, int32_t steps, const std::string& path);

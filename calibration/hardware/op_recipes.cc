@@ -259,6 +259,17 @@ Recipe PlanNode(const Graph& graph, NodeId id) {
       const int64_t n = out.back();
       const int64_t m = out.size() >= 2 ? out[out.size() - 2] : 1;
       const int64_t b = out.size() >= 3 ? LeadingProduct(out, out.size() - 2) : 1;
+      if (b > 1) {
+        // A dense layer on a batched activation ([b, m, k] x [k, n], the
+        // weight not batched) runs as one [b * m, k] x [k, n] product, as
+        // torch.matmul and TensorFlow do: the weight is read once, not b
+        // times as a bmm over copies of it would.
+        const int64_t k =
+            std::max<int64_t>(1, std::llround(node.flops / (2.0 * static_cast<double>(b * m * n))));
+        const bool shared_weight = Find(in, [&](const InputInfo& i) { return i.numel == k * n; }) &&
+                                   !Find(in, [&](const InputInfo& i) { return i.numel == b * k * n; });
+        if (shared_weight) return MatmulOf(node.flops, b * m, n);
+      }
       return MatmulOf(node.flops, m, n, b);
     }
     case OpClass::kConv:

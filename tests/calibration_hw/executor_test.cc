@@ -133,6 +133,40 @@ TEST_CASE("the recorded trace reads back through ReadTrace and joins kernels to 
   std::filesystem::remove_all(std::filesystem::path(path).parent_path());
 }
 
+TEST_CASE("a dense layer on a batched activation runs as one matmul, not a bmm over weight copies") {
+  // TinyBert's activations are [batch, seq, hidden]; its dense layers
+  // multiply them by [hidden, n] weights (variables: persistent bytes).
+  const graphs::Graph g = TinyBert();
+  ExecutorOptions options;
+  options.allow_cuda = false;
+  Executor executor(g, options);
+  const std::string path =
+      (std::filesystem::temp_directory_path() / "gosim_hw_dense_test" / "profile.json.gz").string();
+  executor.Profile(sim::SingleDeviceDecision(g, 0), 0, 1, path);
+  const Trace trace = ReadTrace(path);
+  int32_t dense = 0;
+  for (graphs::NodeId v = 0; v < g.num_nodes(); ++v) {
+    const graphs::Node& n = g.node(v);
+    if (g.op_type_name(n.op) != "MatMul" || n.outputs.empty() || n.outputs[0].shape.size() != 3) continue;
+    bool reads_weight = false;
+    for (graphs::EdgeId e : g.in_edges(v)) {
+      const graphs::Node& src = g.node(g.edge(e).src);
+      reads_weight = reads_weight || (src.persistent_bytes > 0 && src.outputs[0].shape.size() == 2);
+    }
+    if (!reads_weight) continue;
+    ++dense;
+    bool found = false;
+    for (const TraceOp& op : trace.ops) {
+      if (op.node != n.name) continue;
+      found = true;
+      CHECK_MESSAGE(op.name == "aten::mm", n.name << " ran as " << op.name);
+    }
+    CHECK_MESSAGE(found, n.name << " is not in the trace");
+  }
+  CHECK(dense > 0);
+  std::filesystem::remove_all(std::filesystem::path(path).parent_path());
+}
+
 TEST_CASE("Kendall tau on known inputs") {
   CHECK(KendallTau({1, 2, 3, 4}, {10, 20, 30, 40}) == doctest::Approx(1.0));
   CHECK(KendallTau({1, 2, 3, 4}, {4, 3, 2, 1}) == doctest::Approx(-1.0));
