@@ -38,7 +38,8 @@ using calibration::TraceSamples;
 
 struct CalibrateArgs {
   std::string trace;
-  std::vector<std::string> also;  // more traces whose samples join the written profile's fit
+  std::vector<std::string> also;            // more traces whose samples join the written profile's fit
+  std::vector<std::string> transfers_from;  // traces whose transfer samples alone join it
   std::string out;
   bool report = false;
   bool replay = true;
@@ -176,12 +177,25 @@ int Calibrate(const CalibrateArgs& args) {
   std::vector<int64_t> numbers;
   for (const auto& s : trace.steps) numbers.push_back(s.number);
   sim::DeviceProfile profile = calibration::FitProfile(samples, fit, {}, numbers);
-  if (!args.also.empty()) {
+  if (!args.also.empty() || !args.transfers_from.empty()) {
     // The written profile is fitted on every trace; the report below covers --trace alone.
     std::vector<TraceSamples> parts{samples};
     for (const std::string& path : args.also) {
       parts.push_back(calibration::ExtractSamples(calibration::ReadTrace(path, read)));
       if (!args.device_kind.empty()) parts.back().device_kind = args.device_kind;
+    }
+    for (const std::string& path : args.transfers_from) {
+      // Kernels of a multi-device run ran beside each other; only its copies
+      // and collectives are wanted (and its launch figures are not).
+      TraceSamples part = calibration::ExtractSamples(calibration::ReadTrace(path, read));
+      if (part.transfers.empty()) {
+        throw TraceError("the trace has no memcpy or collective with a size", Location{path},
+                         "record it with `gosim profile --decision` placing nodes on several devices");
+      }
+      if (!args.device_kind.empty()) part.device_kind = args.device_kind;
+      part.ops.clear();
+      part.launch_samples = 0;
+      parts.push_back(std::move(part));
     }
     const TraceSamples merged = calibration::MergeSamples(parts);
     profile = calibration::FitProfile(merged, fit, {}, merged.step_numbers);
@@ -286,6 +300,10 @@ void AddCalibrateCommand(CLI::App& root) {
   cmd->add_option("--also", args->also,
                   "Another trace of the same device kind to fit the written profile on too (repeatable; e.g. "
                   "`gosim profile` runs of other architectures); --report covers --trace alone");
+  cmd->add_option(
+      "--transfers-from", args->transfers_from,
+      "A trace whose copies and collectives (not its kernels) join the written profile's link fits "
+      "(repeatable; e.g. `gosim profile --decision` on several devices)");
   cmd->add_option("--out", args->out, "Write the profile here, e.g. configs/calibrated/v100.yaml");
   cmd->add_flag("--report", args->report, "Print the accuracy: hold-out errors, step replay, transfer");
   cmd->add_option("--holdout-steps", args->holdout_steps,

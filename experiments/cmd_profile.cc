@@ -1,9 +1,11 @@
-// `gosim profile --graph G [--cluster C] [--steps N] [--warmup W] [--out T.json.gz]`:
+// `gosim profile --graph G [--cluster C] [--decision D.json] [--steps N] [--warmup W] [--out T.json.gz]`:
 // runs a graph for real with LibTorch (every node on device 0 of the
-// cluster, as calibration/hardware/ executes it: CUDA when available, else
-// one CPU worker with the cluster's per-device share of the cores) and
-// records a Kineto Chrome trace that `gosim calibrate` fits a profile to.
-// Only built with LibTorch (GOSIM_WITH_TORCH).
+// cluster, or placed by a decision; as calibration/hardware/ executes it:
+// CUDA when available, else one CPU worker per device with the cluster's
+// per-device share of the cores) and records a Kineto Chrome trace that
+// `gosim calibrate` fits a profile to. With a decision the trace also holds
+// the cross-device copies (memcpy events with their sizes), which the link
+// fit reads. Only built with LibTorch (GOSIM_WITH_TORCH).
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -24,6 +26,7 @@ namespace {
 struct ProfileArgs {
   std::string graph;
   std::string cluster = "local";
+  std::string decision;  // empty: every node on device 0
   std::string out = "profile_trace.json.gz";
   int steps = 10;
   int warmup = 3;
@@ -39,8 +42,10 @@ int Profile(const ProfileArgs& args) {
   const experiments::GraphEntry entry = experiments::ParseGraphArgument(args.graph);
   const sim::Cluster cluster = experiments::LoadClusterAt(args.cluster, Location{"--cluster"});
   const graphs::Graph graph = experiments::MaterializeGraph(entry);
+  const sim::Decision decision = args.decision.empty() ? sim::SingleDeviceDecision(graph, 0)
+                                                       : sim::LoadDecision(args.decision, graph, cluster);
   calibration::hardware::ExecutorOptions options;
-  options.num_devices = 1;
+  options.num_devices = args.decision.empty() ? 1 : cluster.num_devices();
   options.allow_cuda = !args.cpu;
   // One device of the cluster: its share of the machine's cores.
   const int32_t cores = std::max<int32_t>(1, static_cast<int32_t>(std::thread::hardware_concurrency()));
@@ -53,11 +58,12 @@ int Profile(const ProfileArgs& args) {
       "threads\n",
       graph.name().c_str(), graph.num_nodes(), plan.no_work, plan.fallbacks, executor.backend().c_str(),
       options.intra_op_threads);
-  const calibration::hardware::Measurement m =
-      executor.Profile(sim::SingleDeviceDecision(graph, 0), args.warmup, args.steps, args.out);
-  std::printf("%d steps after %d warm-up: median %.3f ms (min %.3f, max %.3f)\n", args.steps, args.warmup,
-              m.median_step_time * 1e3, *std::min_element(m.step_times.begin(), m.step_times.end()) * 1e3,
-              *std::max_element(m.step_times.begin(), m.step_times.end()) * 1e3);
+  const calibration::hardware::Measurement m = executor.Profile(decision, args.warmup, args.steps, args.out);
+  std::printf(
+      "%d steps after %d warm-up: median %.3f ms (min %.3f, max %.3f); %lld cross-device copies per step\n",
+      args.steps, args.warmup, m.median_step_time * 1e3,
+      *std::min_element(m.step_times.begin(), m.step_times.end()) * 1e3,
+      *std::max_element(m.step_times.begin(), m.step_times.end()) * 1e3, static_cast<long long>(m.copies));
   std::printf("aten ops:");
   for (const auto& [name, count] : plan.aten_ops) std::printf(" %s x%d", name.c_str(), count);
   std::printf(
@@ -77,6 +83,8 @@ void AddProfileCommand(CLI::App& root) {
   cmd->add_option("--cluster", args->cluster,
                   "Cluster preset or YAML whose device the run stands for (its share of the CPU cores)")
       ->capture_default_str();
+  cmd->add_option("--decision", args->decision,
+                  "Decision JSON placing the nodes on the cluster's devices (default: all on device 0)");
   cmd->add_option("--steps", args->steps, "Measured steps")->capture_default_str();
   cmd->add_option("--warmup", args->warmup, "Warm-up steps (not recorded)")->capture_default_str();
   cmd->add_option("--out", args->out, "Trace file (.json or .json.gz)")->capture_default_str();
