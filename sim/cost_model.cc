@@ -131,6 +131,7 @@ const CostModelRegistry& CostModels() {
           CalibratedOptions o;
           o.fallback = ReadFallback(m);
           o.roofline = ReadNestedRoofline(m);
+          o.calibrate_links = m.Get<bool>("calibrate_links", o.calibrate_links);
           std::vector<std::string> paths;
           if (m.Has("profile")) paths.push_back(m.Get<std::string>("profile", ""));
           if (m.Has("profiles")) {
@@ -404,6 +405,20 @@ double CalibratedCostModel::KernelTime(const graphs::Graph& graph, const KernelW
   }
   return Time(graph.op_type_name(work.op), work.flops, work.bytes_read + work.bytes_written, work.dtype,
               device);
+}
+
+LinkCost CalibratedCostModel::LinkCostOf(const Cluster& cluster, const LinkSpec& link) const {
+  const LinkCost own{link.latency, link.bandwidth};
+  if (!options_.calibrate_links) return own;
+  const bool src_device = link.src >= 0, dst_device = link.dst >= 0;
+  const char* key = src_device && dst_device ? "memcpy_ptop" : src_device ? "memcpy_dtoh" : "memcpy_htod";
+  const int32_t end = src_device ? link.src : link.dst;
+  if (end < 0) return own;  // host to host: not a device link
+  const DeviceProfile* profile = ProfileFor(cluster.device(end).kind);
+  if (profile == nullptr) return own;
+  const auto it = profile->links.find(key);
+  if (it == profile->links.end()) return own;
+  return {it->second.latency, it->second.bandwidth};
 }
 
 }  // namespace gosim::sim

@@ -11,8 +11,12 @@
 //               calibrated device profile (sim/device_profile.h), else
 //               roofline for device kinds the profiles do not cover
 //
-// Every implementation is immutable after construction; NodeTime and
-// KernelTime are thread-safe and do not allocate.
+// Links: latency + bytes / bandwidth (alpha-beta) with the link's figures
+// from the cluster, except where the calibrated model has a fitted copy of
+// that direction (LinkCostOf).
+//
+// Every implementation is immutable after construction; NodeTime,
+// KernelTime and LinkCostOf are thread-safe and do not allocate.
 #ifndef GOSIM_SIM_COST_MODEL_H_
 #define GOSIM_SIM_COST_MODEL_H_
 
@@ -48,6 +52,13 @@ struct KernelWork {
 // `nodes` must be sorted ascending; the result keeps a view of it.
 KernelWork MakeKernelWork(const graphs::Graph& graph, std::span<const graphs::NodeId> nodes);
 
+// The alpha-beta parameters of one link: a transfer of b bytes takes
+// latency + b / bandwidth seconds (before shared-resource limits).
+struct LinkCost {
+  double latency = 0.0;    // seconds
+  double bandwidth = 0.0;  // bytes/s
+};
+
 class CostModel {
  public:
   virtual ~CostModel() = default;
@@ -58,6 +69,13 @@ class CostModel {
   // Seconds to run `work` as one kernel on `device`, launch overhead included.
   virtual double KernelTime(const graphs::Graph& graph, const KernelWork& work,
                             const DeviceSpec& device) const = 0;
+  // Latency and bandwidth of transfers over `link` (the engine takes the
+  // minimum of the bandwidth and the link's shared resources'). Default: the
+  // link's own figures from the cluster description.
+  virtual LinkCost LinkCostOf(const Cluster& cluster, const LinkSpec& link) const {
+    (void)cluster;
+    return {link.latency, link.bandwidth};
+  }
 };
 
 // Builds the cost model `name` ("roofline", "measured", "calibrated") from

@@ -93,6 +93,11 @@ class MeasuredCostModel : public CostModel {
 struct CalibratedOptions {
   Fallback fallback = Fallback::kRoofline;  // for device kinds without a profile
   RooflineOptions roofline;
+  // Replace a link's latency and bandwidth with the profile's fit of copies in
+  // that direction: `memcpy_ptop` (device to device, the source device's
+  // profile), `memcpy_dtoh` (device to host), `memcpy_htod` (host to device,
+  // the destination's profile). Links without such a fit keep the cluster's.
+  bool calibrate_links = true;
 };
 
 // DeviceProfile::KernelTime for devices whose kind has a profile; the
@@ -106,6 +111,7 @@ class CalibratedCostModel : public CostModel {
   double NodeTime(const graphs::Graph& graph, graphs::NodeId node, const DeviceSpec& device) const override;
   double KernelTime(const graphs::Graph& graph, const KernelWork& work,
                     const DeviceSpec& device) const override;
+  LinkCost LinkCostOf(const Cluster& cluster, const LinkSpec& link) const override;
   // The profile of a device kind, or nullptr.
   const DeviceProfile* ProfileFor(std::string_view device_kind) const;
 

@@ -152,7 +152,8 @@ EngineModel BuildEngineModel(const graphs::Graph& graph, const Cluster& cluster,
   std::vector<int32_t> res_count(static_cast<size_t>(m.num_resources) + 1, 0);
   for (int32_t l = 0; l < m.num_links; ++l) {
     const LinkSpec& link = links[static_cast<size_t>(l)];
-    double bandwidth = link.bandwidth;
+    const LinkCost cost = cost_model.LinkCostOf(cluster, link);
+    double bandwidth = cost.bandwidth;
     for (int32_t r : link.resources) {
       if (r < 0 || r >= m.num_resources) {
         throw ConfigError("link '" + LinkName(cluster, l) + "' names shared resource " + std::to_string(r) +
@@ -163,12 +164,12 @@ EngineModel BuildEngineModel(const graphs::Graph& graph, const Cluster& cluster,
       m.link_res.push_back(r);
       ++res_count[static_cast<size_t>(r) + 1];
     }
-    if (!(bandwidth > 0.0) || !std::isfinite(link.latency) || link.latency < 0.0) {
+    if (!(bandwidth > 0.0) || !std::isfinite(cost.latency) || cost.latency < 0.0) {
       throw ConfigError("link '" + LinkName(cluster, l) + "' has bandwidth " + std::to_string(bandwidth) +
-                            " B/s and latency " + std::to_string(link.latency) + " s",
+                            " B/s and latency " + std::to_string(cost.latency) + " s",
                         {}, "links and shared resources need a positive bandwidth and a latency >= 0");
     }
-    m.link_latency.push_back(link.latency);
+    m.link_latency.push_back(cost.latency);
     m.link_bandwidth.push_back(bandwidth);
     m.link_res_off.push_back(static_cast<int32_t>(m.link_res.size()));
   }

@@ -6,6 +6,8 @@
 #include "core/error.h"
 #include "graphs/graph_builder.h"
 #include "sim/cost_model.h"
+#include "sim/cost_models.h"
+#include "sim/device_profile.h"
 #include "sim/evaluator.h"
 #include "sim/timeline.h"
 #include "tests/sim/engine_test_util.h"
@@ -473,6 +475,39 @@ TEST_CASE("golden: the Chrome trace names every kernel and hop") {
   CHECK(json.find("\"step_time\": 3.0") != std::string::npos);  // a [0, 1], a:0 [1, 2], b [2, 3]
   const std::string text = FormatSimResult(r, g, cluster);
   CHECK(text.find("gpu0->gpu1") != std::string::npos);
+}
+
+TEST_CASE("golden: a calibrated copy fit replaces the link's latency and bandwidth") {
+  // a (gpu0, 1 s) -> b (gpu1, 2 s), a:0 is 128 B; cluster links 100 B/s,
+  // 0.5 s latency. The profile of the devices' kind prices kernels at
+  // 1 s per FLOP (as the linear test model) and fits peer copies at 0.25 s
+  // + bytes / 64 B/s:
+  //   cluster link:    1 + (0.5 + 128 / 100) + 2 = 4.78 s
+  //   calibrated link: 1 + (0.25 + 128 / 64) + 2 = 5.25 s
+  const auto g = MakeGraph({{"a", 1, {128}}, {"b", 2, {8}, {"a"}}});
+  const Cluster cluster = MeshCluster(2, 100.0, 0.5);
+  const DeviceProfile profile = ParseDeviceProfile(
+      "format: gosim.device_profile\nversion: 1\ndevice_kind: test\nlaunch_overhead: 0\n"
+      "default: {intercept: 0, per_flop: 1.0, per_byte: 0}\n"
+      "links: {memcpy_ptop: {latency: 0.25, bandwidth: 64}, memcpy_htod: {latency: 9, bandwidth: 1}}\n",
+      "test.yaml");
+  const Decision d = Place({0, 1});
+  Evaluator calibrated(g, cluster,
+                       std::make_shared<CalibratedCostModel>(std::vector<DeviceProfile>{profile}));
+  CHECK(calibrated.Evaluate(d).step_time == 5.25);
+  CalibratedOptions keep;
+  keep.calibrate_links = false;
+  Evaluator cluster_links(g, cluster,
+                          std::make_shared<CalibratedCostModel>(std::vector<DeviceProfile>{profile}, keep));
+  CHECK(cluster_links.Evaluate(d).step_time == doctest::Approx(4.78).epsilon(1e-15));
+  CHECK(Evaluator(g, cluster, Linear()).Evaluate(d).step_time == doctest::Approx(4.78).epsilon(1e-15));
+  // The link's own figures where the profile has no fit for its direction.
+  const DeviceProfile no_links = ParseDeviceProfile(
+      "format: gosim.device_profile\nversion: 1\ndevice_kind: test\n"
+      "default: {intercept: 0, per_flop: 1.0, per_byte: 0}\n",
+      "test.yaml");
+  Evaluator unfitted(g, cluster, std::make_shared<CalibratedCostModel>(std::vector<DeviceProfile>{no_links}));
+  CHECK(unfitted.Evaluate(d).step_time == doctest::Approx(4.78).epsilon(1e-15));
 }
 
 }  // namespace
