@@ -12,6 +12,7 @@ find_package(CLI11 REQUIRED)
 find_package(Protobuf REQUIRED)
 find_package(ONNX QUIET)
 find_package(PkgConfig REQUIRED)
+find_package(MPI REQUIRED COMPONENTS CXX)  # Open MPI: gosim run / train over several processes
 
 if(GOSIM_BUILD_TESTS)
   find_package(doctest REQUIRED)

@@ -1,5 +1,6 @@
 // `gosim run EXPERIMENT.yaml [key=value ...]`: runs or resumes an experiment
-// grid and prints the comparison table (docs/EXPERIMENTS.md).
+// grid and prints the comparison table (docs/EXPERIMENTS.md). Under
+// `mpirun -np N` the cells are spread over the N processes.
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -46,7 +47,10 @@ int Run(const RunArgs& args) {
   experiments::RunOptions options;
   options.max_cells = args.max_cells;
   options.progress = !args.no_progress;
+  const experiments::Communicator& world = experiments::Communicator::World();
+  options.comm = &world;
   const experiments::RunReport report = experiments::RunExperiment(config, options);
+  if (world.rank() != 0) return 0;  // rank 0 prints the table and the failures
   std::printf("%s", report.summary.ToMarkdown().c_str());
   std::printf(
       "%lld cells: %lld already finished, %lld run now, %zu failed; results in %s/ (results.jsonl, "

@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "experiments/commands.h"
+#include "experiments/mpi.h"
 #ifdef GOSIM_WITH_TORCH
 #include "agents/learned/register.h"
 #endif
@@ -37,6 +38,13 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
+  // Under mpirun an error on one process would leave the others waiting
+  // for it: it ends them all.
+  auto fail = [] {
+    const gosim::experiments::Communicator* world = gosim::experiments::Communicator::Started();
+    if (world != nullptr && world->distributed()) world->Abort(1);
+    return 1;
+  };
   try {
     if (!log_level.empty()) gosim::SetLogLevel(gosim::ParseLogLevel(log_level));
     for (const auto& command : gosim::cli::Commands()) {
@@ -46,12 +54,12 @@ int main(int argc, char** argv) {
     return 2;
   } catch (const gosim::Error& e) {
     std::fprintf(stderr, "gosim: %s: %s\n", e.kind(), e.what());
-    return 1;
+    return fail();
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "gosim: out of memory\n");
-    return 1;
+    return fail();
   } catch (const std::exception& e) {
     std::fprintf(stderr, "gosim: internal error: %s (please report this)\n", e.what());
-    return 1;
+    return fail();
   }
 }

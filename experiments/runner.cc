@@ -15,6 +15,7 @@
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <thread>
 
 #include "core/error.h"
 #include "core/io.h"
@@ -113,9 +114,16 @@ void WriteDerivedFiles(RunState& state) {
   WriteFileAtomic(state.folder + "/summary.csv", summary.ToCsv());
 }
 
-// Runs one cell and commits its files. Thread-safe.
-void RunCell(RunState& state, const Cell& cell, size_t position, const graphs::Graph& graph,
-             const sim::Evaluator& evaluator, bool show_bar) {
+// What one finished cell leaves behind: its results line and its best
+// decision as decision JSON (not yet written).
+struct CellOutput {
+  CellRecord record;
+  std::string decision_json;
+};
+
+// Runs one cell. Writes nothing; thread-safe.
+CellOutput ComputeCell(const RunState& state, const Cell& cell, size_t position, const graphs::Graph& graph,
+                       const sim::Evaluator& evaluator, bool show_bar) {
   const ExperimentConfig& config = state.config;
   const AgentSpec& spec = config.agents[static_cast<size_t>(cell.agent)];
   const sim::Cluster& cluster = state.clusters[static_cast<size_t>(cell.cluster)];
@@ -130,10 +138,9 @@ void RunCell(RunState& state, const Cell& cell, size_t position, const graphs::G
   const agents::Problem problem{graph, cluster, evaluator, config.objective, cell.budget, cell.seed};
   const SolveResult solved = Solve(*agent, problem, show_bar ? counter + " " + spec.label : std::string());
 
-  const std::string decision = "decisions/" + cell.FileStem(config) + ".json";
-  sim::SaveDecision(state.folder + "/" + decision, solved.result.best, graph, cluster);
-
-  CellRecord record;
+  CellOutput out;
+  out.decision_json = sim::DecisionToJson(solved.result.best, graph, cluster);
+  CellRecord& record = out.record;
   record.cell = cell.id;
   record.experiment = config.name;
   record.graph = config.graphs[static_cast<size_t>(cell.graph)].name;
@@ -156,21 +163,174 @@ void RunCell(RunState& state, const Cell& cell, size_t position, const graphs::G
   record.wall_seconds = solved.wall_seconds;
   record.extra = solved.result.extra;
   record.curve = CompressCurve(solved.result.curve);
-  record.decision = decision;
+  record.decision = "decisions/" + cell.FileStem(config) + ".json";
   record.finished_at = UtcNow();
   record.identity = cell.identity;
 
-  {
-    std::lock_guard<std::mutex> lock(state.write_mutex);
-    state.log.Append(record);
-    WriteDerivedFiles(state);
-  }
   const DisplayMetric shown =
       ObjectiveDisplay(config.objective, record.step_time, record.peak_memory, record.best_objective);
   char value[64];
   std::snprintf(value, sizeof(value), "%.4g %s", shown.value, shown.unit);
   GOSIM_LOG(Info) << counter << " done: " << (record.feasible ? value : "infeasible") << " after "
                   << record.evaluations << " evaluations in " << FormatSeconds(record.wall_seconds);
+  return out;
+}
+
+// Writes a finished cell's decision file, then appends its line (the order
+// that makes a crash leave either a whole cell or none). Thread-safe.
+void CommitCell(RunState& state, const CellOutput& out) {
+  std::lock_guard<std::mutex> lock(state.write_mutex);
+  WriteFileAtomic(state.folder + "/" + out.record.decision, out.decision_json);
+  state.log.Append(out.record);
+  WriteDerivedFiles(state);
+}
+
+void RunCell(RunState& state, const Cell& cell, size_t position, const graphs::Graph& graph,
+             const sim::Evaluator& evaluator, bool show_bar) {
+  CommitCell(state, ComputeCell(state, cell, position, graph, evaluator, show_bar));
+}
+
+// The graph and evaluator of the cells one worker runs, rebuilt only when
+// the graph or the cluster changes (cells come graph by graph).
+class CellWorkspace {
+ public:
+  explicit CellWorkspace(const RunState& state) : state_(state) {}
+  // Throws what MaterializeGraph throws.
+  void Prepare(const Cell& cell) {
+    if (cell.graph != graph_index_) {
+      evaluator_.reset();
+      cluster_index_ = -1;
+      graph_index_ = -1;
+      graph_ = MaterializeGraph(state_.config.graphs[static_cast<size_t>(cell.graph)]);
+      graph_index_ = cell.graph;
+    }
+    if (cell.cluster != cluster_index_) {
+      evaluator_.reset();
+      evaluator_ = std::make_unique<sim::Evaluator>(
+          graph_, state_.clusters[static_cast<size_t>(cell.cluster)], state_.cost_model, state_.config.sim);
+      cluster_index_ = cell.cluster;
+    }
+  }
+  const graphs::Graph& graph() const { return graph_; }
+  const sim::Evaluator& evaluator() const { return *evaluator_; }
+
+ private:
+  const RunState& state_;
+  int32_t graph_index_ = -1;
+  int32_t cluster_index_ = -1;
+  graphs::Graph graph_;
+  std::unique_ptr<sim::Evaluator> evaluator_;
+};
+
+// Message tags of a distributed run (rank 0 hands out cells, the others run
+// them and send back their outputs).
+enum RunTag : int { kTagReady = 1, kTagCell = 2, kTagStop = 3, kTagResult = 4, kTagFailed = 5 };
+
+std::string JoinPositions(const std::vector<size_t>& positions) {
+  std::string out;
+  for (size_t p : positions) out += (out.empty() ? "" : ",") + std::to_string(p);
+  return out;
+}
+
+std::vector<size_t> SplitPositions(const std::string& text) {
+  std::vector<size_t> out;
+  for (const std::string& part : Split(text, ',')) {
+    if (!part.empty()) out.push_back(static_cast<size_t>(std::stoull(part)));
+  }
+  return out;
+}
+
+// Rank > 0: runs the cells rank 0 sends until it says stop.
+int64_t ServeCells(RunState& state, const Communicator& comm) {
+  CellWorkspace workspace(state);
+  int64_t ran = 0;
+  comm.Send(0, kTagReady, "");
+  while (true) {
+    int tag = 0;
+    const std::string message = comm.ReceiveFrom(0, &tag);
+    if (tag == kTagStop) return ran;
+    const size_t position = static_cast<size_t>(std::stoull(message));
+    const Cell& cell = state.cells[position];
+    try {
+      workspace.Prepare(cell);
+      const CellOutput out =
+          ComputeCell(state, cell, position, workspace.graph(), workspace.evaluator(), false);
+      comm.Send(0, kTagResult, out.record.ToJson().dump() + "\n" + out.decision_json);
+      ++ran;
+    } catch (const Error& e) {
+      GOSIM_LOG(Error) << "cell " << cell.id << " failed on rank " << comm.rank() << ": " << e.kind() << ": "
+                       << e.what() << " (it runs again next time)";
+      comm.Send(0, kTagFailed, cell.id + ": " + e.what());
+    }
+  }
+}
+
+// Rank 0: hands out `pending` cells to the other ranks and to a worker
+// thread of its own, commits every output as it arrives.
+void DispatchCells(RunState& state, const Communicator& comm, const std::vector<size_t>& pending,
+                   RunReport* report) {
+  std::mutex queue_mutex;
+  size_t next = 0;
+  auto take = [&](size_t* position) {
+    std::lock_guard<std::mutex> lock(queue_mutex);
+    if (next >= pending.size()) return false;
+    *position = pending[next++];
+    return true;
+  };
+  std::mutex report_mutex;
+  std::thread local([&] {
+    CellWorkspace workspace(state);
+    size_t position = 0;
+    while (take(&position)) {
+      const Cell& cell = state.cells[position];
+      try {
+        workspace.Prepare(cell);
+        CommitCell(state,
+                   ComputeCell(state, cell, position, workspace.graph(), workspace.evaluator(), false));
+        std::lock_guard<std::mutex> guard(report_mutex);
+        ++report->ran;
+      } catch (const Error& e) {
+        GOSIM_LOG(Error) << "cell " << cell.id << " failed: " << e.kind() << ": " << e.what()
+                         << " (it runs again next time)";
+        std::lock_guard<std::mutex> guard(report_mutex);
+        report->failed.push_back(cell.id + ": " + e.what());
+      }
+    }
+  });
+  int serving = comm.size() - 1;
+  std::exception_ptr error;
+  while (serving > 0) {
+    int source = 0, tag = 0;
+    const std::string message = comm.Receive(&source, &tag);
+    try {
+      if (tag == kTagResult) {
+        const size_t split = message.find('\n');
+        CellOutput out;
+        out.record = CellRecord::FromJson(nlohmann::json::parse(message.substr(0, split)),
+                                          "rank " + std::to_string(source));
+        out.decision_json = message.substr(split + 1);
+        CommitCell(state, out);
+        std::lock_guard<std::mutex> guard(report_mutex);
+        ++report->ran;
+      } else if (tag == kTagFailed) {
+        std::lock_guard<std::mutex> guard(report_mutex);
+        report->failed.push_back(message);
+      }
+    } catch (...) {
+      error = std::current_exception();  // e.g. the disk is full: stop handing out cells
+      std::lock_guard<std::mutex> lock(queue_mutex);
+      next = pending.size();
+    }
+    size_t position = 0;
+    if (take(&position)) {
+      comm.Send(source, kTagCell, std::to_string(position));
+    } else {
+      comm.Send(source, kTagStop, "");
+      --serving;
+    }
+  }
+  local.join();
+  if (error) std::rethrow_exception(error);
 }
 
 }  // namespace
@@ -215,42 +375,67 @@ std::vector<CellStatus> ListCells(const ExperimentConfig& config) {
 RunReport RunExperiment(const ExperimentConfig& config, const RunOptions& options) {
   RunReport report;
   report.folder = config.output;
-  std::error_code ec;
-  fs::create_directories(config.output, ec);
-  if (ec)
-    throw IoError("cannot create the run folder: " + ec.message(), {config.output}, "set output: elsewhere");
-  FolderLock lock(config.output);
-  WriteConfigCopy(config, config.output);
+  const Communicator* comm = options.comm != nullptr && options.comm->distributed() ? options.comm : nullptr;
+  const bool primary = comm == nullptr || comm->rank() == 0;
+  // Only rank 0 touches the run folder; the others learn the pending cells from it.
+  std::unique_ptr<FolderLock> lock;
+  if (primary) {
+    std::error_code ec;
+    fs::create_directories(config.output, ec);
+    if (ec)
+      throw IoError("cannot create the run folder: " + ec.message(), {config.output},
+                    "set output: elsewhere");
+    lock = std::make_unique<FolderLock>(config.output);
+    WriteConfigCopy(config, config.output);
+  }
 
   RunState state{config,  config.output,      {},
-                 nullptr, ExpandGrid(config), ResultsLog(config.output + "/results.jsonl"),
+                 nullptr, ExpandGrid(config), ResultsLog(primary ? config.output + "/results.jsonl" : ""),
                  {}};
   report.total_cells = static_cast<int64_t>(state.cells.size());
 
   // Cells still to run, grouped by graph (the grid is graph-major).
   std::vector<size_t> pending;
-  for (size_t i = 0; i < state.cells.size(); ++i) {
-    if (state.log.Has(state.cells[i].id)) {
-      ++report.already_finished;
-    } else {
-      pending.push_back(i);
+  if (primary) {
+    for (size_t i = 0; i < state.cells.size(); ++i) {
+      if (state.log.Has(state.cells[i].id)) {
+        ++report.already_finished;
+      } else {
+        pending.push_back(i);
+      }
     }
+    if (options.max_cells >= 0 && static_cast<int64_t>(pending.size()) > options.max_cells) {
+      pending.resize(static_cast<size_t>(options.max_cells));
+    }
+    if (report.already_finished > 0) {
+      GOSIM_LOG(Info) << "resuming " << config.output << ": " << report.already_finished << " of "
+                      << report.total_cells << " cells already finished";
+    }
+    GOSIM_LOG(Info) << "experiment " << config.name << ": " << report.total_cells << " cells ("
+                    << config.graphs.size() << " graphs x " << config.clusters.size() << " clusters x "
+                    << config.agents.size() << " agents x seeds), " << pending.size() << " to run"
+                    << (comm != nullptr ? " on " + std::to_string(comm->size()) + " processes" : "");
   }
-  if (options.max_cells >= 0 && static_cast<int64_t>(pending.size()) > options.max_cells) {
-    pending.resize(static_cast<size_t>(options.max_cells));
-  }
-  if (report.already_finished > 0) {
-    GOSIM_LOG(Info) << "resuming " << config.output << ": " << report.already_finished << " of "
-                    << report.total_cells << " cells already finished";
-  }
-  GOSIM_LOG(Info) << "experiment " << config.name << ": " << report.total_cells << " cells ("
-                  << config.graphs.size() << " graphs x " << config.clusters.size() << " clusters x "
-                  << config.agents.size() << " agents x seeds), " << pending.size() << " to run";
+  if (comm != nullptr) pending = SplitPositions(comm->Broadcast(JoinPositions(pending), 0));
 
   if (!pending.empty()) {
     for (const std::string& cluster : config.clusters) state.clusters.push_back(sim::LoadCluster(cluster));
     state.cost_model = sim::MakeCostModel(config.cost_model, config.cost_model_options, config.source);
   }
+  if (comm != nullptr) {
+    if (!primary) {
+      report.ran = ServeCells(state, *comm);
+      return report;  // rank 0 writes the files and the summary
+    }
+    DispatchCells(state, *comm, pending, &report);
+    {
+      std::lock_guard<std::mutex> lock_files(state.write_mutex);
+      WriteDerivedFiles(state);
+    }
+    report.summary = Summarize(config, state.cells, state.log);
+    return report;
+  }
+
   const bool show_bar = options.progress && !config.parallel_cells;
   std::mutex report_mutex;
   auto run_guarded = [&](size_t position, const graphs::Graph& graph, const sim::Evaluator& evaluator) {

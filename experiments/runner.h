@@ -7,7 +7,8 @@
 // every cell, so an interrupted run loses at most the cell in progress. One
 // process at a time may use a run folder (an flock'd `.lock` file).
 //
-// Cells run one after another by default; agents parallelize inside. With
+// Cells run one after another by default; agents parallelize inside. Under
+// mpirun the cells are spread over the processes (RunOptions::comm). With
 // `parallel_cells: true` the cells of one graph run concurrently, each with
 // its own Evaluator; results are the same as sequential runs for agents whose
 // budget is in evaluations (wall-clock budgets are inherently not
@@ -22,6 +23,7 @@
 #include "agents/agent.h"
 #include "experiments/cells.h"
 #include "experiments/experiment_config.h"
+#include "experiments/mpi.h"
 #include "experiments/summary.h"
 #include "graphs/graph.h"
 #include "sim/cluster.h"
@@ -35,6 +37,14 @@ struct RunOptions {
   int64_t max_cells = -1;
   // Show a progress bar per cell (on a terminal; plain log lines otherwise).
   bool progress = true;
+  // Several processes (mpirun -np N gosim run ...): rank 0 owns the run
+  // folder, hands out the pending cells one at a time to the other ranks and
+  // to a worker thread of its own, and writes every finished cell as it
+  // arrives; the others run cells and send their outputs back. Every cell's
+  // result is the same as in a single-process run (only the order of the
+  // lines of results.jsonl and wall times differ). null or a world of one:
+  // this process runs everything.
+  const Communicator* comm = nullptr;
 };
 
 struct RunReport {
