@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "calibration/fit.h"
+#include "core/strings.h"
 
 namespace gosim::calibration {
 namespace {
@@ -75,6 +76,10 @@ AccuracyReport EvaluateSteps(const sim::DeviceProfile& profile, const TraceSampl
     const double p = PredictSample(profile, s, scale);
     report.ops.Add(p, s.time);
     report.per_type[s.type].Add(p, s.time);
+    const int64_t number = static_cast<size_t>(s.step) < samples.step_numbers.size()
+                               ? samples.step_numbers[static_cast<size_t>(s.step)]
+                               : s.step;
+    report.predictions.push_back({s.type, s.flops, s.bytes, s.time, p, number});
     const auto k = std::lower_bound(ordered.begin(), ordered.end(), s.step) - ordered.begin();
     report.per_step[static_cast<size_t>(k)].Add(p, s.time);
   }
@@ -270,6 +275,17 @@ std::string FormatAccuracy(const AccuracyReport& report, int top) {
   }
   if (static_cast<int>(types.size()) > top) {
     out += "  ... " + std::to_string(types.size() - static_cast<size_t>(top)) + " more op types\n";
+  }
+  return out;
+}
+
+std::string PredictionsCsv(const AccuracyReport& report) {
+  std::string out = "type,flops,bytes,measured_s,predicted_s,step\n";
+  char line[160];
+  for (const Prediction& p : report.predictions) {
+    std::snprintf(line, sizeof(line), ",%.17g,%.17g,%.9g,%.9g,%lld\n", p.flops, p.bytes, p.measured,
+                  p.predicted, static_cast<long long>(p.step));
+    out += CsvField(p.type) + line;
   }
   return out;
 }

@@ -37,6 +37,16 @@ struct ErrorStats {
   double total() const { return measured > 0.0 ? (predicted - measured) / measured : 0.0; }
 };
 
+// One predicted op sample (for scatter plots: `gosim calibrate --predictions`).
+struct Prediction {
+  std::string type;  // the op sample's type (trace op name)
+  double flops = 0.0;
+  double bytes = 0.0;
+  double measured = 0.0;   // seconds
+  double predicted = 0.0;  // seconds
+  int64_t step = -1;       // profiler step number
+};
+
 struct AccuracyReport {
   std::string title;
   std::vector<int64_t> train_steps;  // step numbers fitted on
@@ -44,9 +54,13 @@ struct AccuracyReport {
   ErrorStats ops;                    // every op sample predicted
   std::map<std::string, ErrorStats> per_type;
   std::map<std::string, ErrorStats> per_link;
-  std::vector<ErrorStats> per_step;  // sum of op kernel times per test step
-  int64_t unmatched = 0;             // transfer: target ops without shapes or partner
+  std::vector<ErrorStats> per_step;     // sum of op kernel times per test step
+  int64_t unmatched = 0;                // transfer: target ops without shapes or partner
+  std::vector<Prediction> predictions;  // every op sample predicted (EvaluateSteps / EvaluateHoldout)
 };
+
+// The predictions as CSV: type,flops,bytes,measured_s,predicted_s,step.
+std::string PredictionsCsv(const AccuracyReport& report);
 
 // Coefficient scaling for predicting another device.
 struct DeviceScale {

@@ -22,6 +22,7 @@
 #include "calibration/trace_reader.h"
 #include "core/data_path.h"
 #include "core/error.h"
+#include "core/io.h"
 #include "core/strings.h"
 #include "experiments/commands.h"
 #include "sim/cluster.h"
@@ -40,6 +41,7 @@ struct CalibrateArgs {
   std::string trace;
   std::vector<std::string> also;            // more traces whose samples join the written profile's fit
   std::vector<std::string> transfers_from;  // traces whose transfer samples alone join it
+  std::string predictions;                  // hold-out predictions as CSV
   std::string out;
   bool report = false;
   bool replay = true;
@@ -160,7 +162,7 @@ int Calibrate(const CalibrateArgs& args) {
   fit.weighting = calibration::ParseWeighting(args.weighting);
   fit.min_samples = args.min_samples;
   if (args.min_samples < 1) throw ConfigError("--min-samples must be >= 1", Location{"--min-samples"});
-  if (args.out.empty() && !args.report) {
+  if (args.out.empty() && !args.report && args.predictions.empty()) {
     throw ConfigError("nothing to do", Location{"gosim calibrate"},
                       "give --out FILE to write the profile and/or --report to print the accuracy");
   }
@@ -216,6 +218,11 @@ int Calibrate(const CalibrateArgs& args) {
   std::optional<AccuracyReport> held;
   if (!holdout.empty()) {
     held = calibration::EvaluateHoldout(samples, numbers, holdout, fit);
+    if (!args.predictions.empty()) {
+      WriteFileAtomic(args.predictions, calibration::PredictionsCsv(*held));
+      std::printf("hold-out predictions (%zu ops) written to %s\n", held->predictions.size(),
+                  args.predictions.c_str());
+    }
     // The written profile records held-out errors per op type.
     for (auto& [type, f] : profile.op_types) {
       const auto it = held->per_type.find(type);
@@ -305,6 +312,9 @@ void AddCalibrateCommand(CLI::App& root) {
       "A trace whose copies and collectives (not its kernels) join the written profile's link fits "
       "(repeatable; e.g. `gosim profile --decision` on several devices)");
   cmd->add_option("--out", args->out, "Write the profile here, e.g. configs/calibrated/v100.yaml");
+  cmd->add_option("--predictions", args->predictions,
+                  "Write the hold-out predictions (per op: measured and predicted seconds) as CSV here "
+                  "(analysis/plot_calibration.py plots them)");
   cmd->add_flag("--report", args->report, "Print the accuracy: hold-out errors, step replay, transfer");
   cmd->add_option("--holdout-steps", args->holdout_steps,
                   "Profiler step numbers to hold out (comma-separated; default: the last third)")

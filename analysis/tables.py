@@ -1,0 +1,198 @@
+#!/usr/bin/python3
+"""Tables in a paper's layout from gosim run folders, beside the paper's numbers.
+
+Usage: tables.py LAYOUT.yaml RUN_DIR [RUN_DIR ...] [--out DIR]
+
+LAYOUT (analysis/layouts/*.yaml) names the rows, columns, metric, reference
+agent and the paper's published figures; the run folders (`gosim run`
+output) hold the cells. Writes DIR/<name>.md and DIR/<name>.tex (DIR: the
+first run folder) and prints the Markdown. Kinds:
+
+  grid     rows = graphs (on a cluster), columns = agents, cell = the metric
+           (mean over seeds) and its % against the reference agent; the
+           paper's values in extra columns.
+  regal    rows = agents: % improvement over the reference agent and % gap
+           from the best any listed agent found, averaged over the graphs
+           (REGAL Table 1), graphs won, mean seconds, and the paper's figures.
+  running_time
+           rows = agents: mean wall seconds per cell (REGAL Table 2).
+
+Missing cells print as '-'; a layout naming no cell of the runs is an error.
+"""
+import argparse
+import os
+import sys
+
+import yaml
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gosim_analysis import AnalysisError, fail, fmt, latex_table, load_runs, markdown_table  # noqa: E402
+
+UNITS = {"s": 1.0, "ms": 1e3, "us": 1e6, "GiB": 1.0 / 2**30, "MiB": 1.0 / 2**20, "GB": 1e-9, "MB": 1e-6}
+
+
+def load_layout(path):
+    try:
+        with open(path) as f:
+            layout = yaml.safe_load(f)
+    except OSError as e:
+        raise AnalysisError(f"{path}: cannot read: {e.strerror}") from e
+    except yaml.YAMLError as e:
+        raise AnalysisError(f"{path}: not valid YAML: {e}") from e
+    if not isinstance(layout, dict):
+        raise AnalysisError(f"{path}: a layout is a mapping (name, kind, ...)")
+    for key in ("name", "kind", "title"):
+        if key not in layout:
+            raise AnalysisError(f"{path}: missing key '{key}'")
+    if layout["kind"] not in ("grid", "regal", "running_time"):
+        raise AnalysisError(f"{path}: kind must be grid, regal or running_time, not {layout['kind']!r}")
+    return layout
+
+
+def metric_of(layout):
+    metric = layout.get("metric", "step_time")
+    unit = layout.get("unit", "s" if metric in ("step_time", "wall_seconds") else "GiB")
+    if unit not in UNITS:
+        raise AnalysisError(f"layout {layout['name']}: unknown unit {unit!r} (one of {', '.join(UNITS)})")
+    return metric, unit, UNITS[unit]
+
+
+def select(df, **where):
+    for key, value in where.items():
+        if value is not None:
+            df = df[df[key] == value]
+    return df
+
+
+def value_of(df, metric):
+    """Mean of `metric` over the feasible seeds of a cell group (None when none ran)."""
+    if df.empty:
+        return None, 0
+    feasible = df[df["feasible"]]
+    if feasible.empty:
+        return float("inf"), len(df)
+    return float(feasible[metric].mean()), len(df)
+
+
+def grid(layout, df):
+    metric, unit, scale = metric_of(layout)
+    columns = layout["columns"]
+    reference = layout.get("reference")
+    paper = layout.get("paper", {}) or {}
+    paper_columns = layout.get("paper_columns", [])
+    header = [layout.get("row_header", "model")] + [c["title"] for c in columns] + \
+        [f"paper: {p}" for p in paper_columns]
+    rows, found = [], 0
+    for row in layout["rows"]:
+        cells = select(df, graph=row["graph"], cluster=row.get("cluster"))
+        values = []
+        for c in columns:
+            v, n = value_of(select(cells, label=c["label"]), metric)
+            found += n
+            values.append(v)
+        ref = None
+        if reference is not None:
+            ref_index = [c["label"] for c in columns].index(reference)
+            ref = values[ref_index]
+        finite = [v for v in values if v is not None and v != float("inf")]
+        best = min(finite) if finite else None
+        out = [row["title"]]
+        for c, v in zip(columns, values):
+            if v is None:
+                out.append("-")
+                continue
+            if v == float("inf"):
+                out.append("OOM")
+                continue
+            text = fmt(v * scale, layout.get("digits", 3))
+            if ref not in (None, float("inf")) and c["label"] != reference:
+                text += f" ({100 * (v - ref) / ref:+.1f}%)"
+            if best is not None and v == best and len(finite) > 1:
+                text = f"**{text}**"
+            out.append(text)
+        for p in paper_columns:
+            out.append(fmt(paper.get(row["title"], {}).get(p)))
+        rows.append(out)
+    if found == 0:
+        raise AnalysisError(f"layout {layout['name']}: none of its cells is in the run folders "
+                            "(check graph, cluster and agent labels)")
+    note = f"{metric.replace('_', ' ')} in {unit}, mean over seeds"
+    if reference:
+        note += f"; % against {reference}, negative is better"
+    note += "; bold: the best of the row. OOM: no feasible decision."
+    return header, rows, note
+
+
+def regal(layout, df, running_time=False):
+    metric = layout.get("metric", "best_objective")
+    agents = layout["agents"]
+    reference = layout.get("reference", agents[0]["label"])
+    paper = layout.get("paper", {}) or {}
+    labels = [a["label"] for a in agents]
+    df = df[df["label"].isin(labels)]
+    if df.empty:
+        raise AnalysisError(f"layout {layout['name']}: none of its agents is in the run folders")
+    per = df.groupby(["graph", "cluster", "label"])[metric].mean().unstack("label")
+    seconds = df.groupby("label")["wall_seconds"].mean()
+    header, rows = [], []
+    if running_time:
+        header = ["method", "mean seconds per graph", "graphs", "paper: seconds"]
+        for a in agents:
+            n = int(df[df["label"] == a["label"]]["graph"].nunique())
+            rows.append([a["title"], fmt(seconds.get(a["label"])), n,
+                         fmt(paper.get(a["title"], {}).get("seconds"))])
+        return header, rows, "wall-clock seconds of one optimization, mean over the test graphs"
+    if reference not in per.columns:
+        raise AnalysisError(f"layout {layout['name']}: the reference agent {reference} has no cells")
+    complete = per.dropna()
+    best = complete.min(axis=1)
+    header = ["method", "% improvement over " + layout.get("reference_title", reference), "% gap from best",
+              "best on graphs", "mean seconds", "paper: % improvement", "paper: % gap"]
+    for a in agents:
+        if a["label"] not in complete.columns:
+            rows.append([a["title"], "-", "-", "-", "-", fmt(paper.get(a["title"], {}).get("improvement")),
+                         fmt(paper.get(a["title"], {}).get("gap"))])
+            continue
+        col = complete[a["label"]]
+        improvement = (100 * (complete[reference] - col) / complete[reference]).mean()
+        gap = (100 * (col - best) / best).mean()
+        wins = int((col <= best * (1 + 1e-12)).sum())
+        rows.append([a["title"], f"{improvement:+.2f}", f"{gap:.2f}", f"{wins}/{len(complete)}",
+                     fmt(seconds.get(a["label"])), fmt(paper.get(a["title"], {}).get("improvement")),
+                     fmt(paper.get(a["title"], {}).get("gap"))])
+    note = (f"{len(complete)} graphs on which every listed agent finished; {metric.replace('_', ' ')} "
+            f"averaged over seeds; improvement = (reference - agent) / reference, gap = (agent - best) / best.")
+    return header, rows, note
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("layout")
+    parser.add_argument("runs", nargs="+")
+    parser.add_argument("--out", help="folder for <name>.md and <name>.tex (default: the first run folder)")
+    args = parser.parse_args()
+    try:
+        layout = load_layout(args.layout)
+        df = load_runs(args.runs)
+        if layout["kind"] == "grid":
+            header, rows, note = grid(layout, df)
+        else:
+            header, rows, note = regal(layout, df, running_time=layout["kind"] == "running_time")
+        md = f"### {layout['title']}\n\n" + markdown_table(header, rows) + f"\n{note}\n"
+        if layout.get("paper_note"):
+            md += f"Paper figures: {layout['paper_note']}\n"
+        tex = latex_table(header, rows, layout["title"] + ". " + note, "tab:" + layout["name"])
+        out = args.out or args.runs[0]
+        os.makedirs(out, exist_ok=True)
+        for ext, text in (("md", md), ("tex", tex)):
+            path = os.path.join(out, f"{layout['name']}.{ext}")
+            with open(path + ".tmp", "w") as f:
+                f.write(text)
+            os.replace(path + ".tmp", path)
+        print(md)
+    except AnalysisError as e:
+        fail(e)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# The analysis scripts on real gosim outputs: a small experiment, a simulated
+# timeline, a graph and decision, calibration predictions of a real trace.
+# Checks that each writes its files and that the table holds the run's cells.
+#   analysis_test.sh GOSIM_BINARY   (run from the repository root)
+set -euo pipefail
+gosim=$1
+py=/usr/bin/python3
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+cat > "$work/exp.yaml" <<YAML
+name: analysis_test
+graphs:
+  - {generator: regal_random, params: {nodes: 60, seed: 1}, name: g1}
+  - {generator: regal_random, params: {nodes: 70, seed: 2}, name: g2}
+clusters: [tests/experiments/data/two_gpus.yaml]
+budget: {evaluations: 200}
+seeds: 2
+agents:
+  - {name: single_device, seeds: 1}
+  - {name: random_search}
+  - {name: brkga, options: {population: 20}}
+reference: single_device
+YAML
+"$gosim" run "$work/exp.yaml" output="$work/run" --no-progress > /dev/null 2>&1
+cat > "$work/layout.yaml" <<YAML
+name: test_grid
+kind: grid
+title: test grid
+metric: step_time
+unit: ms
+reference: single_device
+rows:
+  - {graph: g1, title: G1}
+  - {graph: g2, title: G2}
+columns:
+  - {label: single_device, title: one device}
+  - {label: random_search, title: random}
+  - {label: brkga, title: BRKGA}
+paper_columns: [BRKGA]
+paper: {G1: {BRKGA: 1.5}}
+YAML
+cat > "$work/regal.yaml" <<YAML
+name: test_regal
+kind: regal
+title: test regal
+metric: best_objective
+reference: random_search
+agents:
+  - {label: random_search, title: random}
+  - {label: brkga, title: BRKGA}
+paper: {BRKGA: {improvement: 3.5, gap: 4.4}}
+YAML
+$py analysis/tables.py "$work/layout.yaml" "$work/run" --out "$work/tables" > "$work/grid.md"
+$py analysis/tables.py "$work/regal.yaml" "$work/run" --out "$work/tables" > "$work/regal.md"
+grep -q "^| G1 | " "$work/grid.md" || { echo "FAIL: no G1 row"; cat "$work/grid.md"; exit 1; }
+grep -q "^| G2 | " "$work/grid.md" || { echo "FAIL: no G2 row"; exit 1; }
+grep -q "| 1.5 |" "$work/grid.md" || { echo "FAIL: no paper column"; exit 1; }
+grep -q "^| BRKGA | " "$work/regal.md" || { echo "FAIL: no BRKGA row"; cat "$work/regal.md"; exit 1; }
+grep -q "2 graphs" "$work/regal.md" || { echo "FAIL: regal table not over 2 graphs"; exit 1; }
+test -s "$work/tables/test_grid.tex" && grep -q 'tabular' "$work/tables/test_grid.tex"
+# The random search row of the regal table: 0 improvement over itself.
+grep -q "^| random | +0.00 |" "$work/regal.md" || { echo "FAIL: reference row"; cat "$work/regal.md"; exit 1; }
+
+$py analysis/plot_convergence.py "$work/run" --out "$work/conv.png" > /dev/null
+"$gosim" graphs export gen:regal_random:nodes=60,seed=1 --out "$work/g1.json" > /dev/null
+decision=$(ls "$work"/run/decisions/g1.*brkga.s0.*.json)
+"$gosim" simulate --graph "$work/g1.json" --cluster tests/experiments/data/two_gpus.yaml \
+  --decision "$decision" --trace "$work/trace.json" > /dev/null
+$py analysis/plot_timeline.py "$work/trace.json" --out "$work/timeline.png" > /dev/null
+$py analysis/plot_placement.py "$work/g1.json" "$decision" --out "$work/placement.png" > /dev/null
+$py analysis/plot_placement.py "$work/g1.json" "$decision" --out "$work/strip.png" --max-nodes 10 > /dev/null
+"$gosim" calibrate --trace ../shared/data/traces/kineto_v100_resnet50.json.gz --predictions "$work/pred.csv" \
+  > /dev/null
+$py analysis/plot_calibration.py "$work/pred.csv" --out "$work/calibration.png" > /dev/null
+for f in conv timeline placement strip calibration; do
+  [ "$(head -c 4 "$work/$f.png" | od -An -c | tr -d ' ')" = "211PNG" ] || { echo "FAIL: $f.png is not a PNG"; exit 1; }
+done
+# Bad input: one line, non-zero exit.
+if $py analysis/tables.py "$work/layout.yaml" "$work/nowhere" 2> "$work/err.txt"; then
+  echo "FAIL: a missing run folder was accepted"; exit 1
+fi
+[ "$(wc -l < "$work/err.txt")" -eq 1 ] || { echo "FAIL: the error is not one line"; cat "$work/err.txt"; exit 1; }
+echo "analysis_test: tables and plots written"
