@@ -7,16 +7,22 @@
 //         complete architecture graph weighted by their compute capacity
 //         (SCOTCH_graphMap onto SCOTCH_archCmpltw).
 // mincut  ColocRL/HRL "MinCut": in the papers the same Scotch optimizer with
-//         the CPU removed from the devices. Our clusters hold GPUs only, so
-//         that would repeat `scotch`; we run Scotch's k-way partitioner
-//         instead (SCOTCH_graphPart: minimum edge cut, equal-load parts
-//         within `balance`), which ignores device speeds (docs/DEVIATIONS.md).
+//         the CPU removed from the devices. Most of our clusters hold GPUs
+//         only, where that would repeat `scotch`; `mincut` runs Scotch's
+//         k-way partitioner instead (SCOTCH_graphPart: minimum edge cut,
+//         equal-load parts within `balance`), which ignores device speeds
+//         (docs/DEVIATIONS.md). The papers' exact MinCut on a cluster with a
+//         CPU device is `scotch` with `exclude_devices: [cpu0]`.
+//
+// Every one takes `exclude_devices` (device names): the partition uses the
+// other devices only.
 // metis   METIS_PartGraphKway, minimum edge cut with a balance constraint per
 //         vertex weight (`balance: time | memory | both`), target part
 //         weights proportional to device speed (time) or capacity (memory).
 // gp_dfs  REGAL's "GP+DFS" baseline (Paliwal et al. 2020, Sec. 5): graph
 //         partitioning (METIS, balanced on memory footprint by default) for
 //         the placement and a depth-first topological order as the schedule.
+#include <algorithm>
 #include <memory>
 
 #include "agents/builtin.h"
@@ -41,12 +47,6 @@ std::vector<double> VertexWeight(const std::string& kind, const graphs::Graph& g
     }
   }
   return w;
-}
-
-std::vector<double> DeviceSpeeds(const sim::Cluster& cluster) {
-  std::vector<double> speed;
-  for (const sim::DeviceSpec& device : cluster.devices()) speed.push_back(device.peak_flops_fp32);
-  return speed;
 }
 
 // Fractions proportional to `values` (equal when they are all zero).
@@ -75,21 +75,46 @@ class PartitionAgent : public Agent {
       vertex_weight_ = GetChoice(options, "vertex_weight", "time", weights);
       imbalance_ = GetDouble(options, "imbalance", 0.05, 0.0, 1.0);
     }
+    exclude_ = options.Get<std::vector<std::string>>("exclude_devices", {});
     finish_ = FinishOptions::Parse(options, default_schedule);
     options.Finish();
   }
   std::string name() const override { return name_; }
 
+  // The devices the partition may use, by index (all but `exclude_devices`).
+  std::vector<int32_t> KeptDevices(const sim::Cluster& cluster) const {
+    for (const std::string& name : exclude_) {
+      if (cluster.FindDevice(name) < 0) {
+        throw ConfigError(name_ + ": exclude_devices names '" + name + "', which cluster '" + cluster.name() +
+                              "' does not have",
+                          {}, "list device names of the cluster (gosim simulate prints them)");
+      }
+    }
+    std::vector<int32_t> kept;
+    for (int32_t d = 0; d < cluster.num_devices(); ++d) {
+      if (std::find(exclude_.begin(), exclude_.end(), cluster.device(d).name) == exclude_.end())
+        kept.push_back(d);
+    }
+    if (kept.empty()) {
+      throw ConfigError(name_ + ": exclude_devices leaves no device of cluster '" + cluster.name() + "'", {},
+                        "keep at least one device");
+    }
+    return kept;
+  }
+
   AgentResult Optimize(const Problem& problem, const ProgressFn& progress) override {
     SearchTracker tracker(problem, progress);
     const graphs::Graph& graph = problem.graph;
     const StaticCosts costs(problem.evaluator);
-    const int32_t num_devices = problem.cluster.num_devices();
+    const std::vector<int32_t> kept = KeptDevices(problem.cluster);
+    const auto num_devices = static_cast<int32_t>(kept.size());
+    std::vector<double> speeds;
+    for (int32_t d : kept) speeds.push_back(problem.cluster.device(d).peak_flops_fp32);
     sim::Decision decision;
     switch (method_) {
       case Method::kScotchMap: {
         const PartitionGraph pg = BuildPartitionGraph(graph, {VertexWeight(vertex_weight_, graph, costs)});
-        decision.placement = ScotchMap(pg, DeviceSpeeds(problem.cluster), imbalance_, problem.seed);
+        decision.placement = ScotchMap(pg, speeds, imbalance_, problem.seed);
         break;
       }
       case Method::kScotchPart: {
@@ -102,12 +127,12 @@ class PartitionAgent : public Agent {
         std::vector<std::vector<double>> fractions;
         if (balance_ == "time" || balance_ == "both") {
           weights.push_back(VertexWeight("time", graph, costs));
-          fractions.push_back(Fractions(DeviceSpeeds(problem.cluster)));
+          fractions.push_back(Fractions(speeds));
         }
         if (balance_ == "memory" || balance_ == "both") {
           weights.push_back(VertexWeight("memory", graph, costs));
           std::vector<double> capacity;
-          for (int32_t d = 0; d < num_devices; ++d) capacity.push_back(costs.Capacity(d));
+          for (int32_t d : kept) capacity.push_back(costs.Capacity(d));
           fractions.push_back(Fractions(capacity));
         }
         const PartitionGraph pg = BuildPartitionGraph(graph, weights);
@@ -122,6 +147,7 @@ class PartitionAgent : public Agent {
         break;
       }
     }
+    for (int32_t& d : decision.placement) d = kept[static_cast<size_t>(d)];  // part -> device
     ApplySchedule(finish_.schedule, graph, costs, decision);
     EvaluateAndMaybeRepair(tracker, decision, finish_);
     return tracker.Finish();
@@ -134,6 +160,7 @@ class PartitionAgent : public Agent {
   double imbalance_ = 0.05;
   std::string balance_ = "time";
   int32_t ufactor_ = 30;
+  std::vector<std::string> exclude_;
   FinishOptions finish_;
 };
 
