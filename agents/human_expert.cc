@@ -211,6 +211,7 @@ class HumanExpertAgent : public Agent {
   explicit HumanExpertAgent(YamlMap& options) {
     rules_path_ = ResolveDataPath(options.Get<std::string>("rules", ""));
     expert_dir_ = ResolveDataPath(options.Get<std::string>("expert_dir", "configs/experts"));
+    exclude_ = options.Get<std::vector<std::string>>("exclude_devices", {});
     finish_ = FinishOptions::Parse(options);
     if (!rules_path_.empty()) rules_ = LoadExpertRules(rules_path_);
     options.Finish();
@@ -222,7 +223,11 @@ class HumanExpertAgent : public Agent {
         rules_path_.empty() ? FindExpertRules(expert_dir_, problem.graph.name()) : rules_;
     SearchTracker tracker(problem, progress);
     sim::Decision decision;
-    decision.placement = ExpertPlacement(rules, problem.graph, problem.cluster.num_devices());
+    // The rules place over the kept devices ("first", "last", splits),
+    // e.g. the GPUs of a machine whose CPU is also a device.
+    const std::vector<int32_t> kept = KeptDevices(name(), problem.cluster, exclude_);
+    decision.placement = ExpertPlacement(rules, problem.graph, static_cast<int32_t>(kept.size()));
+    for (int32_t& d : decision.placement) d = kept[static_cast<size_t>(d)];
     if (finish_.schedule != "fifo")
       ApplySchedule(finish_.schedule, problem.graph, StaticCosts(problem.evaluator), decision);
     EvaluateAndMaybeRepair(tracker, decision, finish_);
@@ -233,6 +238,7 @@ class HumanExpertAgent : public Agent {
   std::string rules_path_;
   std::string expert_dir_;
   ExpertRules rules_;
+  std::vector<std::string> exclude_;
   FinishOptions finish_;
 };
 

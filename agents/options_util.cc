@@ -80,4 +80,24 @@ void EvaluateAndMaybeRepair(SearchTracker& tracker, const sim::Decision& decisio
       evaluation);
 }
 
+std::vector<int32_t> KeptDevices(const std::string& agent, const sim::Cluster& cluster,
+                                 const std::vector<std::string>& exclude) {
+  for (const std::string& name : exclude) {
+    if (cluster.FindDevice(name) < 0) {
+      throw ConfigError(agent + ": exclude_devices names '" + name + "', which cluster '" + cluster.name() +
+                            "' does not have",
+                        {}, "list device names of the cluster (gosim simulate prints them)");
+    }
+  }
+  std::vector<int32_t> kept;
+  for (int32_t d = 0; d < cluster.num_devices(); ++d) {
+    if (std::find(exclude.begin(), exclude.end(), cluster.device(d).name) == exclude.end()) kept.push_back(d);
+  }
+  if (kept.empty()) {
+    throw ConfigError(agent + ": exclude_devices leaves no device of cluster '" + cluster.name() + "'", {},
+                      "keep at least one device");
+  }
+  return kept;
+}
+
 }  // namespace gosim::agents

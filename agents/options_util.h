@@ -48,6 +48,12 @@ struct FinishOptions {
                              bool allow_static = false);
 };
 
+// The device indices of `cluster` an agent may use: all but those named in
+// `exclude` (an agent's `exclude_devices` option). ConfigError, naming
+// `agent`, for an unknown name or when no device is left.
+std::vector<int32_t> KeptDevices(const std::string& agent, const sim::Cluster& cluster,
+                                 const std::vector<std::string>& exclude);
+
 // Evaluates `decision` through `tracker` and, when it is infeasible and
 // options.repair is set, repairs it (agents/repair.h).
 void EvaluateAndMaybeRepair(SearchTracker& tracker, const sim::Decision& decision,

@@ -81,32 +81,11 @@ class PartitionAgent : public Agent {
   }
   std::string name() const override { return name_; }
 
-  // The devices the partition may use, by index (all but `exclude_devices`).
-  std::vector<int32_t> KeptDevices(const sim::Cluster& cluster) const {
-    for (const std::string& name : exclude_) {
-      if (cluster.FindDevice(name) < 0) {
-        throw ConfigError(name_ + ": exclude_devices names '" + name + "', which cluster '" + cluster.name() +
-                              "' does not have",
-                          {}, "list device names of the cluster (gosim simulate prints them)");
-      }
-    }
-    std::vector<int32_t> kept;
-    for (int32_t d = 0; d < cluster.num_devices(); ++d) {
-      if (std::find(exclude_.begin(), exclude_.end(), cluster.device(d).name) == exclude_.end())
-        kept.push_back(d);
-    }
-    if (kept.empty()) {
-      throw ConfigError(name_ + ": exclude_devices leaves no device of cluster '" + cluster.name() + "'", {},
-                        "keep at least one device");
-    }
-    return kept;
-  }
-
   AgentResult Optimize(const Problem& problem, const ProgressFn& progress) override {
     SearchTracker tracker(problem, progress);
     const graphs::Graph& graph = problem.graph;
     const StaticCosts costs(problem.evaluator);
-    const std::vector<int32_t> kept = KeptDevices(problem.cluster);
+    const std::vector<int32_t> kept = KeptDevices(name_, problem.cluster, exclude_);
     const auto num_devices = static_cast<int32_t>(kept.size());
     std::vector<double> speeds;
     for (int32_t d : kept) speeds.push_back(problem.cluster.device(d).peak_flops_fp32);

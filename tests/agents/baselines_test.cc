@@ -156,17 +156,21 @@ TEST_CASE(
     "exclude_devices: the partitioners never use an excluded device; naming an unknown one is an error") {
   Fixture f(testing::RandomLayeredGraph(6, 5, 3), MakeCluster(3, int64_t{1} << 34, 1e10, 5e-6));
   const Problem problem = f.MakeProblem();
-  for (const char* name : {"scotch", "mincut", "metis", "gp_dfs"}) {
+  for (const char* name : {"scotch", "mincut", "metis", "gp_dfs", "human_expert"}) {
     CAPTURE(name);
-    const AgentResult all = Make(name)->Optimize(problem);
+    const AgentResult all =
+        Make(name, std::string(name) == "human_expert" ? kExpertRules : "{}")->Optimize(problem);
     CheckResult(all, problem);
-    const AgentResult two = Make(name, "{exclude_devices: [gpu1]}")->Optimize(problem);
+    const std::string rules =
+        std::string(name) == "human_expert" ? "rules: tests/agents/data/chains_expert.yaml, " : "";
+    const AgentResult two = Make(name, "{" + rules + "exclude_devices: [gpu1]}")->Optimize(problem);
     CheckResult(two, problem);
     for (int32_t d : two.best.placement) CHECK(d != 1);
-    const AgentResult one = Make(name, "{exclude_devices: [gpu0, gpu2]}")->Optimize(problem);
+    const AgentResult one = Make(name, "{" + rules + "exclude_devices: [gpu0, gpu2]}")->Optimize(problem);
     CHECK(one.best.placement == std::vector<int32_t>(one.best.placement.size(), 1));
-    CHECK_THROWS_AS(Make(name, "{exclude_devices: [cpu9]}")->Optimize(problem), ConfigError);
-    CHECK_THROWS_AS(Make(name, "{exclude_devices: [gpu0, gpu1, gpu2]}")->Optimize(problem), ConfigError);
+    CHECK_THROWS_AS(Make(name, "{" + rules + "exclude_devices: [cpu9]}")->Optimize(problem), ConfigError);
+    CHECK_THROWS_AS(Make(name, "{" + rules + "exclude_devices: [gpu0, gpu1, gpu2]}")->Optimize(problem),
+                    ConfigError);
   }
 }
 
