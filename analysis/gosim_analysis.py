@@ -24,6 +24,19 @@ def fail(error):
     sys.exit(1)
 
 
+def save_figure(fig, path, summary):
+    """Writes `fig` as a PNG (atomically: a temporary file, then a rename) and
+    prints 'wrote PATH: summary'."""
+    fig.tight_layout()
+    tmp = path + ".tmp.png"
+    try:
+        fig.savefig(tmp, dpi=110)
+        os.replace(tmp, path)
+    except OSError as e:
+        raise AnalysisError(f"{path}: cannot write: {e.strerror or e}") from e
+    print(f"wrote {path}: {summary}")
+
+
 def read_json(path):
     """A JSON file, plain or gzipped."""
     try:

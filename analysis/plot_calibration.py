@@ -21,7 +21,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gosim_analysis import AnalysisError, fail  # noqa: E402
+from gosim_analysis import AnalysisError, fail, save_figure  # noqa: E402
 
 
 def main():
@@ -71,9 +71,7 @@ def main():
                      f"weighted {100 * weighted:.1f}%, total {100 * total:+.1f}%", fontsize=9)
         ax.legend(fontsize=7, loc="upper left")
         ax.grid(True, alpha=0.3, which="both")
-        fig.tight_layout()
-        fig.savefig(args.out, dpi=110)
-        print(f"wrote {args.out}: {len(df)} ops, MAPE {100 * mape:.1f}%")
+        save_figure(fig, args.out, f"{len(df)} ops, MAPE {100 * mape:.1f}%")
     except AnalysisError as e:
         fail(e)
 

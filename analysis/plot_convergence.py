@@ -23,7 +23,7 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gosim_analysis import AnalysisError, fail, load_curves, load_results  # noqa: E402
+from gosim_analysis import AnalysisError, fail, save_figure, load_curves, load_results  # noqa: E402
 
 INFEASIBLE = 1e29  # agents::Objective::kInfeasibleBase and above: no feasible decision yet
 
@@ -95,9 +95,7 @@ def main():
             axes[row][0].set_title(f"{graph} on {cluster}")
             axes[row][1].set_title(f"{graph} on {cluster}")
             axes[row][1].legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
-        fig.tight_layout()
-        fig.savefig(args.out, dpi=110)
-        print(f"wrote {args.out}: {len(problems)} problems, {results['label'].nunique()} agents")
+        save_figure(fig, args.out, f"{len(problems)} problems, {results['label'].nunique()} agents")
     except AnalysisError as e:
         fail(e)
 

@@ -24,7 +24,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.collections import LineCollection  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gosim_analysis import AnalysisError, fail, load_graph, load_placement  # noqa: E402
+from gosim_analysis import AnalysisError, fail, save_figure, load_graph, load_placement  # noqa: E402
 
 
 def depths(count, edges):
@@ -91,9 +91,7 @@ def main():
             handles = [plt.Line2D([], [], marker="o", linestyle="", color=cmap(d % cmap.N)) for d in range(devices)]
             ax.legend(handles, [f"device {d}" for d in range(devices)], fontsize=8, loc="upper right")
         ax.set_title(title, fontsize=9)
-        fig.tight_layout()
-        fig.savefig(args.out, dpi=110)
-        print(f"wrote {args.out}: {title}")
+        save_figure(fig, args.out, f"{title}")
     except AnalysisError as e:
         fail(e)
 

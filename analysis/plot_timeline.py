@@ -20,7 +20,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gosim_analysis import AnalysisError, fail, read_json  # noqa: E402
+from gosim_analysis import AnalysisError, fail, save_figure, read_json  # noqa: E402
 
 
 def lanes_of(trace, path):
@@ -83,9 +83,7 @@ def main():
         handles.append(plt.Rectangle((0, 0), 1, 1, color=(0.15, 0.3, 0.75)))
         ax.legend(handles, list(colours) + ["transfer"], fontsize=7, ncol=4, loc="upper center",
                   bbox_to_anchor=(0.5, -0.18 if len(keys) > 4 else -0.35))
-        fig.tight_layout()
-        fig.savefig(args.out, dpi=110)
-        print(f"wrote {args.out}: {len(keys)} lanes, step {end / 1e3:.3f} ms")
+        save_figure(fig, args.out, f"{len(keys)} lanes, step {end / 1e3:.3f} ms")
     except AnalysisError as e:
         fail(e)
 
