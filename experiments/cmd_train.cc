@@ -14,6 +14,8 @@
 #include "core/error.h"
 #include "core/yaml.h"
 #include "experiments/commands.h"
+#include "experiments/mpi.h"
+#include "sim/batch_exchange.h"
 
 namespace gosim::cli {
 
@@ -52,6 +54,18 @@ int Train(const TrainArgs& args) {
     if (config["name"] && config["name"].IsScalar()) name = config["name"].as<std::string>();
     request.run_dir = "runs/train/" + name;
   }
+  // Under mpirun every process runs the same training; the simulator batches
+  // of each step are spread over them (sim/batch_exchange.h), so the run is
+  // the single-process one. Rank 0 writes the run folder; the others write
+  // their identical copies beside it (<run>.rank<r>), which --resume reads.
+  const experiments::Communicator& world = experiments::Communicator::World();
+  if (world.distributed()) {
+    sim::SetBatchExchange(experiments::MakeBatchExchange(world));
+    if (world.rank() != 0) {
+      request.run_dir += ".rank" + std::to_string(world.rank());
+      request.progress = false;
+    }
+  }
   std::error_code error;
   std::filesystem::create_directories(request.run_dir, error);
   if (error) {
@@ -59,7 +73,7 @@ int Train(const TrainArgs& args) {
                   "choose another --run-dir");
   }
   agents::learned::RunTraining(request);
-  std::printf("run folder: %s\n", request.run_dir.c_str());
+  if (world.rank() == 0) std::printf("run folder: %s\n", request.run_dir.c_str());
   return 0;
 }
 
@@ -67,7 +81,7 @@ int Train(const TrainArgs& args) {
 
 void AddTrainCommand(CLI::App& root) {
   auto args = std::make_shared<TrainArgs>();
-  CLI::App* cmd = root.add_subcommand("train", "Train a learned agent (REGAL, HRL) from a YAML config");
+  CLI::App* cmd = root.add_subcommand("train", "Train a learned agent (REGAL, HRL, GO) from a YAML config");
   cmd->add_option("config", args->config, "Training config, e.g. configs/experiments/regal_train.yaml")
       ->required();
   cmd->add_option("overrides", args->overrides, "Config overrides key=value (dotted keys, YAML values)");

@@ -97,6 +97,30 @@ std::string Communicator::Broadcast(const std::string& payload, int root) const 
   return out;
 }
 
+std::vector<std::string> Communicator::AllGather(const std::string& mine) const {
+  if (!distributed()) return {mine};
+  const int count = CountOf(mine);
+  std::vector<int> counts(static_cast<size_t>(size_));
+  Check(MPI_Allgather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, MPI_COMM_WORLD), "MPI_Allgather");
+  std::vector<int> offsets(static_cast<size_t>(size_), 0);
+  long long total = 0;
+  for (int r = 0; r < size_; ++r) {
+    offsets[static_cast<size_t>(r)] = static_cast<int>(total);
+    total += counts[static_cast<size_t>(r)];
+  }
+  if (total > std::numeric_limits<int>::max())
+    throw StateError("an MPI exchange of " + std::to_string(total) + " bytes is too large");
+  std::string all(static_cast<size_t>(total), '\0');
+  Check(MPI_Allgatherv(mine.data(), count, MPI_CHAR, all.data(), counts.data(), offsets.data(), MPI_CHAR,
+                       MPI_COMM_WORLD),
+        "MPI_Allgatherv");
+  std::vector<std::string> out;
+  for (int r = 0; r < size_; ++r)
+    out.push_back(all.substr(static_cast<size_t>(offsets[static_cast<size_t>(r)]),
+                             static_cast<size_t>(counts[static_cast<size_t>(r)])));
+  return out;
+}
+
 void Communicator::Barrier() const {
   if (distributed()) Check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
 }
@@ -104,6 +128,25 @@ void Communicator::Barrier() const {
 void Communicator::Abort(int code) const {
   if (initialized_) MPI_Abort(MPI_COMM_WORLD, code);
   std::_Exit(code);
+}
+
+namespace {
+
+class MpiBatchExchange : public sim::BatchExchange {
+ public:
+  explicit MpiBatchExchange(const Communicator& comm) : comm_(comm) {}
+  int rank() const override { return comm_.rank(); }
+  int size() const override { return comm_.size(); }
+  std::vector<std::string> AllGather(const std::string& mine) const override { return comm_.AllGather(mine); }
+
+ private:
+  const Communicator& comm_;
+};
+
+}  // namespace
+
+std::shared_ptr<const sim::BatchExchange> MakeBatchExchange(const Communicator& comm) {
+  return std::make_shared<MpiBatchExchange>(comm);
 }
 
 }  // namespace gosim::experiments

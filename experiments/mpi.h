@@ -12,7 +12,11 @@
 #ifndef GOSIM_EXPERIMENTS_MPI_H_
 #define GOSIM_EXPERIMENTS_MPI_H_
 
+#include <memory>
 #include <string>
+#include <vector>
+
+#include "sim/batch_exchange.h"
 
 namespace gosim::experiments {
 
@@ -35,6 +39,8 @@ class Communicator {
   std::string ReceiveFrom(int source, int* tag) const;
   // `payload` of rank `root`, on every rank.
   std::string Broadcast(const std::string& payload, int root) const;
+  // Every rank's `mine`, by rank, on every rank.
+  std::vector<std::string> AllGather(const std::string& mine) const;
   void Barrier() const;
   // Terminates every process of the world with `code` (no return).
   [[noreturn]] void Abort(int code) const;
@@ -45,6 +51,10 @@ class Communicator {
   int size_ = 1;
   bool initialized_ = false;
 };
+
+// `comm` as the simulator's batch exchange (sim/batch_exchange.h), for
+// programs whose processes run in lockstep (`gosim train` under mpirun).
+std::shared_ptr<const sim::BatchExchange> MakeBatchExchange(const Communicator& comm);
 
 }  // namespace gosim::experiments
 

@@ -1,13 +1,17 @@
 // Evaluator: an Engine plus one reusable Workspace per thread.
 #include "sim/evaluator.h"
 
+#include <cstring>
 #include <string>
+#include <type_traits>
+#include <vector>
 
 #include <tbb/blocked_range.h>
 #include <tbb/enumerable_thread_specific.h>
 #include <tbb/parallel_for.h>
 
 #include "core/error.h"
+#include "sim/batch_exchange.h"
 #include "sim/engine.h"
 
 namespace gosim::sim {
@@ -45,6 +49,25 @@ void Evaluator::EvaluateBatch(std::span<const Decision> decisions, std::span<Eva
                         {}, "pass an output span of the same size");
   }
   evaluations_.fetch_add(static_cast<int64_t>(decisions.size()), std::memory_order_relaxed);
+  if (const BatchExchange* exchange = ActiveBatchExchange()) {
+    // This process's share (i % size == rank), then everyone's results
+    // (Evaluation is trivially copyable: sent as its bytes).
+    static_assert(std::is_trivially_copyable_v<Evaluation>);
+    const std::vector<size_t> owned = OwnedIndices(*exchange, decisions.size());
+    std::vector<Evaluation> local(owned.size());
+    tbb::parallel_for(tbb::blocked_range<size_t>(0, owned.size()),
+                      [&](const tbb::blocked_range<size_t>& range) {
+                        Workspace& ws = impl_->workspaces.local();
+                        for (size_t k = range.begin(); k != range.end(); ++k)
+                          local[k] = impl_->engine.Evaluate(decisions[owned[k]], ws);
+                      });
+    const std::string all = GatherByIndex(
+        *exchange,
+        std::string(reinterpret_cast<const char*>(local.data()), local.size() * sizeof(Evaluation)),
+        decisions.size(), sizeof(Evaluation));
+    std::memcpy(out.data(), all.data(), all.size());
+    return;
+  }
   // Each decision is simulated whole by one thread, so results cannot depend
   // on how the range is split.
   tbb::parallel_for(tbb::blocked_range<size_t>(0, decisions.size()),

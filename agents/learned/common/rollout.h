@@ -39,7 +39,11 @@ void RunRollouts(const sim::Evaluator& evaluator, const Objective& objective, in
 
 // Runs `count` independent jobs job(i) in parallel (oneTBB) and returns
 // their results by index; used by trainers whose "rollout" is a whole search
-// (REGAL's BRKGA runs). Jobs must not touch torch.
+// (REGAL's BRKGA runs). Jobs must not touch torch. Under `mpirun` (a batch
+// exchange, sim/batch_exchange.h) job i runs on process i % size and every
+// process gets every job's best_objective, best_evaluation, evaluations and
+// wall_seconds; `best`, `curve` and `extra` are filled only for the jobs this
+// process ran. Evaluator batches inside a job stay in its process.
 std::vector<AgentResult> RunParallel(int32_t count, const std::function<AgentResult(int32_t index)>& job);
 
 }  // namespace gosim::agents::learned
