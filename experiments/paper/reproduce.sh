@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# Reproduces one of the papers' tables end to end: training where the table
+# needs it, the experiment grid, the table in the paper's layout beside the
+# paper's numbers (Markdown and LaTeX), and plots.
+#
+#   experiments/paper/reproduce.sh TABLE [--quick] [--out DIR] [--np N]
+#
+# TABLE: hrl_table1 (list them with --help). --quick: small model sizes and
+# budgets that finish on 2 cores in minutes (the numbers are then a smoke
+# test of the pipeline, not the paper's setting); the default is the full
+# setting of the configs in configs/experiments/paper/ (hours on 2 cores;
+# meant for a real machine or a cluster). --np N runs the grids and training
+# under `mpirun -np N` (docs/EXPERIMENTS.md). Results go to DIR/<TABLE>/
+# (default runs/paper or runs/paper_quick); re-running resumes: finished
+# cells and training steps are not redone. docs/REPRODUCTION.md has our
+# numbers beside the papers'.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+usage() {
+  sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'
+  echo "Tables:"
+  echo "  hrl_table1    HRL Table 1: models on 2/4/8 K80s + CPU against CPU only, GPU only, Scotch, MinCut, expert"
+}
+
+table="" quick=0 out="" np=1
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --quick) quick=1 ;;
+    --out) out=${2:?--out needs a folder}; shift ;;
+    --np) np=${2:?--np needs a process count}; shift ;;
+    -h|--help) usage; exit 0 ;;
+    -*) echo "reproduce.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
+    *) [ -z "$table" ] || { echo "reproduce.sh: one table at a time ('$table' and '$1')" >&2; exit 2; }
+       table=$1 ;;
+  esac
+  shift
+done
+[ -n "$table" ] || { usage >&2; exit 2; }
+case "$np" in ''|*[!0-9]*|0) echo "reproduce.sh: --np needs a positive integer, not '$np'" >&2; exit 2 ;; esac
+
+GOSIM=${GOSIM:-build/bin/gosim}
+PY=/usr/bin/python3
+if [ ! -x "$GOSIM" ]; then
+  echo "reproduce.sh: $GOSIM is not built; building it (make build)" >&2
+  make build
+fi
+[ -n "$out" ] || { if [ $quick = 1 ]; then out=runs/paper_quick; else out=runs/paper; fi; }
+dir=$out/$table
+mkdir -p "$dir"
+
+launch=()
+if [ "$np" -gt 1 ]; then
+  launch=(mpirun -np "$np")
+  [ "$(id -u)" -ne 0 ] || export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
+
+say() { echo "== reproduce.sh $table: $*"; }
+run_grid() { "${launch[@]}" "$GOSIM" run "$@"; }
+
+# decision_of RUN_DIR GRAPH LABEL: "graph_spec cluster decision_path" of that cell.
+decision_of() {
+  $PY - "$@" <<'PY'
+import json, os, sys
+run, graph, label = sys.argv[1:4]
+for line in open(os.path.join(run, "results.jsonl")):
+    r = json.loads(line)
+    if r["graph"] == graph and r["label"] == label:
+        print(r["identity"]["graph"], r["identity"]["cluster"], os.path.join(run, r["decision"]))
+        break
+else:
+    sys.exit(f"reproduce.sh: no cell of {label} on {graph} in {run}")
+PY
+}
+
+# plots_for RUN_DIR GRAPH LABEL NAME: the decision's placement and timeline.
+plots_for() {
+  local spec cluster decision
+  read -r spec cluster decision < <(decision_of "$1" "$2" "$3")
+  "$GOSIM" graphs export "$spec" --out "$dir/$4.graph.json.gz" > /dev/null
+  $PY analysis/plot_placement.py "$dir/$4.graph.json.gz" "$decision" --out "$dir/$4.placement.png"
+  "$GOSIM" simulate --graph "$dir/$4.graph.json.gz" --cluster "$cluster" --decision "$decision" \
+    --trace "$dir/$4.trace.json" > "$dir/$4.simulate.txt"
+  $PY analysis/plot_timeline.py "$dir/$4.trace.json" --out "$dir/$4.timeline.png"
+}
+
+hrl_table1() {
+  local quick_2=() quick_n=()
+  if [ $quick = 1 ]; then
+    # Smaller models (shorter sequences, narrower LSTMs, smaller batches) and
+    # 160 evaluations (10 policy steps of 16) per learned cell.
+    local learned=('agents[5].budget.evaluations=160' 'agents[6].budget.evaluations=160')
+    quick_2=("${learned[@]}" 'graphs[0].params.batch=8' 'graphs[1].params.batch=8'
+      'graphs[2].params={layers: 2, hidden: 512, vocab: 4000, seq_len: 8, batch: 32, training: true}'
+      'graphs[3].params={layers: 2, hidden: 512, seq_len: 8, batch: 32, training: true}')
+    quick_n=("${learned[@]}" 'graphs[0].params.seq_len=8' 'graphs[0].params.hidden=512' 'graphs[0].params.batch=32')
+  fi
+  say "grids on 2, 4 and 8 GPUs"
+  run_grid configs/experiments/paper/hrl_table1_2gpu.yaml output="$dir/2gpu" "${quick_2[@]}"
+  run_grid configs/experiments/paper/hrl_table1_4gpu.yaml output="$dir/4gpu" "${quick_n[@]}"
+  run_grid configs/experiments/paper/hrl_table1_8gpu.yaml output="$dir/8gpu" "${quick_n[@]}"
+  say "table and plots"
+  $PY analysis/tables.py analysis/layouts/hrl_table1.yaml "$dir/2gpu" "$dir/4gpu" "$dir/8gpu" --out "$dir"
+  $PY analysis/plot_convergence.py "$dir/2gpu" "$dir/4gpu" --labels hrl,colocrl,human_expert,gpu_only \
+    --out "$dir/convergence.png"
+  plots_for "$dir/2gpu" nmt2 hrl nmt2_hrl
+  plots_for "$dir/4gpu" nmt4 human_expert nmt4_expert
+}
+
+case "$table" in
+  hrl_table1) hrl_table1 ;;
+  *) echo "reproduce.sh: unknown table '$table' (see --help)" >&2; exit 2 ;;
+esac
+say "done: $dir/$table.md, $dir/$table.tex and the plots in $dir/"
