@@ -378,7 +378,8 @@ void AddGraphsCommand(CLI::App& root) {
                                 args->cost_model + " --objective " + args->objective + " --low " +
                                 std::to_string(args->low) + " --high " + std::to_string(args->high) +
                                 " --min-improvement " + ShortNumber(args->min_improvement) + " --seed " +
-                                std::to_string(args->seed);
+                                std::to_string(args->seed) +
+                                (args->name.empty() ? "" : " --name " + args->name);
                             return RoomCommand(*args);
                           }
                           return 2;
