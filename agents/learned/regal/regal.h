@@ -21,14 +21,17 @@
 // rewards each with the relative improvement of its best objective over
 // BRKGA with uniform keys at the same budget and the same BRKGA seed:
 //   reward = (uniform - regal) / uniform.
-// The baseline is the mean reward of the step's samples. Every `valid_every`
-// steps the greedy policy is scored on the validation graphs and the best
-// one is kept as best.pt (model selection on the validation split); the test
-// split is never trained on (zero-shot) and is scored only by the Table 1
-// evaluation (EvaluateRegalTable).
+// The baseline is the mean over the step's samples (of the rewards, or with
+// `advantage_reference: mean` of the improvements over the step's mean
+// uniform run; `normalize_advantage` divides by their standard deviation).
+// Every `valid_every` steps the policy, decoded as `decode`, is scored on the
+// validation graphs and the best one is kept as best.pt (model selection on
+// the validation split); the test split is never trained on (zero-shot) and
+// is scored only by the Table 1 evaluation.
 //
-// Inference (agent `regal`): loads a checkpoint, takes the most likely level
-// of every parameter and runs BRKGA with the problem's budget.
+// Inference (agent `regal`): loads a checkpoint, turns the policy's output
+// into one Beta per gene (`decode`: expected or most likely levels) and runs
+// BRKGA with the problem's budget.
 #ifndef GOSIM_AGENTS_LEARNED_REGAL_REGAL_H_
 #define GOSIM_AGENTS_LEARNED_REGAL_REGAL_H_
 
