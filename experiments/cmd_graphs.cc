@@ -1,9 +1,11 @@
-// `gosim graphs list|stats|export`.
+// `gosim graphs list|stats|export|room`.
 //
 //   gosim graphs list                      the registered generators
 //   gosim graphs list SUITE.yaml           a suite's entries and splits
 //   gosim graphs stats TARGET [--json]     nodes, edges, FLOPs, bytes, depth, width
 //   gosim graphs export TARGET --out F     native JSON (F.json or F.json.gz)
+//   gosim graphs room SUITE.yaml --out F   REGAL's "room for improvement"
+//                                          selection (experiments/room_filter.h)
 //
 // TARGET is a graph file (.json[.gz], .pbtxt, .onnx, ...), a suite YAML, or
 // a generator spec `gen:NAME[:k=v,...]`.
@@ -16,9 +18,11 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/io.h"
 #include "core/progress.h"
 #include "core/strings.h"
 #include "experiments/commands.h"
+#include "experiments/room_filter.h"
 #include "graphs/generators/generators.h"
 #include "graphs/io.h"
 #include "graphs/stats.h"
@@ -35,6 +39,18 @@ struct GraphsArgs {
   bool ops = false;
   std::string out;
   std::string entry;
+  // room
+  std::string cluster = "k80x2";
+  std::string cost_model = "roofline";
+  std::string objective = "peak_memory";
+  int64_t low = 5000;
+  int64_t high = 50000;
+  double min_improvement = 0.2;
+  std::vector<std::string> keep;
+  uint64_t seed = 0;
+  std::string cache;
+  std::string name;
+  std::string command_line;
 };
 
 bool IsSuitePath(const std::string& target) {
@@ -258,6 +274,58 @@ int ExportCommand(const GraphsArgs& args) {
   return 0;
 }
 
+std::string ShortNumber(double x) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof(buffer), "%g", x);
+  return buffer;
+}
+
+int RoomCommand(const GraphsArgs& args) {
+  experiments::RoomFilterOptions o;
+  o.suite = args.suite;
+  o.cluster = args.cluster;
+  o.cost_model = args.cost_model;
+  o.objective.kind = agents::ParseObjectiveKind(args.objective, Location{"--objective"});
+  o.low_budget = args.low;
+  o.high_budget = args.high;
+  o.min_improvement = args.min_improvement;
+  o.seed = args.seed;
+  o.cache = args.cache;
+  for (const std::string& item : args.keep) {
+    const size_t eq = item.find('=');
+    const std::string split = eq == std::string::npos ? "" : item.substr(0, eq);
+    char* end = nullptr;
+    const long long count = eq == std::string::npos ? -1 : std::strtoll(item.c_str() + eq + 1, &end, 10);
+    if ((split != "train" && split != "valid" && split != "test") || count <= 0 || *end != '\0') {
+      throw ConfigError("bad --keep item '" + item + "'", Location{"--keep"},
+                        "write SPLIT=COUNT with SPLIT train, valid or test, e.g. --keep train=600,valid=50");
+    }
+    o.keep[split] = count;
+  }
+  if (o.keep.empty()) {
+    throw ConfigError("no split to keep", Location{"--keep"}, "give e.g. --keep train=600,valid=50,test=100");
+  }
+  if (o.low_budget >= o.high_budget) {
+    throw ConfigError("--low must be below --high", Location{"--low"}, "e.g. --low 5000 --high 50000");
+  }
+  const experiments::RoomFilterResult result =
+      experiments::FilterRoom(o, [&](const experiments::RoomCandidate& c) {
+        std::printf("%-6s %-24s low %.6g high %.6g %s\n", c.split.c_str(), c.name.c_str(), c.low, c.high,
+                    c.kept ? "kept" : "-");
+        std::fflush(stdout);
+      });
+  for (const auto& [split, count] : o.keep) {
+    const int64_t kept = result.kept.count(split) ? result.kept.at(split) : 0;
+    std::printf("%s: %lld kept of %lld examined%s\n", split.c_str(), static_cast<long long>(kept),
+                static_cast<long long>(result.examined.count(split) ? result.examined.at(split) : 0),
+                kept < count ? " (the split ran out of candidates)" : "");
+  }
+  const std::string name = args.name.empty() ? graphs::LoadSuite(o.suite).name + "_room" : args.name;
+  WriteFileAtomic(args.out, experiments::RoomSuiteYaml(o, result, name, args.command_line));
+  std::printf("wrote %s\n", args.out.c_str());
+  return 0;
+}
+
 }  // namespace
 
 void AddGraphsCommand(CLI::App& root) {
@@ -281,10 +349,39 @@ void AddGraphsCommand(CLI::App& root) {
   exp->add_option("--out", args->out, "output file, .json or .json.gz")->required();
   exp->add_option("--entry", args->entry, "the suite entry to export");
 
-  Commands().push_back({graphs, [args, list, stats, exp] {
+  CLI::App* room = graphs->add_subcommand(
+      "room", "Keep the graphs of a suite where a high-budget BRKGA clearly beats a low-budget one (REGAL)");
+  room->add_option("suite", args->suite, "the candidate suite YAML")->required();
+  room->add_option("--out", args->out, "the suite YAML to write")->required();
+  room->add_option("--keep", args->keep, "graphs to keep per split: train=N,valid=N,test=N")
+      ->delimiter(',')
+      ->required();
+  room->add_option("--cluster", args->cluster, "cluster (default k80x2)");
+  room->add_option("--cost-model", args->cost_model, "cost model (default roofline)");
+  room->add_option("--objective", args->objective, "step_time or peak_memory (default)");
+  room->add_option("--low", args->low, "evaluations of the low-budget BRKGA (default 5000)");
+  room->add_option("--high", args->high, "evaluations of the high-budget BRKGA (default 50000)");
+  room->add_option("--min-improvement", args->min_improvement,
+                   "keep when (low - high) / low reaches this (default 0.2, REGAL's)");
+  room->add_option("--seed", args->seed, "seed of the BRKGA runs (default 0)");
+  room->add_option("--cache", args->cache, "CSV of finished candidates; a rerun skips them");
+  room->add_option("--name", args->name, "name of the written suite (default: SUITE_room)");
+
+  Commands().push_back({graphs, [args, list, stats, exp, room] {
                           if (list->parsed()) return ListCommand(*args);
                           if (stats->parsed()) return StatsCommand(*args);
                           if (exp->parsed()) return ExportCommand(*args);
+                          if (room->parsed()) {
+                            args->command_line =
+                                "gosim graphs room " + args->suite + " --out " + args->out + " --keep " +
+                                Join(args->keep, ",") + " --cluster " + args->cluster + " --cost-model " +
+                                args->cost_model + " --objective " + args->objective + " --low " +
+                                std::to_string(args->low) + " --high " + std::to_string(args->high) +
+                                " --min-improvement " + ShortNumber(args->min_improvement) + " --seed " +
+                                std::to_string(args->seed) +
+                                (args->name.empty() ? "" : " --name " + args->name);
+                            return RoomCommand(*args);
+                          }
                           return 2;
                         }});
 }

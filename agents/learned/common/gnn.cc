@@ -30,7 +30,8 @@ std::string GnnOptions::Signature() const {
   return "hidden=" + std::to_string(hidden) + ",layers=" + std::to_string(layers) +
          ",op_embedding=" + std::to_string(op_embedding) + ",normalize=" + std::to_string(normalize ? 1 : 0) +
          ",features=" + std::to_string(kNumNodeFeatures) +
-         ",op_classes=" + std::to_string(graphs::kNumOpClasses);
+         ",op_classes=" + std::to_string(graphs::kNumOpClasses) +
+         (extra_features > 0 ? ",extra=" + std::to_string(extra_features) : std::string());
 }
 
 torch::Tensor MeanAggregate(const torch::Tensor& values, const torch::Tensor& src, const torch::Tensor& dst,
@@ -41,8 +42,9 @@ torch::Tensor MeanAggregate(const torch::Tensor& values, const torch::Tensor& sr
 GraphSageImpl::GraphSageImpl(const GnnOptions& options) : options_(options) {
   op_embedding_ =
       register_module("op_embedding", torch::nn::Embedding(graphs::kNumOpClasses, options.op_embedding));
-  input_ =
-      register_module("input", torch::nn::Linear(kNumNodeFeatures + options.op_embedding, options.hidden));
+  input_ = register_module(
+      "input",
+      torch::nn::Linear(kNumNodeFeatures + options.extra_features + options.op_embedding, options.hidden));
   for (int64_t l = 0; l < options.layers; ++l) {
     const std::string k = std::to_string(l);
     self_.push_back(register_module("self" + k, torch::nn::Linear(options.hidden, options.hidden)));

@@ -24,7 +24,7 @@ namespace gosim::agents::learned {
 
 // A graph's features as tensors, built once per graph and reused.
 struct GraphTensors {
-  torch::Tensor features;  // float32 [n x kNumNodeFeatures]
+  torch::Tensor features;  // float32 [n x (kNumNodeFeatures + extra features)]
   torch::Tensor op_class;  // int64 [n]
   torch::Tensor edge_src;  // int64 [E]
   torch::Tensor edge_dst;  // int64 [E]
@@ -40,9 +40,13 @@ struct GnnOptions {
   int64_t layers = 3;         // message-passing rounds
   int64_t op_embedding = 16;  // op-class embedding width
   bool normalize = true;      // L2-normalize embeddings after each layer (GraphSAGE)
+  // Agent-specific float features appended to the common ones (columns
+  // kNumNodeFeatures.. of GraphTensors::features); 0 = none.
+  int64_t extra_features = 0;
 
-  // "hidden=64,layers=3,op_embedding=16,normalize=1": stored in checkpoints
-  // so that a checkpoint of another shape is refused with a clear error.
+  // "hidden=64,layers=3,op_embedding=16,normalize=1,...": stored in
+  // checkpoints so that a checkpoint of another shape is refused with a clear
+  // error. ",extra=K" is appended only when K > 0 (older signatures stay valid).
   std::string Signature() const;
 };
 

@@ -34,6 +34,8 @@ std::string RegalPolicyOptions::Signature() const {
     std::snprintf(buffer, sizeof(buffer), "%s%.17g", i == 0 ? "" : "/", levels[i]);
     s += buffer;
   }
+  if (!placement_genes) s += ";genes=priority";
+  if (skip_features) s += ";skip=1";
   return s;
 }
 
@@ -62,6 +64,10 @@ RegalPolicyOptions RegalPolicyOptions::FromSignature(const std::string& signatur
     o.gnn.layers = std::stoll(fields.at("layers"));
     o.gnn.op_embedding = std::stoll(fields.at("op_embedding"));
     o.gnn.normalize = fields.at("normalize") == "1";
+    if (fields.count("extra")) o.gnn.extra_features = std::stoll(fields.at("extra"));
+    o.memory_features = o.gnn.extra_features == kRegalMemoryFeatures;
+    if (fields.count("genes")) o.placement_genes = fields.at("genes") != "priority";
+    if (fields.count("skip")) o.skip_features = fields.at("skip") == "1";
     o.num_devices = static_cast<int32_t>(std::stol(fields.at("devices")));
     o.levels.clear();
     std::istringstream levels(fields.at("levels"));
@@ -73,10 +79,66 @@ RegalPolicyOptions RegalPolicyOptions::FromSignature(const std::string& signatur
   return o;
 }
 
+std::vector<float> RegalMemoryFeatures(const graphs::Graph& graph) {
+  const int32_t n = graph.num_nodes();
+  // Consumer nodes of every (node, output) tensor, and the last of them.
+  std::vector<std::vector<int32_t>> consumers(static_cast<size_t>(n));
+  std::vector<std::vector<int32_t>> last(static_cast<size_t>(n));
+  for (graphs::NodeId v = 0; v < n; ++v) {
+    const size_t outputs = graph.node(v).outputs.size();
+    consumers[v].assign(outputs, 0);
+    last[v].assign(outputs, -1);
+    std::vector<int32_t> seen_by(outputs, -1);
+    for (graphs::EdgeId e : graph.out_edges(v)) {
+      const graphs::Edge& edge = graph.edge(e);
+      if (edge.is_control()) continue;
+      const size_t k = static_cast<size_t>(edge.output_index);
+      if (seen_by[k] != edge.dst) ++consumers[v][k];  // several edges to one consumer count once
+      seen_by[k] = edge.dst;
+      last[v][k] = std::max(last[v][k], edge.dst);
+    }
+  }
+  std::vector<float> out(static_cast<size_t>(n) * kRegalMemoryFeatures, 0.0f);
+  for (graphs::NodeId v = 0; v < n; ++v) {
+    double allocated = 0.0, freed = 0.0, in = 0.0, last_bytes = 0.0, uses = 0.0;
+    for (const graphs::TensorInfo& t : graph.node(v).outputs) allocated += static_cast<double>(t.bytes);
+    for (const int32_t c : consumers[v]) uses += c;
+    for (graphs::EdgeId e : graph.in_edges(v)) {
+      const graphs::Edge& edge = graph.edge(e);
+      if (edge.is_control()) continue;
+      const size_t k = static_cast<size_t>(edge.output_index);
+      const double bytes = static_cast<double>(edge.bytes);
+      in += bytes;
+      freed += bytes / std::max(1, consumers[edge.src][k]);
+      if (last[edge.src][k] == v) last_bytes += bytes;
+    }
+    float* row = out.data() + static_cast<size_t>(v) * kRegalMemoryFeatures;
+    row[0] = static_cast<float>(std::log((freed + 1.0) / (allocated + 1.0)));
+    row[1] = static_cast<float>(std::log((in + 1.0) / (allocated + 1.0)));
+    row[2] = static_cast<float>(std::log((last_bytes + 1.0) / (allocated + 1.0)));
+    row[3] = static_cast<float>(std::log1p(uses));
+  }
+  return out;
+}
+
+GraphTensors RegalTensors(const graphs::Graph& graph, const RegalPolicyOptions& options) {
+  GraphTensors tensors = ToTensors(ComputeNodeFeatures(graph));
+  if (options.memory_features) {
+    std::vector<float> extra = RegalMemoryFeatures(graph);
+    tensors.features = torch::cat(
+        {tensors.features,
+         torch::from_blob(extra.data(), {tensors.num_nodes, kRegalMemoryFeatures}, torch::kFloat32).clone()},
+        1);
+  }
+  return tensors;
+}
+
 RegalPolicyImpl::RegalPolicyImpl(const RegalPolicyOptions& options) : options_(options) {
   gnn_ = register_module("gnn", GraphSage(options.gnn));
   const int64_t k = static_cast<int64_t>(options.levels.size());
-  head_ = register_module("head", torch::nn::Linear(options.gnn.hidden, options.genes_per_node() * 2 * k));
+  const int64_t skip = options.skip_features ? kNumNodeFeatures + options.gnn.extra_features : 0;
+  head_ =
+      register_module("head", torch::nn::Linear(options.gnn.hidden + skip, options.genes_per_node() * 2 * k));
   // Start close to BRKGA's uniform keys: most mass on the level nearest 1
   // (Beta(1, 1) is uniform), small weights, so the first rewards are near 0.
   torch::NoGradGuard no_grad;
@@ -91,7 +153,9 @@ RegalPolicyImpl::RegalPolicyImpl(const RegalPolicyOptions& options) : options_(o
 
 torch::Tensor RegalPolicyImpl::forward(const GraphTensors& graph) {
   const int64_t k = static_cast<int64_t>(options_.levels.size());
-  const torch::Tensor logits = head_(gnn_(graph)).view({graph.num_nodes, options_.genes_per_node(), 2, k});
+  torch::Tensor h = gnn_(graph);
+  if (options_.skip_features) h = torch::cat({h, graph.features}, 1);
+  const torch::Tensor logits = head_(h).view({graph.num_nodes, options_.genes_per_node(), 2, k});
   return torch::log_softmax(logits, 3);
 }
 
@@ -110,13 +174,13 @@ brkga::BetaSampler MakeSampler(const std::vector<double>& parameters, const Rega
     return parameters[(static_cast<size_t>(v) * g + gene) * 2 + which];
   };
   for (int32_t v = 0; v < layout.num_nodes(); ++v) {
-    for (int32_t d = 0; d < options.num_devices; ++d) {
+    for (int32_t d = 0; options.placement_genes && d < options.num_devices; ++d) {
       alpha[layout.placement_gene(v, d)] = value(v, d, 0);
       beta[layout.placement_gene(v, d)] = value(v, d, 1);
     }
     if (layout.priority_genes()) {
-      alpha[layout.priority_gene(v)] = value(v, options.num_devices, 0);
-      beta[layout.priority_gene(v)] = value(v, options.num_devices, 1);
+      alpha[layout.priority_gene(v)] = value(v, options.priority_index(), 0);
+      beta[layout.priority_gene(v)] = value(v, options.priority_index(), 1);
     }
   }
   return brkga::BetaSampler(std::move(alpha), std::move(beta));
@@ -207,7 +271,7 @@ class RegalAgent : public Agent {
                             problem.cluster.name() + " has " + std::to_string(problem.cluster.num_devices()),
                         Location{checkpoint_}, "train a policy for this number of devices");
     }
-    const GraphTensors tensors = ToTensors(ComputeNodeFeatures(problem.graph));
+    const GraphTensors tensors = RegalTensors(problem.graph, policy_options_);
     std::vector<double> parameters;
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -251,6 +315,14 @@ struct RegalTrainConfig {
   double learning_rate = 1e-3;
   double grad_clip = 1.0;
   double entropy_weight = 0.0;
+  // Divide each step's advantages by the standard deviation of its rewards
+  // (graphs differ in how much BRKGA's result varies).
+  bool normalize_advantage = false;
+  // What a sample's advantage is measured against: "seed" = its own paired
+  // uniform run (the reward itself); "mean" = the mean of the step's uniform
+  // runs, which keeps the uniform runs' noise out of the differences between
+  // samples (the reward logged stays the paired one).
+  std::string advantage_reference = "seed";
   int64_t checkpoint_every = 20;
   int64_t valid_every = 50;
   int32_t valid_seeds = 1;
@@ -297,6 +369,8 @@ RegalTrainConfig ParseConfig(const TrainRequest& request) {
   c.learning_rate = GetDouble(m, "learning_rate", c.learning_rate, 1e-9, 10.0);
   c.grad_clip = GetDouble(m, "grad_clip", c.grad_clip, 0.0, 1e9);
   c.entropy_weight = GetDouble(m, "entropy_weight", c.entropy_weight, 0.0, 100.0);
+  c.normalize_advantage = m.Get<bool>("normalize_advantage", c.normalize_advantage);
+  c.advantage_reference = GetChoice(m, "advantage_reference", c.advantage_reference, {"seed", "mean"});
   c.checkpoint_every = GetInt(m, "checkpoint_every", c.checkpoint_every, 1, int64_t{1} << 40);
   c.valid_every = GetInt(m, "valid_every", c.valid_every, 1, int64_t{1} << 40);
   c.valid_seeds = static_cast<int32_t>(GetInt(m, "valid_seeds", c.valid_seeds, 1, 1024));
@@ -309,6 +383,10 @@ RegalTrainConfig ParseConfig(const TrainRequest& request) {
     c.policy.gnn.op_embedding = GetInt(p, "op_embedding", c.policy.gnn.op_embedding, 1, 1024);
     c.policy.gnn.normalize = p.Get<bool>("normalize", c.policy.gnn.normalize);
     c.policy.levels = p.Get<std::vector<double>>("levels", c.policy.levels);
+    c.policy.placement_genes = GetChoice(p, "genes", "all", {"all", "priority"}) == "all";
+    c.policy.memory_features = p.Get<bool>("memory_features", c.policy.memory_features);
+    c.policy.skip_features = p.Get<bool>("skip_features", c.policy.skip_features);
+    c.policy.gnn.extra_features = c.policy.memory_features ? kRegalMemoryFeatures : 0;
     if (c.policy.levels.size() < 2) p.Fail("levels", "give at least two Beta parameter levels");
     for (double x : c.policy.levels) {
       if (!(x > 0.0) || !std::isfinite(x)) p.Fail("levels", "Beta parameter levels must be finite and > 0");
@@ -388,7 +466,7 @@ class RegalTrainer {
       c->name = entry->name;
       c->graph = std::make_unique<graphs::Graph>(graphs::MaterializeGraph(*entry));
       c->evaluator = std::make_unique<sim::Evaluator>(*c->graph, cluster_, cost_model_);
-      c->tensors = ToTensors(ComputeNodeFeatures(*c->graph));
+      c->tensors = RegalTensors(*c->graph, config_.policy);
       out.push_back(std::move(c));
     }
     return out;
@@ -543,10 +621,23 @@ class RegalTrainer {
       }
       const double mean_reward = std::accumulate(rewards.begin(), rewards.end(), 0.0) / config_.samples;
 
-      // REINFORCE with the mean reward of the step's samples as baseline.
+      // REINFORCE with the mean over the step's samples as baseline.
+      std::vector<double> scores = rewards;
+      if (config_.advantage_reference == "mean") {
+        for (int32_t s = 0; s < config_.samples; ++s)
+          scores[static_cast<size_t>(s)] =
+              RelativeImprovement(uniform_mean, results[static_cast<size_t>(s)].best_objective);
+      }
+      const double mean_score = std::accumulate(scores.begin(), scores.end(), 0.0) / config_.samples;
+      double scale = 1.0;
+      if (config_.normalize_advantage) {
+        double var = 0.0;
+        for (double r : scores) var += (r - mean_score) * (r - mean_score) / config_.samples;
+        scale = 1.0 / (std::sqrt(var) + 1e-3);
+      }
       torch::Tensor loss = torch::zeros({}, torch::kFloat32);
       for (int32_t s = 0; s < config_.samples; ++s) {
-        const double advantage = rewards[static_cast<size_t>(s)] - mean_reward;
+        const double advantage = (scores[static_cast<size_t>(s)] - mean_score) * scale;
         loss = loss - ActionLogProb(log_probs, actions[static_cast<size_t>(s)]) *
                           static_cast<float>(advantage / config_.samples);
       }

@@ -5,7 +5,12 @@
 // distributions over quantized Beta parameters: for each of the node's
 // devices + 1 genes (one device affinity per device, then the scheduling
 // priority; Sec. 3 of the paper, the chromosome of agents/brkga/chromosome.h)
-// an alpha and a beta, each chosen among `levels`. BRKGA (agents/brkga/)
+// an alpha and a beta, each chosen among `levels`. With `placement_genes`
+// off the policy decides the priority gene only and the device affinities
+// stay uniform (the paper's "scheduling only" ablation, which kept nearly all
+// of REGAL's gain). With `memory_features` the GNN also reads four per-node
+// memory features (RegalMemoryFeatures); with `skip_features` the head reads
+// the input features beside the GNN's embedding. BRKGA (agents/brkga/)
 // then draws its initial population and every generation's mutants from
 // those Beta distributions (a BetaSampler) instead of uniformly. Tensor
 // (transfer) genes keep Beta(1, 1) (docs/DEVIATIONS.md).
@@ -16,14 +21,17 @@
 // rewards each with the relative improvement of its best objective over
 // BRKGA with uniform keys at the same budget and the same BRKGA seed:
 //   reward = (uniform - regal) / uniform.
-// The baseline is the mean reward of the step's samples. Every `valid_every`
-// steps the greedy policy is scored on the validation graphs and the best
-// one is kept as best.pt (model selection on the validation split); the test
-// split is never trained on (zero-shot) and is scored only by the Table 1
-// evaluation (EvaluateRegalTable).
+// The baseline is the mean over the step's samples (of the rewards, or with
+// `advantage_reference: mean` of the improvements over the step's mean
+// uniform run; `normalize_advantage` divides by their standard deviation).
+// Every `valid_every` steps the policy, decoded as `decode`, is scored on the
+// validation graphs and the best one is kept as best.pt (model selection on
+// the validation split); the test split is never trained on (zero-shot) and
+// is scored only by the Table 1 evaluation.
 //
-// Inference (agent `regal`): loads a checkpoint, takes the most likely level
-// of every parameter and runs BRKGA with the problem's budget.
+// Inference (agent `regal`): loads a checkpoint, turns the policy's output
+// into one Beta per gene (`decode`: expected or most likely levels) and runs
+// BRKGA with the problem's budget.
 #ifndef GOSIM_AGENTS_LEARNED_REGAL_REGAL_H_
 #define GOSIM_AGENTS_LEARNED_REGAL_REGAL_H_
 
@@ -47,13 +55,44 @@ struct RegalPolicyOptions {
   int32_t num_devices = 2;  // the policy's output size depends on it
   // Quantized Beta parameter values the policy chooses from (> 0).
   std::vector<double> levels = {0.25, 0.5, 1.0, 2.0, 4.0, 8.0};
+  // Whether the policy decides the device affinities too (else only the
+  // priority gene; affinities keep Beta(1, 1)).
+  bool placement_genes = true;
+  // Whether the GNN reads RegalMemoryFeatures (gnn.extra_features is then
+  // kRegalMemoryFeatures).
+  bool memory_features = false;
+  // Whether the head also reads the input float features directly (a skip
+  // connection around the GNN), so that per-node outputs can follow a node's
+  // own features at any scale without passing through the L2-normalized
+  // embeddings.
+  bool skip_features = false;
 
-  int32_t genes_per_node() const { return num_devices + 1; }
+  int32_t genes_per_node() const { return (placement_genes ? num_devices : 0) + 1; }
+  // Index of the priority gene among a node's genes.
+  int32_t priority_index() const { return placement_genes ? num_devices : 0; }
   // Everything the parameter shapes and the meaning of the outputs depend on.
   std::string Signature() const;
   // The inverse of Signature(); StateError naming `source` when malformed.
   static RegalPolicyOptions FromSignature(const std::string& signature, const std::string& source);
 };
+
+// Per-node memory features (scale-free, not standardized), in column order:
+//   log((freed + 1) / (allocated + 1)): `allocated` = the node's output
+//     bytes, `freed` = the bytes of its data inputs, each divided by the
+//     number of consumer nodes of that tensor (the share that running the
+//     node releases on average);
+//   log((in + 1) / (allocated + 1)) with `in` all bytes of its data inputs;
+//   log((last + 1) / (allocated + 1)) with `last` the bytes of the inputs
+//     whose consumer with the highest id (latest in topological order) it is;
+//   log(1 + consumers): consumer nodes of its outputs.
+// These are what a memory-aware list scheduler weighs (run first what frees
+// more than it allocates); REGAL's own feature list is not in our sources.
+inline constexpr int kRegalMemoryFeatures = 4;
+std::vector<float> RegalMemoryFeatures(const graphs::Graph& graph);  // [n x kRegalMemoryFeatures]
+
+// The policy's input for `graph`: the common node features, plus the memory
+// features when `options.memory_features`.
+GraphTensors RegalTensors(const graphs::Graph& graph, const RegalPolicyOptions& options);
 
 class RegalPolicyImpl : public torch::nn::Module {
  public:
