@@ -13,6 +13,9 @@ namespace gosim::experiments {
 
 namespace {
 
+// A table with more graphs than this gets one aggregated row per agent.
+constexpr size_t kMaxGraphColumns = 12;
+
 std::string Format(const char* format, double value) {
   char buffer[64];
   std::snprintf(buffer, sizeof(buffer), format, value);
@@ -141,6 +144,45 @@ std::string Summary::ToMarkdown() const {
     out << "## " << experiment << " on " << cluster << ": " << ObjectiveTitle(objective, unit)
         << " (mean over seeds; % vs " << reference << ", negative is better)\n\n";
     // Rows are agents, columns graphs; entries for this cluster are graph-major.
+    if (graphs.size() > kMaxGraphColumns) {
+      // Too many graphs for a column each: one row per agent over them all.
+      struct Totals {
+        int graphs = 0, infeasible = 0, better = 0, worse = 0, compared = 0;
+        double pct_sum = 0.0;
+      };
+      std::vector<Totals> totals(labels.size());
+      for (size_t g = 0; g < graphs.size(); ++g) {
+        for (size_t a = 0; a < labels.size(); ++a, ++i) {
+          const SummaryEntry& e = entries[i];
+          Totals& t = totals[a];
+          if (e.finished == 0) continue;
+          ++t.graphs;
+          if (e.feasible == 0) ++t.infeasible;
+          if (e.vs_reference_pct && e.label != reference) {
+            ++t.compared;
+            t.pct_sum += *e.vs_reference_pct;
+            t.better += *e.vs_reference_pct < 0.0 ? 1 : 0;
+            t.worse += *e.vs_reference_pct > 0.0 ? 1 : 0;
+          }
+        }
+      }
+      out << "| agent | graphs finished | infeasible | mean % vs " << reference << " | better / worse |\n"
+          << "|---|---:|---:|---:|---:|\n";
+      for (size_t a = 0; a < labels.size(); ++a) {
+        const Totals& t = totals[a];
+        out << "| " << labels[a] << " | " << t.graphs << "/" << graphs.size() << " | " << t.infeasible
+            << " | "
+            << (labels[a] == reference ? std::string("(ref)")
+                : t.compared > 0       ? Format("%+.2f", t.pct_sum / t.compared) + "%"
+                                       : std::string("-"))
+            << " | "
+            << (labels[a] == reference ? std::string("-")
+                                       : std::to_string(t.better) + " / " + std::to_string(t.worse))
+            << " |\n";
+      }
+      out << "\n(" << graphs.size() << " graphs: one row per agent; summary.csv has every graph.)\n\n";
+      continue;
+    }
     std::vector<std::vector<std::string>> table(labels.size(), std::vector<std::string>(graphs.size()));
     for (size_t g = 0; g < graphs.size(); ++g) {
       for (size_t a = 0; a < labels.size(); ++a, ++i) {

@@ -41,7 +41,9 @@ struct Summary {
   std::vector<SummaryEntry> entries;  // cluster-major, then graph, then agent (config order)
 
   // One table per cluster: a row per agent, a column per graph; each cell
-  // "12.34 ms (-5.1%)", "infeasible", or "-" when not finished.
+  // "12.34 ms (-5.1%)", "infeasible", or "-" when not finished. Over 12
+  // graphs, a row per agent instead: graphs finished, infeasible ones, the
+  // mean % against the reference and on how many graphs it is better / worse.
   std::string ToMarkdown() const;
   // The same entries in long form, one row each, with every field.
   std::string ToCsv() const;

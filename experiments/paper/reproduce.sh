@@ -5,7 +5,7 @@
 #
 #   experiments/paper/reproduce.sh TABLE [--quick] [--out DIR] [--np N]
 #
-# TABLE: hrl_table1 (list them with --help). --quick: small model sizes and
+# TABLE: hrl_table1, regal_table1, regal_table2 (list them with --help). --quick: small model sizes and
 # budgets that finish on 2 cores in minutes (the numbers are then a smoke
 # test of the pipeline, not the paper's setting); the default is the full
 # setting of the configs in configs/experiments/paper/ (hours on 2 cores;
@@ -21,6 +21,8 @@ usage() {
   sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'
   echo "Tables:"
   echo "  hrl_table1    HRL Table 1: models on 2/4/8 K80s + CPU against CPU only, GPU only, Scotch, MinCut, expert"
+  echo "  regal_table1  REGAL Table 1: peak memory, % over BRKGA 5K and % gap from best, every baseline (trains REGAL)"
+  echo "  regal_table2  REGAL Table 2: running times of every method (the same run as regal_table1)"
 }
 
 table="" quick=0 out="" np=1
@@ -107,8 +109,38 @@ hrl_table1() {
   plots_for "$dir/4gpu" nmt4 human_expert nmt4_expert
 }
 
+# REGAL: train the policy (training split), then every method on the test
+# split with BRKGA 5K's budget; Tables 1 and 2 come from the same run.
+regal_tables() {
+  local dir_run=$out/regal_table1 train=() grid=()
+  mkdir -p "$dir_run"
+  if [ $quick = 1 ]; then
+    # 300 steps of 8 samples (the full run: 1,500), validation on 20 graphs,
+    # 5 graphs for the trainer's own check; then 10 test graphs, 1 seed.
+    train=(steps=300 valid_graphs=20 valid_every=100 checkpoint_every=100 evaluate.graphs=5 evaluate.seeds=1)
+    grid=(seeds=1 --max-cells 50)
+  fi
+  say "training REGAL (resumes a finished or killed run)"
+  local resume=()
+  [ ! -f "$dir_run/train/checkpoint.pt" ] || resume=(--resume)
+  "${launch[@]}" "$GOSIM" train configs/experiments/regal_train.yaml --run-dir "$dir_run/train" "${resume[@]}" \
+    "${train[@]}"
+  say "every method on the test graphs"
+  run_grid configs/experiments/paper/regal_table1.yaml output="$dir_run/run" \
+    "agents[4].options.checkpoint=$dir_run/train/best.pt" "${grid[@]}"
+  say "tables and plots"
+  $PY analysis/tables.py analysis/layouts/regal_table1.yaml "$dir_run/run" --out "$dir_run"
+  $PY analysis/tables.py analysis/layouts/regal_table2.yaml "$dir_run/run" --out "$dir_run"
+  local first
+  first=$($PY -c "import json,sys; print(json.loads(open(sys.argv[1]).readline())['graph'])" "$dir_run/run/results.jsonl")
+  $PY analysis/plot_convergence.py "$dir_run/run" --graph "$first" --out "$dir_run/convergence.png"
+  dir=$dir_run
+  plots_for "$dir_run/run" "$first" regal "${first}_regal"
+}
+
 case "$table" in
   hrl_table1) hrl_table1 ;;
+  regal_table1|regal_table2) regal_tables; table=regal_table1 ;;
   *) echo "reproduce.sh: unknown table '$table' (see --help)" >&2; exit 2 ;;
 esac
-say "done: $dir/$table.md, $dir/$table.tex and the plots in $dir/"
+say "done: the tables (.md, .tex) and plots in $dir/"
