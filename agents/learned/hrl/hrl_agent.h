@@ -8,9 +8,12 @@
 //   (hrl_policy.h). Grouper and Placer are trained jointly with REINFORCE:
 //   the log-probability of a sample is the sum of the Grouper's and the
 //   Placer's, the reward is -sqrt(step time), the baseline an exponential
-//   moving average of the reward (decay 0.9), Adam with gradient-norm
-//   clipping at 1.0; an infeasible placement (out of memory) counts as a
-//   step time of 100 s (reference code; option `infeasible_step_time`).
+//   moving average of the reward (decay 0.9, updated per sample), Adam with
+//   gradient-norm clipping at 1.0 and the reference code's logit noise and
+//   learning-rate decay; an infeasible placement (out of memory) counts as a
+//   step time of 100 s (reference code; option `infeasible_step_time`). A
+//   locality prior (colocation groups merged into consecutive runs) is added
+//   to the Grouper's logits (a deviation, docs/DEVIATIONS.md).
 // colocrl: "Device Placement Optimization with Reinforcement Learning"
 //   (Mirhoseini et al., ICML 2017). The same Placer and training over fixed
 //   groups built from the graph's colocation groups (grouping.h).
