@@ -69,7 +69,7 @@ HrlLearner::HrlLearner(const graphs::Graph& graph, int32_t devices, bool step_ti
 
 std::string HrlLearner::Signature() const {
   auto kv = [](const char* key, int64_t value) { return std::string(key) + "=" + std::to_string(value); };
-  return std::string("hrl/v1:") + kv("learned_grouper", options_.learned_grouper ? 1 : 0) + "," +
+  return std::string("hrl/v2:") + kv("learned_grouper", options_.learned_grouper ? 1 : 0) + "," +
          kv("nodes", graph_.num_nodes()) + "," +
          kv("op_types", static_cast<int64_t>(graph_.op_types().size())) + "," + kv("devices", devices_) +
          "," + kv("groups", num_groups_) + "," + kv("grouper_hidden", options_.grouper_hidden) + "," +
