@@ -4,20 +4,33 @@
 // extraction; torch on 1 thread. Training throughput in simulator
 // evaluations per second is what BM_Brkga5K (brkga_bench) measures for the
 // BRKGA runs that dominate a REGAL step.
+// HRL / ColocRL (BM_HrlTraining): one training step of the agent's defaults
+// (32 / 16 sampled placements: Grouper forward and sampling, group
+// embeddings, Placer forward and sampling, simulation on k80x2, backward,
+// Adam) on one thread; counters: `policy_ms` (policy forward + backward +
+// Adam per step, CPU), `sim_ms` (the simulator's share per step, CPU) and
+// `evaluations/s` (training throughput per CPU second).
 //
 //   build-learn/bench/learned_bench --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
 // Figures: docs/BENCHMARKS.md ("Learned agents").
 #include <benchmark/benchmark.h>
+#include <tbb/global_control.h>
 
+#include <algorithm>
+#include <ctime>
 #include <map>
 #include <memory>
 
 #include "agents/learned/common/features.h"
 #include "agents/learned/common/gnn.h"
+#include "agents/learned/hrl/hrl_learner.h"
 #include "agents/learned/regal/regal.h"
 #include "core/rng.h"
 #include "core/yaml.h"
 #include "graphs/generators/generators.h"
+#include "sim/cluster.h"
+#include "sim/cost_model.h"
+#include "sim/evaluator.h"
 
 namespace gosim::agents::learned {
 namespace {
@@ -77,6 +90,63 @@ void BM_RegalPolicyInference(benchmark::State& state) {
   state.counters["nodes"] = g.num_nodes();
 }
 BENCHMARK(BM_RegalPolicyInference)->Arg(1000)->Arg(10000)->Unit(benchmark::kMillisecond);
+
+hrl::HrlOptions HrlDefaults(bool learned_grouper) {
+  YamlMap none = YamlMap::Root(LoadYamlString("{}"), "learned_bench");
+  return hrl::HrlOptions::Parse(none, learned_grouper);
+}
+
+// CPU seconds of the calling thread.
+double ThreadCpuSeconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+// range(0): nodes; range(1): 1 = hrl, 0 = colocrl.
+void BM_HrlTraining(benchmark::State& state) {
+  // One thread for the simulator batch too, so that the benchmark's CPU time
+  // is all the work and evaluations/s is per core.
+  const tbb::global_control one_thread(tbb::global_control::max_allowed_parallelism, 1);
+  torch::set_num_threads(1);
+  const graphs::Graph& g = GetGraph(state.range(0));
+  const sim::Cluster cluster = sim::LoadCluster("k80x2");
+  const sim::Evaluator evaluator(g, cluster, sim::MakeCostModel("roofline"));
+  const hrl::HrlOptions options = HrlDefaults(state.range(1) != 0);
+  hrl::HrlLearner learner(g, cluster.num_devices(), true, options, 0);
+  double sim_seconds = 0.0;
+  const auto evaluate = [&](const std::vector<sim::Decision>& d, std::vector<sim::Evaluation>& e) {
+    const double start = ThreadCpuSeconds();
+    evaluator.EvaluateBatch(d, e);
+    sim_seconds += ThreadCpuSeconds() - start;
+  };
+  const auto score = [](const sim::Evaluation& e) { return e.step_time; };
+  int64_t evaluations = 0;
+  int64_t steps = 0;
+  double total_seconds = 0.0;
+  for (auto _ : state) {
+    const double start = ThreadCpuSeconds();
+    evaluations += learner.Step(options.samples_per_step, evaluate, score).samples;
+    total_seconds += ThreadCpuSeconds() - start;
+    ++steps;
+  }
+  state.counters["nodes"] = g.num_nodes();
+  state.counters["groups"] = learner.num_groups();
+  state.counters["samples"] = static_cast<double>(options.samples_per_step);
+  // Per policy step, CPU: the simulator's share and the policy's (Grouper,
+  // group embeddings, Placer, backward, Adam: everything else).
+  state.counters["sim_ms"] = 1e3 * sim_seconds / static_cast<double>(std::max<int64_t>(1, steps));
+  state.counters["policy_ms"] =
+      1e3 * (total_seconds - sim_seconds) / static_cast<double>(std::max<int64_t>(1, steps));
+  state.counters["evaluations/s"] =
+      benchmark::Counter(static_cast<double>(evaluations), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_HrlTraining)
+    ->Args({1000, 1})
+    ->Args({10000, 1})
+    ->Args({1000, 0})
+    ->Args({10000, 0})
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace gosim::agents::learned

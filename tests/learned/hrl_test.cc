@@ -130,6 +130,13 @@ TEST_CASE("hrl and colocrl options are validated") {
   CHECK_THROWS_AS(MakeLearned("colocrl", "{groups: 10}"), ConfigError);  // hrl's key
   CHECK_THROWS_AS(MakeLearned("hrl", "{hiden: 32}"), ConfigError);
   CHECK_THROWS_AS(MakeLearned("hrl", "{groups: many}"), ConfigError);
+  CHECK_THROWS_AS(MakeLearned("colocrl", "{locality_prior: 5}"), ConfigError);  // hrl's key
+  CHECK_THROWS_AS(MakeLearned("hrl", "{logits_noise: -0.5}"), ConfigError);
+  CHECK_THROWS_AS(MakeLearned("hrl", "{lr_decay: 1.5}"), ConfigError);
+  CHECK_THROWS_AS(MakeLearned("hrl", "{lr_decay_steps: 0}"), ConfigError);
+  CHECK_THROWS_AS(MakeLearned("hrl", "{baseline_start: zero}"), ConfigError);
+  CHECK(MakeLearned("colocrl", "{tanh_constant: 1.0, logits_noise: 0.5, noise_steps: 10}")->name() ==
+        "colocrl");
   try {
     MakeLearned("hrl", "{infeasible_step_time: 0}");
     FAIL("expected a ConfigError");
@@ -147,10 +154,11 @@ TEST_CASE("hrl and colocrl options are validated") {
 
 // A chain of 12 ops (1 ms each) whose 100 MB outputs take 10 ms to cross
 // devices: the best placement keeps the chain on one device, 12 ms; a random
-// placement cuts it about 6 times.
+// placement cuts it about 6 times. Without the locality prior (the reference
+// code's Grouper), the Grouper itself must learn to keep the chain together.
 TEST_CASE("hrl learns: its mean step time falls and it finds the single-device placement") {
   Fixture f(IndependentChains(1, 12, 100'000'000), MakeCluster(2, int64_t{1} << 34, 1e10, 0.0));
-  auto agent = MakeLearned("hrl", "{samples_per_step: 16, learning_rate: 0.05}");
+  auto agent = MakeLearned("hrl", "{samples_per_step: 16, learning_rate: 0.05, locality_prior: 0}");
   const AgentResult r = agent->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 320, 3));
   CHECK(r.evaluations == 320);
   CHECK(r.extra.at("policy_steps") == 20);
@@ -162,6 +170,20 @@ TEST_CASE("hrl learns: its mean step time falls and it finds the single-device p
   REQUIRE(r.best.placement.size() == 12);
   for (int32_t d : r.best.placement) CHECK(d == r.best.placement.front());
   CHECK(!r.curve.empty());
+}
+
+// 8 chains of 3 ops on 2 devices with 1 ms transfer latency: with the
+// locality prior (the chains are the prior groups) and otherwise its defaults
+// but a short budget (no logit noise, a higher learning rate), hrl must learn
+// to deal 4 chains to each device, 12 ms; a random dealing is unbalanced.
+TEST_CASE("hrl with the locality prior learns to balance the chains") {
+  Fixture f(IndependentChains(8, 3), MakeCluster(2, int64_t{1} << 34, 1e10, 1e-3));
+  auto agent = MakeLearned("hrl", "{samples_per_step: 16, learning_rate: 0.03, noise_steps: 0}");
+  const AgentResult r = agent->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 480, 5));
+  MESSAGE("hrl (locality prior) mean step time, first steps ", r.extra.at("first_mean_cost"),
+          " s, last steps ", r.extra.at("last_mean_cost"), " s; best ", r.best_objective, " s");
+  CHECK(r.extra.at("last_mean_cost") < 0.9 * r.extra.at("first_mean_cost"));
+  CHECK(r.best_objective == doctest::Approx(0.012).epsilon(1e-6));
 }
 
 // 8 chains of 3 ops: ColocRL's groups are the chains (single-consumer

@@ -185,10 +185,10 @@ TEST_CASE("Every preset loads and routes every pair of devices") {
     double fp32;
   };
   for (const Expect& e :
-       {Expect{"k80x2", 2, "K80", 4.37e12}, Expect{"p100x4_pcie", 4, "P100", 9.3e12},
-        Expect{"dgx1_v100", 8, "V100", 15.7e12}, Expect{"a100x8_nvswitch", 8, "A100", 19.5e12},
-        Expect{"h100x8_nvswitch", 8, "H100", 67e12}, Expect{"2node_16gpu_200g", 16, "A100", 19.5e12},
-        Expect{"local", 2, "cpu", 128e9}}) {
+       {Expect{"k80x2", 2, "K80", 4.37e12}, Expect{"k80x4", 4, "K80", 4.37e12},
+        Expect{"p100x4_pcie", 4, "P100", 9.3e12}, Expect{"dgx1_v100", 8, "V100", 15.7e12},
+        Expect{"a100x8_nvswitch", 8, "A100", 19.5e12}, Expect{"h100x8_nvswitch", 8, "H100", 67e12},
+        Expect{"2node_16gpu_200g", 16, "A100", 19.5e12}, Expect{"local", 2, "cpu", 128e9}}) {
     CAPTURE(e.name);
     const Cluster c = LoadCluster(e.name);
     CHECK(c.name() == e.name);
@@ -238,6 +238,19 @@ TEST_CASE("DGX-1 has the hybrid cube mesh: six NVLinks per GPU, PCIe through the
   CHECK(c.link(c.Route(0, 5)[1]).resources == std::vector<int32_t>{c.FindResource("pcie_switch2.down")});
   CHECK(c.device(0).peak_flops_fp16 == 125e12);
   CHECK(c.device(0).memory_capacity == 16LL << 30);
+}
+
+TEST_CASE("k80x4: peer-to-peer on a board, through the host between boards") {
+  const Cluster c = LoadCluster("k80x4");
+  REQUIRE(c.Route(0, 1).size() == 1);
+  REQUIRE(c.Route(3, 2).size() == 1);
+  CHECK(c.link(c.Route(0, 1).front()).bandwidth == 15.75e9);
+  CHECK(c.link(c.Route(0, 1).front()).resources.empty());
+  REQUIRE(c.Route(1, 2).size() == 2);  // board 0 -> host -> board 1
+  CHECK(c.link(c.Route(1, 2)[0]).dst == Cluster::kHost);
+  CHECK(c.link(c.Route(1, 2)[0]).resources == std::vector<int32_t>{c.FindResource("board0_uplink.up")});
+  CHECK(c.link(c.Route(1, 2)[1]).resources == std::vector<int32_t>{c.FindResource("board1_uplink.down")});
+  CHECK(c.device(3).memory_capacity == 12LL << 30);
 }
 
 TEST_CASE("NVSwitch and two-node presets share per-GPU ports and per-node NICs") {

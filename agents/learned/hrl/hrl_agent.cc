@@ -41,6 +41,24 @@ class HrlAgent : public Agent {
 HrlOptions HrlOptions::Parse(YamlMap& options, bool learned_grouper) {
   HrlOptions o;
   o.learned_grouper = learned_grouper;
+  if (learned_grouper) {
+    // hrl's defaults (configs/agents/hrl.yaml; docs/DEVIATIONS.md): the
+    // reference code's exploration and learning-rate schedule, the locality
+    // prior, 32 samples per step at a lower learning rate.
+    o.evaluations = 48000;
+    o.samples_per_step = 32;
+    o.learning_rate = 0.005;
+    o.lr_decay = 0.95;
+    o.lr_decay_start = 400;
+    o.lr_decay_steps = 50;
+    o.logits_noise = 0.5;
+    o.noise_steps = 750;
+    o.locality_prior = 10.0;
+  } else {
+    // ColocRL (2017) does not say where its baseline starts; the first
+    // reward keeps its earlier behaviour (docs/DEVIATIONS.md).
+    o.baseline_from_failing = false;
+  }
   o.evaluations = GetInt(options, "evaluations", o.evaluations, 1, int64_t{1} << 40);
   o.samples_per_step = GetInt(options, "samples_per_step", o.samples_per_step, 1, 4096);
   if (learned_grouper) {
@@ -53,10 +71,21 @@ HrlOptions HrlOptions::Parse(YamlMap& options, bool learned_grouper) {
   o.attention = GetInt(options, "attention", o.attention, 1, 4096);
   o.device_embedding = GetInt(options, "device_embedding", o.device_embedding, 1, 4096);
   o.learning_rate = GetDouble(options, "learning_rate", o.learning_rate, 1e-8, 10.0);
+  o.lr_decay = GetDouble(options, "lr_decay", o.lr_decay, 1e-6, 1.0);
+  o.lr_decay_start = GetInt(options, "lr_decay_start", o.lr_decay_start, 0, int64_t{1} << 40);
+  o.lr_decay_steps = GetInt(options, "lr_decay_steps", o.lr_decay_steps, 1, int64_t{1} << 40);
   o.baseline_decay = GetDouble(options, "baseline_decay", o.baseline_decay, 0.0, 1.0);
+  o.baseline_from_failing =
+      GetChoice(options, "baseline_start", o.baseline_from_failing ? "failing" : "first",
+                {"failing", "first"}) == "failing";
   o.grad_clip = GetDouble(options, "grad_clip", o.grad_clip, 0.0, 1e9);
   o.infeasible_step_time = GetDouble(options, "infeasible_step_time", o.infeasible_step_time, 1e-9, 1e9);
   o.init_scale = GetDouble(options, "init_scale", o.init_scale, 0.0, 10.0);
+  if (learned_grouper) o.locality_prior = GetDouble(options, "locality_prior", o.locality_prior, 0.0, 1e3);
+  o.tanh_constant = GetDouble(options, "tanh_constant", o.tanh_constant, 0.0, 1e3);
+  o.logits_noise = GetDouble(options, "logits_noise", o.logits_noise, 0.0, 100.0);
+  o.noise_steps = GetInt(options, "noise_steps", o.noise_steps, 0, int64_t{1} << 40);
+  o.entropy_weight = GetDouble(options, "entropy_weight", o.entropy_weight, 0.0, 1e3);
   o.torch_threads = GetInt(options, "torch_threads", o.torch_threads, 0, 1024);
   options.Finish();
   return o;

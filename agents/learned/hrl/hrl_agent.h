@@ -8,9 +8,12 @@
 //   (hrl_policy.h). Grouper and Placer are trained jointly with REINFORCE:
 //   the log-probability of a sample is the sum of the Grouper's and the
 //   Placer's, the reward is -sqrt(step time), the baseline an exponential
-//   moving average of the reward (decay 0.9), Adam with gradient-norm
-//   clipping at 1.0; an infeasible placement (out of memory) counts as a
-//   step time of 100 s (reference code; option `infeasible_step_time`).
+//   moving average of the reward (decay 0.9, updated per sample), Adam with
+//   gradient-norm clipping at 1.0 and the reference code's logit noise and
+//   learning-rate decay; an infeasible placement (out of memory) counts as a
+//   step time of 100 s (reference code; option `infeasible_step_time`). A
+//   locality prior (colocation groups merged into consecutive runs) is added
+//   to the Grouper's logits (a deviation, docs/DEVIATIONS.md).
 // colocrl: "Device Placement Optimization with Reinforcement Learning"
 //   (Mirhoseini et al., ICML 2017). The same Placer and training over fixed
 //   groups built from the graph's colocation groups (grouping.h).
@@ -42,11 +45,21 @@ struct HrlOptions {
   int64_t attention = 64;
   int64_t device_embedding = 16;
   double learning_rate = 0.01;
+  double lr_decay = 1.0;       // learning rate x lr_decay every lr_decay_steps policy steps ...
+  int64_t lr_decay_start = 0;  // ... after this many steps (reference code: 0.95, 50, 400)
+  int64_t lr_decay_steps = 50;
   double baseline_decay = 0.9;
+  bool baseline_from_failing =
+      true;  // the baseline starts at -sqrt(infeasible_step_time) (reference); else at the first reward
   double grad_clip = 1.0;
   double infeasible_step_time = 100.0;  // seconds
   double init_scale = 0.1;              // parameters start uniform in [-init_scale, init_scale]
-  int64_t torch_threads = 1;            // LibTorch intra-op threads; 0 = leave LibTorch's setting
+  double locality_prior = 0.0;  // hrl: logit bonus of the group of an op's topological chunk; 0 = none
+  double tanh_constant = 0.0;   // > 0: Placer logits squashed to tanh_constant * tanh(logits)
+  double logits_noise = 0.0;    // noise on Grouper and Placer logits, fraction of their RMS
+  int64_t noise_steps = 0;      // policy steps with logit noise
+  double entropy_weight = 0.0;  // weight of the policy's entropy in the loss
+  int64_t torch_threads = 1;    // LibTorch intra-op threads; 0 = leave LibTorch's setting
 
   // Reads and range-checks the options of agent hrl (`learned_grouper`) or
   // colocrl; keys of the other agent are unknown keys. Calls Finish().

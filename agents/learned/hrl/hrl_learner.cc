@@ -21,6 +21,7 @@ HrlLearner::HrlLearner(const graphs::Graph& graph, int32_t devices, bool step_ti
       devices_(devices),
       step_time_objective_(step_time_objective),
       options_(options),
+      seed_(seed),
       rng_(Rng::Derive(seed, {0x68726c00ULL + (options.learned_grouper ? 1 : 0)})) {
   // Groups: learned (HRL) or fixed colocation groups (ColocRL).
   if (options.learned_grouper) {
@@ -38,6 +39,19 @@ HrlLearner::HrlLearner(const graphs::Graph& graph, int32_t devices, bool step_ti
     InitUniform(*net_->grouper, options.init_scale, rng_);
     op_types_ = torch::tensor(OpTypes(graph), torch::kInt64);
     op_features_ = ToTensor(OpFeatures(graph));
+    if (options.locality_prior > 0.0) {
+      // The prior group of an op: ColocRL's colocation groups merged into at
+      // most G consecutive runs (grouping.h).
+      const int32_t n = graph.num_nodes();
+      int32_t runs = 0;
+      const std::vector<int32_t> prior_group = ColocationGroups(graph, num_groups_, &runs);
+      group_prior_ = torch::zeros({n, num_groups_});
+      float* prior = group_prior_.data_ptr<float>();
+      for (int32_t i = 0; i < n; ++i) {
+        prior[static_cast<int64_t>(i) * num_groups_ + prior_group[static_cast<size_t>(i)]] =
+            static_cast<float>(options.locality_prior);
+      }
+    }
   }
   net_->placer = net_->register_module(
       "placer", Placer(width_, options.hidden, options.attention, devices, options.device_embedding));
@@ -55,7 +69,7 @@ HrlLearner::HrlLearner(const graphs::Graph& graph, int32_t devices, bool step_ti
 
 std::string HrlLearner::Signature() const {
   auto kv = [](const char* key, int64_t value) { return std::string(key) + "=" + std::to_string(value); };
-  return std::string("hrl/v1:") + kv("learned_grouper", options_.learned_grouper ? 1 : 0) + "," +
+  return std::string("hrl/v2:") + kv("learned_grouper", options_.learned_grouper ? 1 : 0) + "," +
          kv("nodes", graph_.num_nodes()) + "," +
          kv("op_types", static_cast<int64_t>(graph_.op_types().size())) + "," + kv("devices", devices_) +
          "," + kv("groups", num_groups_) + "," + kv("grouper_hidden", options_.grouper_hidden) + "," +
@@ -68,6 +82,7 @@ void HrlLearner::SaveState(learned::TrainingState* state) const {
   state->scalars["hrl/baseline"] = baseline_;
   state->scalars["hrl/has_baseline"] = has_baseline_ ? 1.0 : 0.0;
   state->scalars["hrl/score_unit"] = score_unit_;
+  state->scalars["hrl/step"] = static_cast<double>(step_);
 }
 
 void HrlLearner::LoadState(const learned::TrainingState& state) {
@@ -75,6 +90,7 @@ void HrlLearner::LoadState(const learned::TrainingState& state) {
   baseline_ = state.scalars.at("hrl/baseline");
   has_baseline_ = state.scalars.at("hrl/has_baseline") != 0.0;
   score_unit_ = state.scalars.at("hrl/score_unit");
+  step_ = static_cast<int64_t>(state.scalars.at("hrl/step"));
 }
 
 // The cost behind the reward -sqrt(cost): the step time in seconds (HRL's
@@ -90,11 +106,18 @@ double HrlLearner::CostOf(const sim::Evaluation& evaluation, const ScoreFn& scor
 
 HrlLearner::StepResult HrlLearner::Step(int64_t k, const EvaluateFn& evaluate, const ScoreFn& score) {
   const int32_t n = graph_.num_nodes();
+  // Logit noise draws from a stream of its own per step, so that a resumed
+  // run draws the same noise.
+  const bool noisy = options_.logits_noise > 0.0 && step_ < options_.noise_steps;
+  Rng noise_rng = Rng::Derive(seed_, {0x6e6f697365ULL, static_cast<uint64_t>(step_)});
+  const double noise = noisy ? options_.logits_noise : 0.0;
   // Policy: sample k groupings and k placements (with autograd).
   GroupSamples group_samples;
   torch::Tensor inputs;
   if (options_.learned_grouper) {
-    group_samples = SampleGroups(net_->grouper->forward(op_types_, op_features_), k, rng_);
+    torch::Tensor logits = net_->grouper->forward(op_types_, op_features_);
+    if (group_prior_.defined()) logits = logits + group_prior_;
+    group_samples = SampleGroups(AddLogitNoise(logits, noise, noise_rng), k, rng_);
     inputs = torch::empty({k, num_groups_, width_});
     float* data = inputs.data_ptr<float>();
     for (int64_t i = 0; i < k; ++i) {
@@ -105,7 +128,9 @@ HrlLearner::StepResult HrlLearner::Step(int64_t k, const EvaluateFn& evaluate, c
   } else {
     inputs = fixed_inputs_.expand({k, num_groups_, width_}).contiguous();
   }
-  PlacerOutput placed = net_->placer->forward(inputs, rng_);
+  const PlacerSampling sampling{
+      .tanh_constant = options_.tanh_constant, .logits_noise = noise, .noise_rng = &noise_rng};
+  PlacerOutput placed = net_->placer->forward(inputs, sampling, rng_);
 
   // Simulator: every sample in one parallel batch.
   decisions_.assign(static_cast<size_t>(k), sim::Decision{});
@@ -123,35 +148,52 @@ HrlLearner::StepResult HrlLearner::Step(int64_t k, const EvaluateFn& evaluate, c
   }
   evaluate(decisions_, evaluations_);
 
-  // REINFORCE with an exponential-moving-average baseline.
+  // REINFORCE with an exponential-moving-average baseline, updated after
+  // every sample in sample order as the reference code does with one sample
+  // per step: sample i's advantage is taken against the average of the
+  // rewards before it.
   StepResult result;
   result.samples = k;
   std::vector<float> advantages(static_cast<size_t>(k));
-  std::vector<double> rewards(static_cast<size_t>(k));
-  double mean_reward = 0.0;
-  for (int64_t i = 0; i < k; ++i) {
-    const sim::Evaluation& e = evaluations_[static_cast<size_t>(i)];
-    const double cost = CostOf(e, score);
-    rewards[static_cast<size_t>(i)] = -std::sqrt(cost);
-    mean_reward += rewards[static_cast<size_t>(i)] / static_cast<double>(k);
-    result.mean_cost += cost / static_cast<double>(k);
-    result.feasible_fraction += e.feasible ? 1.0 / static_cast<double>(k) : 0.0;
-  }
-  if (!has_baseline_) {
-    baseline_ = mean_reward;
+  if (!has_baseline_ && options_.baseline_from_failing) {
+    baseline_ = -std::sqrt(options_.infeasible_step_time);
     has_baseline_ = true;
   }
   for (int64_t i = 0; i < k; ++i) {
-    advantages[static_cast<size_t>(i)] = static_cast<float>(rewards[static_cast<size_t>(i)] - baseline_);
+    const sim::Evaluation& e = evaluations_[static_cast<size_t>(i)];
+    const double cost = CostOf(e, score);
+    const double reward = -std::sqrt(cost);
+    if (!has_baseline_) {
+      baseline_ = reward;
+      has_baseline_ = true;
+    }
+    advantages[static_cast<size_t>(i)] = static_cast<float>(reward - baseline_);
+    baseline_ = options_.baseline_decay * baseline_ + (1.0 - options_.baseline_decay) * reward;
+    result.mean_cost += cost / static_cast<double>(k);
+    result.feasible_fraction += e.feasible ? 1.0 / static_cast<double>(k) : 0.0;
   }
   torch::Tensor log_prob = placed.log_prob;
-  if (options_.learned_grouper) log_prob = log_prob + group_samples.log_prob;
-  const torch::Tensor loss = -(torch::tensor(advantages) * log_prob).mean();
+  torch::Tensor entropy = placed.entropy;
+  if (options_.learned_grouper) {
+    log_prob = log_prob + group_samples.log_prob;
+    entropy = entropy + group_samples.entropy;
+  }
+  torch::Tensor loss = -(torch::tensor(advantages) * log_prob).mean();
+  if (options_.entropy_weight > 0.0) loss = loss - options_.entropy_weight * entropy.mean();
+  // Staircase exponential decay of the learning rate (reference code).
+  double lr = options_.learning_rate;
+  if (options_.lr_decay < 1.0 && step_ >= options_.lr_decay_start) {
+    lr *= std::pow(options_.lr_decay,
+                   static_cast<double>((step_ - options_.lr_decay_start) / options_.lr_decay_steps));
+  }
+  for (auto& group : optimizer_->param_groups()) {
+    static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
+  }
   optimizer_->zero_grad();
   loss.backward();
   if (options_.grad_clip > 0.0) torch::nn::utils::clip_grad_norm_(parameters_, options_.grad_clip);
   optimizer_->step();
-  baseline_ = options_.baseline_decay * baseline_ + (1.0 - options_.baseline_decay) * mean_reward;
+  ++step_;
   return result;
 }
 

@@ -71,11 +71,14 @@ class HrlLearner {
   int32_t devices_;
   bool step_time_objective_;
   HrlOptions options_;
+  uint64_t seed_;
   Rng rng_;
+  int64_t step_ = 0;  // policy steps taken (the logit-noise schedule)
   int32_t num_groups_ = 0;
   int64_t width_ = 0;
   std::vector<int32_t> fixed_groups_;
   torch::Tensor op_types_, op_features_, fixed_inputs_;
+  torch::Tensor group_prior_;  // [N, G] locality prior added to the Grouper's logits (undefined: none)
   HrlNet net_;
   std::vector<torch::Tensor> parameters_;
   std::unique_ptr<torch::optim::Adam> optimizer_;

@@ -45,13 +45,24 @@ torch::Tensor GrouperImpl::forward(const torch::Tensor& op_types, const torch::T
   return output(torch::relu(hidden(x)));
 }
 
+torch::Tensor AddLogitNoise(const torch::Tensor& logits, double fraction, Rng& rng) {
+  if (fraction <= 0.0 || logits.numel() == 0) return logits;
+  const double rms = logits.detach().pow(2).mean().sqrt().item<double>();
+  if (rms <= 0.0) return logits;
+  torch::Tensor noise = torch::empty(logits.sizes(), torch::kFloat32);
+  float* data = noise.data_ptr<float>();
+  for (int64_t i = 0; i < noise.numel(); ++i) data[i] = static_cast<float>(fraction * rms * rng.Normal());
+  return logits + noise;
+}
+
 GroupSamples SampleGroups(const torch::Tensor& logits, int64_t samples, Rng& rng) {
   const int64_t n = logits.size(0);
   const int64_t g = logits.size(1);
   torch::Tensor log_probs = torch::log_softmax(logits, 1);
   torch::Tensor probs = log_probs.detach().exp().contiguous();
-  const float* p = probs.data_ptr<float>();
   GroupSamples out;
+  out.entropy = -(log_probs.exp() * log_probs).sum();
+  const float* p = probs.data_ptr<float>();
   out.groups.assign(static_cast<size_t>(samples), std::vector<int32_t>(static_cast<size_t>(n)));
   torch::Tensor index = torch::empty({samples, n}, torch::kInt64);
   int64_t* idx = index.data_ptr<int64_t>();
@@ -85,7 +96,7 @@ PlacerImpl::PlacerImpl(int64_t input_size, int64_t hidden, int64_t attention, in
   output = register_module("output", torch::nn::Linear(3 * hidden, devices));
 }
 
-PlacerOutput PlacerImpl::forward(const torch::Tensor& inputs, Rng& rng) {
+PlacerOutput PlacerImpl::forward(const torch::Tensor& inputs, const PlacerSampling& sampling, Rng& rng) {
   const int64_t k = inputs.size(0);
   const int64_t g = inputs.size(1);
   torch::Tensor encoded = std::get<0>(encoder(inputs));  // [K, G, 2H]
@@ -96,14 +107,21 @@ PlacerOutput PlacerImpl::forward(const torch::Tensor& inputs, Rng& rng) {
   torch::Tensor devices = torch::empty({k, g}, torch::kInt64);
   int64_t* chosen = devices.data_ptr<int64_t>();
   std::vector<torch::Tensor> log_probs;
+  std::vector<torch::Tensor> entropies;
   log_probs.reserve(static_cast<size_t>(g));
+  entropies.reserve(static_cast<size_t>(g));
   for (int64_t t = 0; t < g; ++t) {
     torch::Tensor input = torch::cat({device_embedding(previous), encoded.select(1, t)}, 1);
     std::tie(h, c) = decoder(input, std::make_tuple(h, c));
     torch::Tensor scores = attention_score(torch::tanh(keys + attention_query(h).unsqueeze(1))).squeeze(2);
-    torch::Tensor weights = torch::softmax(scores, 1);                                          // [K, G]
-    torch::Tensor context = torch::bmm(weights.unsqueeze(1), encoded).squeeze(1);               // [K, 2H]
-    torch::Tensor step_log_probs = torch::log_softmax(output(torch::cat({h, context}, 1)), 1);  // [K, D]
+    torch::Tensor weights = torch::softmax(scores, 1);                             // [K, G]
+    torch::Tensor context = torch::bmm(weights.unsqueeze(1), encoded).squeeze(1);  // [K, 2H]
+    torch::Tensor logits = output(torch::cat({h, context}, 1));                    // [K, D]
+    if (sampling.tanh_constant > 0.0) logits = sampling.tanh_constant * torch::tanh(logits);
+    if (sampling.logits_noise > 0.0)
+      logits = AddLogitNoise(logits, sampling.logits_noise, *sampling.noise_rng);
+    torch::Tensor step_log_probs = torch::log_softmax(logits, 1);
+    entropies.push_back(-(step_log_probs.exp() * step_log_probs).sum(1));
     torch::Tensor probs = step_log_probs.detach().exp().contiguous();
     const float* p = probs.data_ptr<float>();
     torch::Tensor pick = torch::empty({k}, torch::kInt64);
@@ -115,7 +133,7 @@ PlacerOutput PlacerImpl::forward(const torch::Tensor& inputs, Rng& rng) {
     log_probs.push_back(step_log_probs.gather(1, pick.unsqueeze(1)).squeeze(1));
     previous = pick;
   }
-  return PlacerOutput{devices, torch::stack(log_probs, 1).sum(1)};
+  return PlacerOutput{devices, torch::stack(log_probs, 1).sum(1), torch::stack(entropies, 1).sum(1)};
 }
 
 }  // namespace gosim::agents::hrl

@@ -11,6 +11,12 @@
 // for the previous group and the encoder state of the current group, with
 // content-based (Bahdanau) attention over all encoder states.
 //
+// Exploration as in the reference code (TensorFlow's grappler
+// hierarchical_controller.py): the Placer's logits can be squashed to
+// tanh_constant * tanh(logits), and Gaussian noise of a given fraction of the
+// logits' RMS can be added to the Grouper's and the Placer's logits before
+// sampling (the log-probabilities are those of the noisy logits, as there).
+//
 // Sampling uses a gosim::Rng (not torch's global generator) so that a run
 // depends only on its seed; parameters are initialized from the same Rng.
 #ifndef GOSIM_AGENTS_LEARNED_HRL_HRL_POLICY_H_
@@ -37,18 +43,34 @@ struct GrouperImpl : torch::nn::Module {
 };
 TORCH_MODULE(Grouper);
 
-// Samples `samples` groupings from group logits [N, G]: returns the group of
-// every node per sample ([samples][N]) and the log-probability of each
-// sampled grouping ([samples], differentiable through `logits`).
+// Adds Gaussian noise of standard deviation `fraction` x RMS(logits) (the
+// RMS taken without gradient) to `logits`, drawn from `rng`; `fraction` <= 0
+// returns `logits` unchanged. Reference code: logits_std_noise.
+torch::Tensor AddLogitNoise(const torch::Tensor& logits, double fraction, Rng& rng);
+
+// Samples `samples` groupings from group logits [N, G] (shared by all
+// samples, so noise, if any, is added by the caller): returns the group of
+// every node per sample ([samples][N]), the log-probability of each sampled
+// grouping ([samples], differentiable through `logits`) and the entropy of
+// the grouping distribution (summed over nodes, differentiable).
 struct GroupSamples {
   std::vector<std::vector<int32_t>> groups;
   torch::Tensor log_prob;
+  torch::Tensor entropy;
 };
 GroupSamples SampleGroups(const torch::Tensor& logits, int64_t samples, Rng& rng);
 
 struct PlacerOutput {
   torch::Tensor devices;   // [K, G] int64, the sampled device of every group
   torch::Tensor log_prob;  // [K], sum over groups, differentiable
+  torch::Tensor entropy;   // [K], sum over groups of the decoder's entropy, differentiable
+};
+
+// How the Placer turns decoder outputs into device distributions.
+struct PlacerSampling {
+  double tanh_constant = 0.0;  // > 0: logits = tanh_constant * tanh(logits)
+  double logits_noise = 0.0;   // > 0: AddLogitNoise fraction, drawn from *noise_rng
+  Rng* noise_rng = nullptr;
 };
 
 struct PlacerImpl : torch::nn::Module {
@@ -56,7 +78,7 @@ struct PlacerImpl : torch::nn::Module {
              int64_t device_embedding);
   // inputs [K, G, E] (group embeddings of K samples) -> one device per group
   // per sample, sampled from the decoder's softmax with `rng`.
-  PlacerOutput forward(const torch::Tensor& inputs, Rng& rng);
+  PlacerOutput forward(const torch::Tensor& inputs, const PlacerSampling& sampling, Rng& rng);
 
   int64_t hidden_size;
   int64_t num_devices;
