@@ -85,6 +85,116 @@ TEST_CASE("MakeGoGraph: a node may fuse with its producer only on a single-produ
   CHECK(in.fuse_eligible.sum().item<int64_t>() == 1);
 }
 
+// w (a weight) -> x -> y -> g -> u, w -> g; u is w's optimizer update
+// (same colocation group); g keeps x's scope, as gradient ops do.
+graphs::Graph ScopedWithColocation() {
+  graphs::GraphBuilder b("scoped");
+  auto op = [&](const char* name, const char* scope, const char* group) {
+    graphs::NodeSpec s = testing::Op(name, 1.0, 400, scope);
+    s.colocation = group;
+    return b.AddNode(s);
+  };
+  const int w = op("w", "enc/l1", "w");
+  const int x = op("x", "enc/l1/mm", "");
+  const int y = op("y", "dec/l1", "");
+  const int g = op("g", "enc/l1/mm", "");
+  const int u = op("u", "enc/l1", "w");
+  b.AddEdge(w, x, 0);
+  b.AddEdge(x, y, 0);
+  b.AddEdge(y, g, 0);
+  b.AddEdge(w, g, 0);
+  b.AddEdge(g, u, 0);
+  return b.Build();
+}
+
+TEST_CASE("MakeGoGraph: scope-prefix positions and colocation leaders") {
+  const graphs::Graph g = ScopedWithColocation();
+  const GoGraph in = learned::go::MakeGoGraph(g);
+  REQUIRE(in.positions.sizes() == torch::IntArrayRef({5, learned::go::kGoPositions}));
+  const auto row = [&](const char* name) {
+    const torch::Tensor r = in.positions[*g.FindNode(name)];
+    return std::vector<float>(r.data_ptr<float>(), r.data_ptr<float>() + r.numel());
+  };
+  // Own position, then the first node of "enc" / "dec", "enc/l1" / "dec/l1", the full scope.
+  CHECK(row("x") == std::vector<float>{0.25f, 0.0f, 0.0f, 0.25f});
+  CHECK(row("y") == std::vector<float>{0.5f, 0.5f, 0.5f, 0.5f});
+  CHECK(row("g") == std::vector<float>{0.75f, 0.0f, 0.0f, 0.25f});  // beside its forward op x
+  CHECK(row("u") == std::vector<float>{1.0f, 0.0f, 0.0f, 0.0f});
+  CHECK(in.has_followers);
+  CHECK(torch::equal(in.place_leader, torch::tensor(std::vector<int64_t>{0, 1, 2, 3, 0})));
+  CHECK(torch::equal(in.place_free, torch::tensor(std::vector<float>{1, 1, 1, 1, 0})));
+  CHECK(!learned::go::MakeGoGraph(IndependentChains(2, 3)).has_followers);
+  // Scope groups: "enc" / "dec"; "enc/l1" / "dec/l1" (x's "enc/l1/mm" counts as "enc/l1").
+  CHECK(in.num_scope_groups1 == 2);
+  CHECK(in.num_scope_groups2 == 2);
+  CHECK(torch::equal(in.scope_group1, torch::tensor(std::vector<int64_t>{0, 0, 1, 0, 0})));
+  CHECK(torch::equal(in.scope_group2, torch::tensor(std::vector<int64_t>{0, 0, 1, 0, 0})));
+}
+
+TEST_CASE("GoPolicy: colocation followers take their leader's device and add no log-probability") {
+  const graphs::Graph g = ScopedWithColocation();
+  const GoGraph in = learned::go::MakeGoGraph(g);
+  GoModelOptions options = SmallModel();
+  options.priority = false;
+  options.fusion = false;
+  options.segment = 2;  // the leader (node 0) sits in an earlier segment than its follower (node 4)
+  torch::manual_seed(8);
+  GoPolicy policy(options);
+  Rng rng(9);
+  torch::NoGradGuard no_grad;
+  const GoOutput out = policy->forward(in, 4, 32, GoPolicyImpl::Mode::kSample, &rng);
+  CHECK(torch::equal(out.actions.device.select(1, 4), out.actions.device.select(1, 0)));
+  CHECK(out.actions.device.select(1, 0).min().item<int64_t>() !=
+        out.actions.device.select(1, 0).max().item<int64_t>());  // the leader's device does vary
+  CHECK(out.log_prob.select(1, 4).abs().max().item<float>() == 0.0f);
+  CHECK(out.entropy.select(1, 4).abs().max().item<float>() == 0.0f);
+  CHECK(out.log_prob.select(1, 0).abs().min().item<float>() > 0.0f);
+  const GoOutput again = policy->forward(in, 4, 32, GoPolicyImpl::Mode::kGiven, nullptr, &out.actions);
+  CHECK(torch::allclose(again.log_prob, out.log_prob, 1e-5, 1e-6));
+  // Off: every node decides for itself.
+  options.colocate = false;
+  GoPolicy free(options);
+  const GoOutput loose = free->forward(in, 4, 32, GoPolicyImpl::Mode::kSample, &rng);
+  CHECK(loose.log_prob.select(1, 4).abs().min().item<float>() > 0.0f);
+}
+
+TEST_CASE("GoPolicy: noisy exploration draws one perturbation per sample and re-scores under it") {
+  const graphs::Graph g = IndependentChains(3, 5);
+  const GoGraph in = learned::go::MakeGoGraph(g);
+  GoModelOptions options = SmallModel();
+  options.exploration_noise = 2.0;
+  torch::manual_seed(10);
+  GoPolicy policy(options);
+  CHECK(policy->exploration_noise() == doctest::Approx(2.0));
+  Rng rng(11);
+  torch::NoGradGuard no_grad;
+  const GoOutput out = policy->forward(in, 3, 6, GoPolicyImpl::Mode::kSample, &rng);
+  REQUIRE(out.actions.place_noise.defined());
+  CHECK(out.actions.place_noise.sizes() == torch::IntArrayRef({6, 4, policy->NoiseWidth(in)}));
+  // State, 4 positions x 7 features (3 frequencies), a bias, 3 chains + 15 ops as scope groups.
+  CHECK(policy->NoiseWidth(in) == options.model + learned::go::kGoPositions * 7 + 1 + 3 + 15);
+  CHECK(out.actions.device.max().item<int64_t>() < 3);
+  const GoOutput again = policy->forward(in, 3, 6, GoPolicyImpl::Mode::kGiven, nullptr, &out.actions);
+  CHECK(torch::allclose(again.log_prob, out.log_prob, 1e-5, 1e-6));
+  // Other noise gives other log-probabilities for the same actions.
+  GoActions other = out.actions;
+  other.place_noise = torch::randn_like(out.actions.place_noise);
+  const GoOutput moved = policy->forward(in, 3, 6, GoPolicyImpl::Mode::kGiven, nullptr, &other);
+  CHECK(!torch::allclose(moved.log_prob, out.log_prob, 1e-3, 1e-4));
+  GoActions bare = out.actions;
+  bare.place_noise = torch::Tensor();
+  CHECK_THROWS_AS(policy->forward(in, 3, 6, GoPolicyImpl::Mode::kGiven, nullptr, &bare), StateError);
+  // Greedy decisions use the noise-free network.
+  const GoOutput g1 = policy->forward(in, 3, 1, GoPolicyImpl::Mode::kGreedy, nullptr);
+  CHECK(!g1.actions.place_noise.defined());
+  // Noise is a property of the network, kept by its signature.
+  const GoModelOptions back = learned::go::ModelOptionsFromSignature(options.Signature(), "test");
+  CHECK(back.exploration_noise > 0.0);
+  CHECK(back.Signature() == options.Signature());
+  CHECK(learned::go::ModelOptionsFromSignature(SmallModel().Signature(), "test").exploration_noise == 0.0);
+  CHECK_THROWS_AS(learned::go::ModelOptionsFromSignature("go/v1:model=3", "test"), StateError);
+}
+
 TEST_CASE("RecurrentAttention: shapes, causal mask over segment and memory, weights sum to one") {
   torch::manual_seed(1);
   RecurrentAttention layer(8, 2, 6);
@@ -230,49 +340,54 @@ TEST_CASE("GoPolicy: shapes, device and fusion masks, greedy determinism, given 
 TEST_CASE("BackwardBySegment: the gradients of back-propagating the whole loss, one segment at a time") {
   const graphs::Graph g = IndependentChains(3, 5);  // 15 nodes, segments of 4: 4 segments
   const GoGraph in = learned::go::MakeGoGraph(g);
-  torch::manual_seed(11);
-  GoPolicy policy(SmallModel());
-  Rng rng(12);
-  GoOutput sampled;
-  {
-    torch::NoGradGuard no_grad;
-    sampled = policy->forward(in, 3, 5, GoPolicyImpl::Mode::kSample, &rng);
-  }
-  const torch::Tensor weight = torch::randn({5, 15});  // a different weight per action
-  const torch::Tensor target = torch::randn({5});
-  auto grads = [&]() {
-    std::vector<torch::Tensor> out;
-    for (const torch::Tensor& p : policy->parameters()) {
-      out.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
-      if (p.grad().defined()) p.mutable_grad().zero_();
+  for (const double noise : {0.0, 1.5}) {
+    CAPTURE(noise);
+    GoModelOptions options = SmallModel();
+    options.exploration_noise = noise;
+    torch::manual_seed(11);
+    GoPolicy policy(options);
+    Rng rng(12);
+    GoOutput sampled;
+    {
+      torch::NoGradGuard no_grad;
+      sampled = policy->forward(in, 3, 5, GoPolicyImpl::Mode::kSample, &rng);
     }
-    return out;
-  };
-  const GoOutput full = policy->forward(in, 3, 5, GoPolicyImpl::Mode::kGiven, nullptr, &sampled.actions);
-  CHECK(torch::allclose(full.log_prob, sampled.log_prob, 1e-5, 1e-6));
-  const torch::Tensor whole =
-      (full.log_prob * weight).sum() - 0.1 * full.entropy.sum() + (full.value - target).pow(2).mean();
-  whole.backward();
-  const std::vector<torch::Tensor> expected = grads();
-  int segments = 0;
-  const double total = policy->BackwardBySegment(
-      in, 3, sampled.actions,
-      [&](int64_t start, int64_t end, const torch::Tensor& log_prob, const torch::Tensor& entropy) {
-        ++segments;
-        CHECK(log_prob.sizes() == torch::IntArrayRef({5, end - start}));
-        return (log_prob * weight.slice(1, start, end)).sum() - 0.1 * entropy.sum();
-      },
-      [&](const torch::Tensor& value) { return (value - target).pow(2).mean(); });
-  CHECK(segments == 4);
-  CHECK(total == doctest::Approx(whole.item<double>()).epsilon(1e-5));
-  const std::vector<torch::Tensor> got = grads();
-  REQUIRE(got.size() == expected.size());
-  double largest = 0.0;
-  for (size_t i = 0; i < got.size(); ++i) {
-    CHECK(torch::allclose(got[i], expected[i], 1e-4, 1e-6));
-    largest = std::max(largest, expected[i].abs().max().item<double>());
+    const torch::Tensor weight = torch::randn({5, 15});  // a different weight per action
+    const torch::Tensor target = torch::randn({5});
+    auto grads = [&]() {
+      std::vector<torch::Tensor> out;
+      for (const torch::Tensor& p : policy->parameters()) {
+        out.push_back(p.grad().defined() ? p.grad().clone() : torch::zeros_like(p));
+        if (p.grad().defined()) p.mutable_grad().zero_();
+      }
+      return out;
+    };
+    const GoOutput full = policy->forward(in, 3, 5, GoPolicyImpl::Mode::kGiven, nullptr, &sampled.actions);
+    CHECK(torch::allclose(full.log_prob, sampled.log_prob, 1e-5, 1e-6));
+    const torch::Tensor whole =
+        (full.log_prob * weight).sum() - 0.1 * full.entropy.sum() + (full.value - target).pow(2).mean();
+    whole.backward();
+    const std::vector<torch::Tensor> expected = grads();
+    int segments = 0;
+    const double total = policy->BackwardBySegment(
+        in, 3, sampled.actions,
+        [&](int64_t start, int64_t end, const torch::Tensor& log_prob, const torch::Tensor& entropy) {
+          ++segments;
+          CHECK(log_prob.sizes() == torch::IntArrayRef({5, end - start}));
+          return (log_prob * weight.slice(1, start, end)).sum() - 0.1 * entropy.sum();
+        },
+        [&](const torch::Tensor& value) { return (value - target).pow(2).mean(); });
+    CHECK(segments == 4);
+    CHECK(total == doctest::Approx(whole.item<double>()).epsilon(1e-5));
+    const std::vector<torch::Tensor> got = grads();
+    REQUIRE(got.size() == expected.size());
+    double largest = 0.0;
+    for (size_t i = 0; i < got.size(); ++i) {
+      CHECK(torch::allclose(got[i], expected[i], 1e-4, 1e-6));
+      largest = std::max(largest, expected[i].abs().max().item<double>());
+    }
+    CHECK(largest > 0.0);  // the loss reaches the parameters
   }
-  CHECK(largest > 0.0);  // the loss reaches the parameters
 }
 
 TEST_CASE("GO checkpoints: save / load round trip and signature checks") {
@@ -348,6 +463,26 @@ TEST_CASE("go learns: PPO lowers the mean step time and finds the 8 ms decision"
           r.extra.at("zero_shot_objective"), " s");
   CHECK(r.extra.at("last_mean_cost") < 0.9 * r.extra.at("first_mean_cost"));
   CHECK(r.best_objective == doctest::Approx(0.008).epsilon(1e-6));
+}
+
+// 4 independent chains of 6 ops on 2 devices with 1 ms transfer latency:
+// the best decision deals whole chains 2 and 2 (12 ms). Per-node sampling
+// did not learn this within a test-sized budget (docs/RESULTS.md); with the
+// per-sample structured noise a sample moves whole scope groups (chains),
+// and PPO raises the probability of the good splits.
+TEST_CASE("go learns with structured exploration noise: whole chains dealt 2 and 2") {
+  Fixture f(IndependentChains(4, 6), MakeCluster(2, int64_t{1} << 34, 1e10, 1e-3));
+  auto agent = MakeGo(
+      "{heads: [placement], model: {gnn_hidden: 16, op_embedding: 4, model: 16, attention_heads: 2, layers: "
+      "1,"
+      " segment: 24, exploration_noise: 1.0}, ppo: {samples: 16, epochs: 2, learning_rate: 0.03}}");
+  const AgentResult r = agent->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 321, 5));
+  CHECK(r.extra.at("ppo_steps") == 20);
+  MESSAGE("go (noise) mean step time (x zero-shot), first step ", r.extra.at("first_mean_cost"),
+          ", last step ", r.extra.at("last_mean_cost"), "; best ", r.best_objective, " s, zero-shot ",
+          r.extra.at("zero_shot_objective"), " s");
+  CHECK(r.best_objective == doctest::Approx(0.012).epsilon(1e-6));
+  CHECK(r.extra.at("last_mean_cost") < 0.9 * r.extra.at("first_mean_cost"));
 }
 
 }  // namespace

@@ -53,6 +53,9 @@ GoModelOptions ParseModelOptions(YamlMap& m) {
   o.max_devices = GetInt(m, "max_devices", o.max_devices, 1, 1024);
   o.priority_levels = GetInt(m, "priority_levels", o.priority_levels, 2, 1024);
   o.film = m.Get<bool>("film", o.film);
+  o.position_frequencies = GetInt(m, "position_frequencies", o.position_frequencies, 0, 16);
+  o.exploration_noise = GetDouble(m, "exploration_noise", o.exploration_noise, 0.0, 100.0);
+  o.colocate = m.Get<bool>("colocate", o.colocate);
   if (o.model % o.heads != 0) {
     throw ConfigError("model width " + std::to_string(o.model) + " is not a multiple of attention_heads " +
                           std::to_string(o.heads),
@@ -122,7 +125,11 @@ GoAgentOptions GoAgentOptions::Parse(YamlMap& options) {
 }
 
 GoModelOptions ModelOptionsFromSignature(const std::string& signature, const std::string& source) {
-  const std::string prefix = "go/v1:";
+  const std::string prefix = "go/v2:";
+  if (signature.rfind("go/v1:", 0) == 0) {
+    throw StateError("checkpoint was written by an older version of the GO network (go/v1)", Location{source},
+                     "pre-train again with `gosim train` (the network now has position inputs)");
+  }
   if (signature.rfind(prefix, 0) != 0) {
     throw StateError("checkpoint is not a GO network (signature '" + signature + "')", Location{source},
                      "give a checkpoint written by `gosim train` with `agent: go`");
@@ -155,6 +162,10 @@ GoModelOptions ModelOptionsFromSignature(const std::string& signature, const std
   o.max_devices = get("max_devices");
   o.priority_levels = get("priority_levels");
   o.film = get("film") != 0;
+  o.position_frequencies = get("position_frequencies");
+  // The scale itself is a learned parameter of the checkpoint; any value > 0
+  // marks the network as noisy.
+  o.exploration_noise = get("noisy") != 0 ? 1.0 : 0.0;
   return o;
 }
 
@@ -240,6 +251,7 @@ GoPolicy BuildPolicy(const GoAgentOptions& options, uint64_t seed) {
     shape.placement = model.placement;
     shape.priority = model.priority;
     shape.fusion = model.fusion;
+    shape.colocate = model.colocate;
     model = shape;
   }
   torch::manual_seed(seed);

@@ -2,6 +2,8 @@
 
 #include <cmath>
 #include <limits>
+#include <string_view>
+#include <unordered_map>
 
 #include "agents/learned/common/features.h"
 #include "core/error.h"
@@ -13,12 +15,14 @@ namespace F = torch::nn::functional;
 
 std::string GoModelOptions::Signature() const {
   auto kv = [](const char* key, int64_t value) { return std::string(key) + "=" + std::to_string(value); };
-  return "go/v1:" + kv("gnn_hidden", gnn.hidden) + "," + kv("gnn_layers", gnn.layers) + "," +
+  return "go/v2:" + kv("gnn_hidden", gnn.hidden) + "," + kv("gnn_layers", gnn.layers) + "," +
          kv("op_embedding", gnn.op_embedding) + "," + kv("normalize", gnn.normalize ? 1 : 0) + "," +
          kv("features", kNumNodeFeatures) + "," + kv("op_classes", graphs::kNumOpClasses) + "," +
          kv("model", model) + "," + kv("heads", heads) + "," + kv("layers", layers) + "," +
          kv("max_relative", max_relative) + "," + kv("max_devices", max_devices) + "," +
-         kv("priority_levels", priority_levels) + "," + kv("film", film ? 1 : 0);
+         kv("priority_levels", priority_levels) + "," + kv("film", film ? 1 : 0) + "," +
+         kv("position_frequencies", position_frequencies) + "," +
+         kv("noisy", exploration_noise > 0.0 ? 1 : 0);
 }
 
 GoGraph MakeGoGraph(const graphs::Graph& graph) {
@@ -53,6 +57,62 @@ GoGraph MakeGoGraph(const graphs::Graph& graph) {
   g.fuse_eligible =
       torch::tensor(std::vector<int64_t>(eligible.begin(), eligible.end()), torch::kInt64).to(torch::kBool);
   g.fuse_src = torch::tensor(src, torch::kInt64);
+
+  // Positions: the node's own, then the first node of its scope prefix of
+  // 1, 2 and 3 components ("encoder", "encoder/layer_2", ...); a node
+  // without a scope uses its own position at every depth.
+  const double denominator = n > 1 ? static_cast<double>(n - 1) : 1.0;
+  std::vector<float> positions(n * static_cast<size_t>(kGoPositions));
+  std::vector<std::unordered_map<std::string_view, size_t>> first(kGoPositions - 1);
+  for (size_t v = 0; v < n; ++v) {
+    const std::string& scope = graph.node(static_cast<graphs::NodeId>(v)).scope;
+    float* row = positions.data() + v * static_cast<size_t>(kGoPositions);
+    row[0] = static_cast<float>(static_cast<double>(v) / denominator);
+    size_t cut = 0;  // end of the current prefix; npos once it is the whole scope
+    for (int64_t depth = 1; depth < kGoPositions; ++depth) {
+      size_t at = v;
+      if (!scope.empty()) {
+        cut = cut == std::string::npos ? cut : scope.find('/', depth == 1 ? 0 : cut + 1);
+        const std::string_view prefix(scope.data(), cut == std::string::npos ? scope.size() : cut);
+        at = first[static_cast<size_t>(depth - 1)].emplace(prefix, v).first->second;
+      }
+      row[depth] = static_cast<float>(static_cast<double>(at) / denominator);
+    }
+  }
+  g.positions = torch::tensor(positions, torch::kFloat32).view({static_cast<int64_t>(n), kGoPositions});
+  // Scope groups of depths 1 and 2 for the exploration noise: the prefix's
+  // first node (columns 1 and 2 of the positions) identifies the group.
+  for (int depth = 1; depth <= 2; ++depth) {
+    std::unordered_map<int64_t, int64_t> index;
+    std::vector<int64_t> group(n);
+    for (size_t v = 0; v < n; ++v) {
+      int64_t key = -1;  // nodes without a scope share one group
+      if (!graph.node(static_cast<graphs::NodeId>(v)).scope.empty()) {
+        key = static_cast<int64_t>(std::llround(positions[v * kGoPositions + depth] * denominator));
+      }
+      group[v] = index.emplace(key, static_cast<int64_t>(index.size())).first->second;
+    }
+    (depth == 1 ? g.scope_group1 : g.scope_group2) = torch::tensor(group, torch::kInt64);
+    (depth == 1 ? g.num_scope_groups1 : g.num_scope_groups2) = static_cast<int64_t>(index.size());
+  }
+
+  // Colocation groups: the first member (in topological order) decides.
+  std::vector<int64_t> leader(n);
+  std::vector<float> free(n, 1.0f);
+  std::unordered_map<int32_t, int64_t> group_leader;
+  for (size_t v = 0; v < n; ++v) {
+    leader[v] = static_cast<int64_t>(v);
+    const int32_t group = graph.node(static_cast<graphs::NodeId>(v)).colocation;
+    if (group < 0) continue;
+    const auto [it, inserted] = group_leader.emplace(group, static_cast<int64_t>(v));
+    if (!inserted) {
+      leader[v] = it->second;
+      free[v] = 0.0f;
+      g.has_followers = true;
+    }
+  }
+  g.place_leader = torch::tensor(leader, torch::kInt64);
+  g.place_free = torch::tensor(free, torch::kFloat32);
   return g;
 }
 
@@ -143,11 +203,18 @@ torch::Tensor RunSegmented(RecurrentAttention& layer, const torch::Tensor& x, in
 
 namespace {
 constexpr int64_t kTaskLayers = 3;  // placement, priority, fusion
+
+// Width of the position features: each raw position plus a sine and a
+// cosine per frequency.
+int64_t PositionWidth(const GoModelOptions& options) {
+  return kGoPositions * (1 + 2 * options.position_frequencies);
 }
+}  // namespace
 
 GoPolicyImpl::GoPolicyImpl(const GoModelOptions& options) : options_(options) {
   gnn_ = register_module("gnn", GraphSage(options.gnn));
-  input_ = register_module("input", torch::nn::Linear(options.gnn.hidden, options.model));
+  input_ =
+      register_module("input", torch::nn::Linear(options.gnn.hidden + PositionWidth(options), options.model));
   for (int64_t l = 0; l < options.layers; ++l) {
     trunk_.push_back(register_module("trunk" + std::to_string(l),
                                      RecurrentAttention(options.model, options.heads, options.max_relative)));
@@ -171,6 +238,8 @@ GoPolicyImpl::GoPolicyImpl(const GoModelOptions& options) : options_(options) {
       "film", torch::nn::Linear(options.gnn.hidden, (options.layers + kTaskLayers) * 4 * options.model));
   value_ = register_module("value", torch::nn::Linear(options.gnn.hidden, options.model));
   value_out_ = register_module("value_out", torch::nn::Linear(options.model, 1));
+  noise_log_scale_ = register_parameter(
+      "noise_log_scale", torch::full({1}, std::log(std::max(options.exploration_noise, 1e-3))));
   // Start with near-identity modulation and near-uniform heads.
   torch::NoGradGuard no_grad;
   film_->weight.mul_(0.1);
@@ -179,6 +248,49 @@ GoPolicyImpl::GoPolicyImpl(const GoModelOptions& options) : options_(options) {
     (*head)->weight.mul_(0.1);
     (*head)->bias.zero_();
   }
+}
+
+double GoPolicyImpl::exploration_noise() const {
+  return options_.exploration_noise > 0.0 ? std::exp(noise_log_scale_.item<double>()) : 0.0;
+}
+
+torch::Tensor GoPolicyImpl::NodeInputs(const GoGraph& graph, const torch::Tensor& nodes) const {
+  std::vector<torch::Tensor> parts = {nodes, graph.positions};
+  for (int64_t j = 0; j < options_.position_frequencies; ++j) {
+    const torch::Tensor angle = graph.positions * (M_PI * std::pow(2.0, static_cast<double>(j)));
+    parts.push_back(torch::sin(angle));
+    parts.push_back(torch::cos(angle));
+  }
+  return torch::cat(parts, 1);
+}
+
+int64_t GoPolicyImpl::NoiseWidth(const GoGraph& graph) const {
+  return options_.model + PositionWidth(options_) + 1 + graph.num_scope_groups1 + graph.num_scope_groups2;
+}
+
+torch::Tensor GoPolicyImpl::PlacementNoise(const GoGraph& graph, int64_t start, int64_t end,
+                                           const torch::Tensor& h, const torch::Tensor& positions,
+                                           const torch::Tensor& noise) {
+  const int64_t d = options_.model;
+  const int64_t p = PositionWidth(options_);
+  // Three terms of standard deviation about 1 each: the node's normalized
+  // state (zero mean, unit variance, whatever the magnitude of the residual
+  // stream), its position features (a random smooth function of the scope
+  // positions: whole layers move together, forward and backward alike) and
+  // a per-sample device bias, and one device preference per scope group of
+  // depth 1 and 2 (whole layers move together).
+  const torch::Tensor state =
+      F::layer_norm(h, F::LayerNormFuncOptions({d})) / std::sqrt(static_cast<double>(d));
+  const torch::Tensor place = positions / std::sqrt(static_cast<double>(p));  // [L x p]
+  const torch::Tensor z = torch::matmul(state, noise.slice(2, 0, d).transpose(1, 2)) +
+                          torch::matmul(place.unsqueeze(0), noise.slice(2, d, d + p).transpose(1, 2)) +
+                          noise.select(2, d + p).unsqueeze(1);
+  const int64_t offset1 = d + p + 1, offset2 = offset1 + graph.num_scope_groups1;
+  const torch::Tensor groups1 = graph.scope_group1.slice(0, start, end) + offset1;
+  const torch::Tensor groups2 = graph.scope_group2.slice(0, start, end) + offset2;
+  const torch::Tensor by_group =
+      noise.index_select(2, groups1) + noise.index_select(2, groups2);  // [B x D x L]
+  return noise_log_scale_.exp() * (z + by_group.transpose(1, 2));
 }
 
 torch::Tensor GoPolicyImpl::FilmOf(size_t layer, const torch::Tensor& graph_embedding, bool shift,
@@ -193,13 +305,14 @@ torch::Tensor GoPolicyImpl::FilmOf(size_t layer, const torch::Tensor& graph_embe
 
 torch::Tensor GoPolicyImpl::Decide(const torch::Tensor& logits, Mode mode, Rng* rng,
                                    const torch::Tensor& given, torch::Tensor* log_prob,
-                                   torch::Tensor* entropy) {
+                                   torch::Tensor* entropy, const torch::Tensor& weight) {
   const torch::Tensor log_p = torch::log_softmax(logits, -1);
   const torch::Tensor p = log_p.exp();
   // Masked actions have p = 0 and log p = -inf; zero their log p first, as
   // the gradient of p * log p there would be NaN even behind a where().
   const torch::Tensor finite_log_p = log_p.masked_fill(torch::isinf(log_p), 0.0);
-  *entropy = *entropy - (p * finite_log_p).sum(-1);
+  const torch::Tensor node_entropy = -(p * finite_log_p).sum(-1);
+  *entropy = *entropy + (weight.defined() ? node_entropy * weight : node_entropy);
   torch::Tensor actions;
   if (mode == Mode::kGiven) {
     actions = given;
@@ -231,7 +344,8 @@ torch::Tensor GoPolicyImpl::Decide(const torch::Tensor& logits, Mode mode, Rng* 
       a[r] = chosen;
     }
   }
-  *log_prob = *log_prob + log_p.gather(-1, actions.unsqueeze(-1)).squeeze(-1);
+  const torch::Tensor chosen = log_p.gather(-1, actions.unsqueeze(-1)).squeeze(-1);
+  *log_prob = *log_prob + (weight.defined() ? chosen * weight : chosen);
   return actions;
 }
 
@@ -271,6 +385,25 @@ void GoPolicyImpl::Stream(const GoGraph& graph, const torch::Tensor& nodes,
   actions->device = torch::empty({b, n}, torch::kInt64);
   actions->priority = options_.priority ? torch::empty({b, n}, torch::kInt64) : torch::Tensor();
   actions->fuse = options_.fusion ? torch::empty({b, n}, torch::kInt64) : torch::Tensor();
+  // Exploration noise: drawn per sample here, re-used when re-scoring.
+  const bool noisy = options_.exploration_noise > 0.0 && mode != Mode::kGreedy;
+  if (noisy && mode == Mode::kSample && rng == nullptr)
+    throw StateError("GO: sampling needs a random generator", {}, "pass an Rng");
+  if (noisy) {
+    if (mode == Mode::kGiven) {
+      if (!given->place_noise.defined() || given->place_noise.size(0) != b ||
+          given->place_noise.size(2) != NoiseWidth(graph)) {
+        throw StateError("GO: re-scoring noisy decisions without their noise", {},
+                         "pass the GoActions returned by the sampling pass");
+      }
+      actions->place_noise = given->place_noise;
+    } else {
+      actions->place_noise = torch::empty({b, options_.max_devices, NoiseWidth(graph)});
+      float* e = actions->place_noise.data_ptr<float>();
+      for (int64_t i = 0; i < actions->place_noise.numel(); ++i) e[i] = static_cast<float>(rng->Normal());
+    }
+  }
+  const bool colocate = options_.colocate && graph.has_followers;
   auto given_part = [&](const torch::Tensor& all, int64_t from, int64_t to) {
     return mode == Mode::kGiven ? all.slice(1, from, to) : torch::Tensor();
   };
@@ -284,7 +417,7 @@ void GoPolicyImpl::Stream(const GoGraph& graph, const torch::Tensor& nodes,
   for (int64_t start = 0; start < n; start += segment) {
     const int64_t end = std::min(n, start + segment);
     const int64_t len = end - start;
-    torch::Tensor x = input_(nodes.slice(0, start, end)).unsqueeze(0);  // [1 x L x d]
+    torch::Tensor x = input_(nodes.slice(0, start, end)).unsqueeze(0);  // [1 x L x d]; nodes = NodeInputs
     for (size_t l = 0; l < layers; ++l) x = run(trunk_[l], l, x);
     torch::Tensor state = x.expand({b, len, d});
     torch::Tensor log_prob = torch::zeros({b, len});
@@ -292,12 +425,22 @@ void GoPolicyImpl::Stream(const GoGraph& graph, const torch::Tensor& nodes,
     // Placement (always on): devices >= `devices` are masked.
     torch::Tensor h = run(place_layer_, place, state);
     torch::Tensor logits = place_head_(h);
+    if (noisy) {
+      const torch::Tensor positions = nodes.slice(0, start, end).slice(1, options_.gnn.hidden);
+      logits = logits + PlacementNoise(graph, start, end, h, positions, actions->place_noise);
+    }
     if (device_mask.defined())
       logits = logits.masked_fill(device_mask, -std::numeric_limits<float>::infinity());
-    const torch::Tensor device =
+    torch::Tensor device =
         Decide(logits, mode, rng, given ? given_part(given->device, start, end) : torch::Tensor(), &log_prob,
-               &entropy);
+               &entropy, colocate ? graph.place_free.slice(0, start, end) : torch::Tensor());
     actions->device.slice(1, start, end).copy_(device);
+    if (colocate) {
+      // Followers take their group leader's device (the leader comes first
+      // in topological order, so it is decided by now).
+      device = actions->device.index_select(1, graph.place_leader.slice(0, start, end));
+      actions->device.slice(1, start, end).copy_(device);
+    }
     state = h + device_embedding_(device);
     if (options_.priority) {
       h = run(priority_layer_, priority, state);
@@ -330,8 +473,9 @@ void GoPolicyImpl::Stream(const GoGraph& graph, const torch::Tensor& nodes,
 
 GoOutput GoPolicyImpl::forward(const GoGraph& graph, int64_t devices, int64_t samples, Mode mode, Rng* rng,
                                const GoActions* given) {
-  const torch::Tensor nodes = gnn_(graph.tensors);      // [n x g]
-  const torch::Tensor graph_embedding = nodes.mean(0);  // [g]
+  const torch::Tensor embeddings = gnn_(graph.tensors);      // [n x g]
+  const torch::Tensor graph_embedding = embeddings.mean(0);  // [g]
+  const torch::Tensor nodes = NodeInputs(graph, embeddings);
   GoOutput out;
   std::vector<torch::Tensor> log_prob, entropy;
   Stream(graph, nodes, graph_embedding, devices, samples, mode, rng, given, &out.actions,
@@ -349,8 +493,8 @@ double GoPolicyImpl::BackwardBySegment(const GoGraph& graph, int64_t devices, co
                                        const SegmentLossFn& segment_loss, const ValueLossFn& value_loss) {
   // GraphSAGE once, with its graph kept; the segments see detached copies
   // of its outputs and accumulate their gradients there.
-  const torch::Tensor nodes = gnn_(graph.tensors);
-  const torch::Tensor graph_embedding = nodes.mean(0);
+  const torch::Tensor nodes = NodeInputs(graph, gnn_(graph.tensors));
+  const torch::Tensor graph_embedding = nodes.slice(1, 0, options_.gnn.hidden).mean(0);
   const torch::Tensor nodes_leaf = nodes.detach().requires_grad_(true);
   const torch::Tensor embedding_leaf = graph_embedding.detach().requires_grad_(true);
   const int64_t samples = given.device.size(0);

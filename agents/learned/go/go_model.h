@@ -20,6 +20,29 @@
 //      decision, so each task's decision conditions the next. The value
 //      baseline is read from the graph embedding.
 //
+// Inputs besides GraphSAGE (docs/DEVIATIONS.md, "GO: learning in a small
+// budget"): each node's topological position and the positions of its
+// enclosing scopes (the first node of its scope prefix at depths 1-3, so a
+// gradient op, which keeps its forward op's scope, sits beside its forward
+// op), as raw values and Fourier features, join the GraphSAGE embedding
+// before the attention trunk.
+//
+// Exploration (optional, `exploration_noise` > 0): every sampled decision
+// draws one Gaussian perturbation of the placement logits (after NoisyNet,
+// Fortunato et al. 2018), shared by all nodes of that decision: a random
+// linear function of the node's normalized state and of its position
+// features, a random device bias, and a random device preference per scope
+// group (scope prefixes of 1 and 2 components, e.g. "encoder" and
+// "encoder/layer_2"). A sample thus moves whole layers and regions of
+// similar nodes together instead of scattering single nodes; the noise is
+// part of the sample (GoActions::place_noise) and PPO re-scores each sample
+// under its own noise. Greedy decisions use no noise.
+//
+// Colocation (`colocate`, default on): nodes of one colocation group (a
+// variable and its optimizer update) take the device decided for the
+// group's first node, as TensorFlow's placer enforces; only that node's
+// placement counts in the log-probability and entropy.
+//
 // Masking: devices >= the cluster's device count are masked out of the
 // placement head (the network is built for `max_devices`); the fusion head
 // may only fuse a node with its producer when the pair is eligible (a single
@@ -44,21 +67,28 @@ namespace gosim::agents::learned::go {
 
 struct GoModelOptions {
   GnnOptions gnn{.hidden = 64, .layers = 2, .op_embedding = 16, .normalize = true};
-  int64_t model = 64;           // width of the attention layers
-  int64_t heads = 4;            // attention heads (model % heads == 0)
-  int64_t layers = 2;           // shared attention layers before the task heads
-  int64_t segment = 128;        // nodes per segment
-  int64_t max_relative = 256;   // relative distances >= this share one bias
-  int64_t max_devices = 8;      // placement head width; clusters may have fewer
-  int64_t priority_levels = 8;  // quantized scheduling priority levels
-  bool film = true;             // feature modulation on/off (ablation)
-  bool placement = true;        // which heads decide (placement-only: GDP-style)
+  int64_t model = 64;                // width of the attention layers
+  int64_t heads = 4;                 // attention heads (model % heads == 0)
+  int64_t layers = 2;                // shared attention layers before the task heads
+  int64_t segment = 128;             // nodes per segment
+  int64_t max_relative = 256;        // relative distances >= this share one bias
+  int64_t max_devices = 8;           // placement head width; clusters may have fewer
+  int64_t priority_levels = 8;       // quantized scheduling priority levels
+  bool film = true;                  // feature modulation on/off (ablation)
+  int64_t position_frequencies = 3;  // Fourier features per position input (sin, cos of pi 2^j p)
+  double exploration_noise = 0.0;    // initial scale of the per-sample placement noise; 0 = none
+  bool colocate = true;              // colocation groups share one placement (runtime setting)
+  bool placement = true;             // which heads decide (placement-only: GDP-style)
   bool priority = true;
   bool fusion = true;
 
   // Stored in checkpoints; a checkpoint of another shape is refused.
   std::string Signature() const;
 };
+
+// Raw position inputs per node (see the header comment): topological
+// position and the first positions of its scope prefixes at depths 1-3.
+inline constexpr int64_t kGoPositions = 4;
 
 // A graph's inputs to the network, built once per graph.
 struct GoGraph {
@@ -69,6 +99,19 @@ struct GoGraph {
   std::vector<int64_t> fuse_producer;
   torch::Tensor fuse_eligible;  // bool [n]
   torch::Tensor fuse_src;       // int64 [n]: fuse_producer or the node itself
+  torch::Tensor positions;      // float [n x kGoPositions], each in [0, 1]
+  // Colocation: the group's first node (the node itself outside groups) and
+  // 1 where a node decides its own placement (0 for the other members).
+  torch::Tensor place_leader;  // int64 [n]
+  torch::Tensor place_free;    // float [n]
+  bool has_followers = false;
+  // Scope groups for the exploration noise: the index (in order of first
+  // appearance) of each node's scope prefix of 1 and of 2 components; nodes
+  // without a scope share one group.
+  torch::Tensor scope_group1;  // int64 [n]
+  torch::Tensor scope_group2;  // int64 [n]
+  int64_t num_scope_groups1 = 0;
+  int64_t num_scope_groups2 = 0;
 };
 GoGraph MakeGoGraph(const graphs::Graph& graph);
 
@@ -115,6 +158,9 @@ struct GoActions {
   torch::Tensor device;
   torch::Tensor priority;
   torch::Tensor fuse;
+  // Per-sample placement-head noise [B x max_devices x NoiseWidth()] when
+  // the network explores with noise (sampled decisions only).
+  torch::Tensor place_noise;
 };
 
 struct GoOutput {
@@ -135,6 +181,13 @@ class GoPolicyImpl : public torch::nn::Module {
   GoOutput forward(const GoGraph& graph, int64_t devices, int64_t samples, Mode mode, Rng* rng,
                    const GoActions* given = nullptr);
   const GoModelOptions& options() const { return options_; }
+  // The current scale of the exploration noise (0 when off).
+  double exploration_noise() const;
+  // Noise values per sample and device for `graph`: state width + position
+  // features + 1 (a device bias) + one per scope group of each depth.
+  int64_t NoiseWidth(const GoGraph& graph) const;
+  // Runtime settings that a checkpoint does not fix.
+  void set_segment(int64_t segment) { options_.segment = segment; }
 
   // PPO's gradient in memory bounded by one segment (an 80k-node graph does
   // not fit otherwise): re-scores `given` ([B x n] actions) segment by
@@ -164,8 +217,19 @@ class GoPolicyImpl : public torch::nn::Module {
   torch::Tensor Value(const torch::Tensor& graph_embedding, int64_t samples);
   // Draws (or takes) actions from logits [B x n x k] (masked entries are
   // -inf); returns the actions and adds log-probabilities and entropies.
+  // `weight` ([L] float, may be undefined = all 1) scales each node's
+  // log-probability and entropy (0 for colocation followers).
   torch::Tensor Decide(const torch::Tensor& logits, Mode mode, Rng* rng, const torch::Tensor& given,
-                       torch::Tensor* log_prob, torch::Tensor* entropy);
+                       torch::Tensor* log_prob, torch::Tensor* entropy,
+                       const torch::Tensor& weight = torch::Tensor());
+  // The node inputs of the attention trunk: GraphSAGE embeddings [n x g]
+  // joined with the position features.
+  torch::Tensor NodeInputs(const GoGraph& graph, const torch::Tensor& nodes) const;
+  // The noise term of the placement logits [B x L x max_devices] for states
+  // h [B x L x d], the segment's position features [L x p], nodes
+  // [start, end) of `graph` and per-sample noise [B x max_devices x NoiseWidth(graph)].
+  torch::Tensor PlacementNoise(const GoGraph& graph, int64_t start, int64_t end, const torch::Tensor& h,
+                               const torch::Tensor& positions, const torch::Tensor& noise);
   torch::Tensor FilmOf(size_t layer, const torch::Tensor& graph_embedding, bool shift, int64_t batch);
 
   GoModelOptions options_;
@@ -183,6 +247,7 @@ class GoPolicyImpl : public torch::nn::Module {
   torch::nn::Linear film_{nullptr};  // graph embedding -> (gamma, beta) of every attention layer
   torch::nn::Linear value_{nullptr};
   torch::nn::Linear value_out_{nullptr};
+  torch::Tensor noise_log_scale_;  // log of the exploration noise's scale (learned)
 };
 TORCH_MODULE(GoPolicy);
 
