@@ -16,6 +16,14 @@ first run folder) and prints the Markdown. Kinds:
            (REGAL Table 1), graphs won, mean seconds, and the paper's figures.
   running_time
            rows = agents: mean wall seconds per cell (REGAL Table 2).
+  convergence
+           rows = graphs (on a cluster): the target agent's final metric, the
+           simulator evaluations and wall seconds it needed to first reach
+           it, and the same for each listed agent with the ratio of
+           evaluations (GO's "x fewer evaluations"; reads curves.csv).
+
+A grid layout with `mean_row: true` ends with the mean % against the
+reference per column (GO's "better than experts on average").
 
 Missing cells print as '-'; a layout naming no cell of the runs is an error.
 """
@@ -23,10 +31,14 @@ import argparse
 import os
 import sys
 
+import pandas as pd
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gosim_analysis import AnalysisError, fail, fmt, latex_table, load_runs, markdown_table  # noqa: E402
+from gosim_analysis import (AnalysisError, fail, fmt, latex_table, load_curves, load_runs,  # noqa: E402
+                            markdown_table)
+
+KINDS = ("grid", "regal", "running_time", "convergence")
 
 UNITS = {"s": 1.0, "ms": 1e3, "us": 1e6, "GiB": 1.0 / 2**30, "MiB": 1.0 / 2**20, "GB": 1e-9, "MB": 1e-6}
 
@@ -44,8 +56,8 @@ def load_layout(path):
     for key in ("name", "kind", "title"):
         if key not in layout:
             raise AnalysisError(f"{path}: missing key '{key}'")
-    if layout["kind"] not in ("grid", "regal", "running_time"):
-        raise AnalysisError(f"{path}: kind must be grid, regal or running_time, not {layout['kind']!r}")
+    if layout["kind"] not in KINDS:
+        raise AnalysisError(f"{path}: kind must be one of {', '.join(KINDS)}, not {layout['kind']!r}")
     return layout
 
 
@@ -83,6 +95,7 @@ def grid(layout, df):
     header = [layout.get("row_header", "model")] + [c["title"] for c in columns] + \
         [f"paper: {p}" for p in paper_columns]
     rows, found = [], 0
+    percents = {c["label"]: [] for c in columns}  # per column, % against the reference per row
     for row in layout["rows"]:
         cells = select(df, graph=row["graph"], cluster=row.get("cluster"))
         values = []
@@ -106,7 +119,9 @@ def grid(layout, df):
                 continue
             text = fmt(v * scale, layout.get("digits", 3))
             if ref not in (None, float("inf")) and c["label"] != reference:
-                text += f" ({100 * (v - ref) / ref:+.1f}%)"
+                percent = 100 * (v - ref) / ref
+                percents[c["label"]].append(percent)
+                text += f" ({percent:+.1f}%)"
             if best is not None and v == best and len(finite) > 1:
                 text = f"**{text}**"
             out.append(text)
@@ -116,6 +131,18 @@ def grid(layout, df):
     if found == 0:
         raise AnalysisError(f"layout {layout['name']}: none of its cells is in the run folders "
                             "(check graph, cluster and agent labels)")
+    if layout.get("mean_row") and reference:
+        # A column's mean counts only when it has a % on every row where the
+        # reference has a value; otherwise '-' (a partial mean would mislead).
+        complete = sum(1 for r in rows if r[1 + [c["label"] for c in columns].index(reference)] not in ("-", "OOM"))
+        mean = ["mean %"]
+        for c in columns:
+            p = percents[c["label"]]
+            if c["label"] == reference:
+                mean.append("(ref)")
+            else:
+                mean.append(f"{sum(p) / len(p):+.1f}%" if p and len(p) == complete else "-")
+        rows.append(mean + ["" for _ in paper_columns])
     note = f"{metric.replace('_', ' ')} in {unit}, mean over seeds"
     if reference:
         note += f"; % against {reference}, negative is better"
@@ -165,6 +192,68 @@ def regal(layout, df, running_time=False):
     return header, rows, note
 
 
+def first_reaching(curve, value):
+    """(evaluations, wall seconds) of the first point of a best-so-far curve at
+    or below value, or None."""
+    hit = curve[curve["best_objective"] <= value * (1 + 1e-12)]
+    if hit.empty:
+        return None
+    first = hit.sort_values(["evaluations", "wall_seconds"]).iloc[0]
+    return int(first["evaluations"]), float(first["wall_seconds"])
+
+
+def convergence(layout, df, curves):
+    metric, unit, scale = metric_of(layout)
+    target = layout.get("target")
+    agents = layout.get("agents", [])
+    if not target or not agents:
+        raise AnalysisError(f"layout {layout['name']}: a convergence layout names a target and agents")
+    header = [layout.get("row_header", "model"), f"{target['title']} final ({unit})",
+              f"{target['title']}: evaluations / s to reach it"]
+    for a in agents:
+        header += [f"{a['title']}: evaluations / s", "ratio"]
+    paper = layout.get("paper_ratio")
+    if paper is not None:
+        header.append("paper: ratio")
+    rows, ratios = [], {a["label"]: [] for a in agents}
+    for row in layout["rows"]:
+        where = dict(graph=row["graph"], cluster=row.get("cluster"))
+        cells = select(df, **where)
+        t = select(cells, label=target["label"])
+        if t.empty or not t["feasible"].any():
+            continue
+        t = t[t["feasible"]].iloc[0]
+        final = float(t["best_objective"])  # the objective the curves track
+        t_curve = curves[(curves["cell"] == t["cell"])]
+        t_reach = first_reaching(t_curve, final)
+        out = [row["title"], fmt(final * scale, layout.get("digits", 3)),
+               f"{t_reach[0]} / {t_reach[1]:.1f}" if t_reach else "-"]
+        for a in agents:
+            c = select(cells, label=a["label"])
+            if c.empty:
+                out += ["-", "-"]
+                continue
+            c = c.iloc[0]
+            reach = first_reaching(curves[curves["cell"] == c["cell"]], final)
+            if reach is None:
+                out += [f"not within {int(c['evaluations'])}", "-"]
+                continue
+            ratio = t_reach[0] / reach[0] if t_reach else None
+            if ratio is not None:
+                ratios[a["label"]].append(ratio)
+            out += [f"{reach[0]} / {reach[1]:.1f}", f"{ratio:.1f}x" if ratio is not None else "-"]
+        if paper is not None:
+            out.append(f"{paper}x")
+        rows.append(out)
+    if not rows:
+        raise AnalysisError(f"layout {layout['name']}: the target agent {target['label']} has no feasible cell "
+                            "on the layout's rows")
+    note = (f"simulator evaluations / wall seconds until the best {metric.replace('_', ' ')} first reaches "
+            f"{target['title']}'s final one; ratio = {target['title']}'s evaluations / the agent's (higher is "
+            "faster); 'not within N': never reached in its N evaluations.")
+    return header, rows, note
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("layout")
@@ -176,6 +265,9 @@ def main():
         df = load_runs(args.runs)
         if layout["kind"] == "grid":
             header, rows, note = grid(layout, df)
+        elif layout["kind"] == "convergence":
+            curves = pd.concat([load_curves(d) for d in args.runs], ignore_index=True)
+            header, rows, note = convergence(layout, df, curves)
         else:
             header, rows, note = regal(layout, df, running_time=layout["kind"] == "running_time")
         md = f"### {layout['title']}\n\n" + markdown_table(header, rows) + f"\n{note}\n"

@@ -5,7 +5,8 @@
 #
 #   experiments/paper/reproduce.sh TABLE [--quick] [--out DIR] [--np N]
 #
-# TABLE: hrl_table1, regal_table1, regal_table2 (list them with --help). --quick: small model sizes and
+# TABLE: hrl_table1, go_placement, go_multitask, regal_table1, regal_table2
+# (list them with --help). --quick: small model sizes and
 # budgets that finish on 2 cores in minutes (the numbers are then a smoke
 # test of the pipeline, not the paper's setting); the default is the full
 # setting of the configs in configs/experiments/paper/ (hours on 2 cores;
@@ -21,6 +22,8 @@ usage() {
   sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//'
   echo "Tables:"
   echo "  hrl_table1    HRL Table 1: models on 2/4/8 K80s + CPU against CPU only, GPU only, Scotch, MinCut, expert"
+  echo "  go_placement  GO placement: six models on 4 and 8 GPUs against expert, HRL, GDP-style GO; convergence (pre-trains GO)"
+  echo "  go_multitask  GO multi-task: joint placement + scheduling + fusion against TF defaults (pre-trains GO)"
   echo "  regal_table1  REGAL Table 1: peak memory, % over BRKGA 5K and % gap from best, every baseline (trains REGAL)"
   echo "  regal_table2  REGAL Table 2: running times of every method (the same run as regal_table1)"
 }
@@ -109,6 +112,62 @@ hrl_table1() {
   plots_for "$dir/4gpu" nmt4 human_expert nmt4_expert
 }
 
+# GO: the pre-trained network both GO tables fine-tune, trained once into
+# $out/go_pretrain (the training split of configs/suites/paper_small.yaml;
+# quick: the same models at toy sizes, configs/suites/paper_quick.yaml, one
+# PPO step of 8 decisions per graph). Prints the checkpoint's path.
+go_pretrain() {
+  local run=$out/go_pretrain train=()
+  [ $quick = 0 ] || train=(suite=configs/suites/paper_quick.yaml steps=7 checkpoint_every=7 ppo.samples=8)
+  local resume=()
+  [ ! -f "$run/checkpoint.pt" ] || resume=(--resume)
+  say "pre-training GO (resumes a finished or killed run)" >&2
+  "${launch[@]}" "$GOSIM" train configs/experiments/go_pretrain_small.yaml --run-dir "$run" "${resume[@]}" \
+    "${train[@]}" >&2
+  echo "$run/checkpoint.pt"
+}
+
+# quick-mode overrides of a GO grid: the six models at configs/suites/paper_quick.yaml's
+# sizes (graphs 0-5: inception_v3, transformer_xl, wavenet, gnmt8, amoebanet, bert_base)
+# and 48 evaluations (3 PPO steps of 16) per learned cell.
+go_quick=('budget.evaluations=48'
+  'graphs[0].params={batch: 8, training: true}'
+  'graphs[1].params={layers: 2, d_model: 512, heads: 8, seq_len: 256, mem_len: 256, batch: 8, training: true}'
+  'graphs[2].params={stacks: 1, layers_per_stack: 10, samples: 8000, batch: 1, training: true}'
+  'graphs[3].params={layers: 8, hidden: 512, seq_len: 4, batch: 64, training: true}'
+  'graphs[4].params={num_cells: 3, filters: 64, batch: 8, training: true}'
+  'graphs[5].params={layers: 2, hidden: 768, heads: 12, seq_len: 128, batch: 8, training: true}')
+
+go_placement() {
+  local checkpoint grid=()
+  checkpoint=$(go_pretrain)
+  [ $quick = 0 ] || grid=("${go_quick[@]}")
+  say "every method on the six models, 4 and 8 GPUs"
+  run_grid configs/experiments/paper/go_placement.yaml output="$dir/run" "${grid[@]}" \
+    "agents[6].options.checkpoint=$checkpoint" "agents[7].options.checkpoint=$checkpoint"
+  say "tables and plots"
+  $PY analysis/tables.py analysis/layouts/go_placement.yaml "$dir/run" --out "$dir"
+  $PY analysis/tables.py analysis/layouts/go_convergence.yaml "$dir/run" --out "$dir"
+  $PY analysis/plot_convergence.py "$dir/run" --graph gnmt8 --labels go,gdp,hrl,human_expert,single_device \
+    --out "$dir/convergence.png"
+  plots_for "$dir/run" gnmt8 go gnmt8_go
+  plots_for "$dir/run" gnmt8 human_expert gnmt8_expert
+}
+
+go_multitask() {
+  local checkpoint grid=()
+  checkpoint=$(go_pretrain)
+  [ $quick = 0 ] || grid=("${go_quick[@]}")
+  say "defaults, expert, GO placement only and GO joint on the six models, 4 GPUs"
+  run_grid configs/experiments/paper/go_multitask.yaml output="$dir/run" "${grid[@]}" \
+    "agents[2].options.checkpoint=$checkpoint" "agents[3].options.checkpoint=$checkpoint"
+  say "table and plots"
+  $PY analysis/tables.py analysis/layouts/go_multitask.yaml "$dir/run" --out "$dir"
+  $PY analysis/plot_convergence.py "$dir/run" --graph bert_base --labels go_joint,go_placement,single_device \
+    --out "$dir/convergence.png"
+  plots_for "$dir/run" bert_base go_joint bert_go_joint
+}
+
 # REGAL: train the policy (training split), then every method on the test
 # split with BRKGA 5K's budget; Tables 1 and 2 come from the same run.
 regal_tables() {
@@ -140,6 +199,8 @@ regal_tables() {
 
 case "$table" in
   hrl_table1) hrl_table1 ;;
+  go_placement) go_placement ;;
+  go_multitask) go_multitask ;;
   regal_table1|regal_table2) regal_tables; table=regal_table1 ;;
   *) echo "reproduce.sh: unknown table '$table' (see --help)" >&2; exit 2 ;;
 esac

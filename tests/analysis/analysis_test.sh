@@ -39,6 +39,7 @@ columns:
   - {label: brkga, title: BRKGA}
 paper_columns: [BRKGA]
 paper: {G1: {BRKGA: 1.5}}
+mean_row: true
 YAML
 cat > "$work/regal.yaml" <<YAML
 name: test_regal
@@ -51,11 +52,31 @@ agents:
   - {label: brkga, title: BRKGA}
 paper: {BRKGA: {improvement: 3.5, gap: 4.4}}
 YAML
+cat > "$work/convergence.yaml" <<YAML
+name: test_convergence
+kind: convergence
+title: test convergence
+target: {label: random_search, title: random}
+agents:
+  - {label: brkga, title: BRKGA}
+paper_ratio: 15
+rows:
+  - {graph: g1, title: G1}
+  - {graph: g2, title: G2}
+YAML
 $py analysis/tables.py "$work/layout.yaml" "$work/run" --out "$work/tables" > "$work/grid.md"
+$py analysis/tables.py "$work/convergence.yaml" "$work/run" --out "$work/tables" > "$work/convergence.md"
 $py analysis/tables.py "$work/regal.yaml" "$work/run" --out "$work/tables" > "$work/regal.md"
 grep -q "^| G1 | " "$work/grid.md" || { echo "FAIL: no G1 row"; cat "$work/grid.md"; exit 1; }
 grep -q "^| G2 | " "$work/grid.md" || { echo "FAIL: no G2 row"; exit 1; }
 grep -q "| 1.5 |" "$work/grid.md" || { echo "FAIL: no paper column"; exit 1; }
+# The mean row: the reference marked, every other column a signed percentage.
+grep -Eq '^\| mean % \| \(ref\) \| [+-][0-9.]+% \| [+-][0-9.]+% \|' "$work/grid.md" ||
+  { echo "FAIL: no mean row"; cat "$work/grid.md"; exit 1; }
+# Convergence: random search reaches its own final at some evaluation; BRKGA
+# either reaches it (a ratio) or says it did not.
+grep -Eq '^\| G1 \| [0-9.]+ \| [0-9]+ / [0-9.]+ \| ([0-9]+ / [0-9.]+ \| [0-9.]+x|not within [0-9]+ \| -) \| 15x \|' \
+  "$work/convergence.md" || { echo "FAIL: convergence row"; cat "$work/convergence.md"; exit 1; }
 grep -q "^| BRKGA | " "$work/regal.md" || { echo "FAIL: no BRKGA row"; cat "$work/regal.md"; exit 1; }
 grep -q "2 graphs" "$work/regal.md" || { echo "FAIL: regal table not over 2 graphs"; exit 1; }
 test -s "$work/tables/test_grid.tex" && grep -q 'tabular' "$work/tables/test_grid.tex"
@@ -68,6 +89,9 @@ decision=$(ls "$work"/run/decisions/g1.*brkga.s0.*.json)
 "$gosim" simulate --graph "$work/g1.json" --cluster tests/experiments/data/two_gpus.yaml \
   --decision "$decision" --trace "$work/trace.json" > /dev/null
 $py analysis/plot_timeline.py "$work/trace.json" --out "$work/timeline.png" > /dev/null
+$py analysis/fuse_chains.py "$work/g1.json" --out "$work/fused.json" > /dev/null
+"$gosim" simulate --graph "$work/g1.json" --cluster tests/experiments/data/two_gpus.yaml \
+  --decision "$work/fused.json" > /dev/null || { echo "FAIL: fuse_chains.py's decision does not simulate"; exit 1; }
 $py analysis/plot_placement.py "$work/g1.json" "$decision" --out "$work/placement.png" > /dev/null
 $py analysis/plot_placement.py "$work/g1.json" "$decision" --out "$work/strip.png" --max-nodes 10 > /dev/null
 "$gosim" calibrate --trace ../shared/data/traces/kineto_v100_resnet50.json.gz --predictions "$work/pred.csv" \
