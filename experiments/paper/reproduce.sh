@@ -43,6 +43,10 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$table" ] || { usage >&2; exit 2; }
 case "$np" in ''|*[!0-9]*|0) echo "reproduce.sh: --np needs a positive integer, not '$np'" >&2; exit 2 ;; esac
+case "$table" in
+  hrl_table1|go_placement|go_multitask|regal_table1|regal_table2) ;;
+  *) echo "reproduce.sh: unknown table '$table' (see --help)" >&2; exit 2 ;;
+esac
 
 GOSIM=${GOSIM:-build/bin/gosim}
 PY=/usr/bin/python3
@@ -202,6 +206,5 @@ case "$table" in
   go_placement) go_placement ;;
   go_multitask) go_multitask ;;
   regal_table1|regal_table2) regal_tables; table=regal_table1 ;;
-  *) echo "reproduce.sh: unknown table '$table' (see --help)" >&2; exit 2 ;;
 esac
 say "done: the tables (.md, .tex) and plots in $dir/"
