@@ -142,14 +142,20 @@ go_quick=('budget.evaluations=48'
   'graphs[4].params={num_cells: 3, filters: 64, batch: 8, training: true}'
   'graphs[5].params={layers: 2, hidden: 768, heads: 12, seq_len: 128, batch: 8, training: true}')
 
-go_placement() {
-  local checkpoint grid=()
+# go_grid CONFIG AGENT_INDEX...: the grid of a GO table (quick-mode sizes in
+# quick mode), its GO agents pointed at the pre-trained checkpoint.
+go_grid() {
+  local config=$1 checkpoint grid=()
+  shift
   checkpoint=$(go_pretrain)
   [ $quick = 0 ] || grid=("${go_quick[@]}")
-  say "every method on the six models, 4 and 8 GPUs"
-  run_grid configs/experiments/paper/go_placement.yaml output="$dir/run" "${grid[@]}" \
-    "agents[6].options.checkpoint=$checkpoint" "agents[7].options.checkpoint=$checkpoint"
+  for i in "$@"; do grid+=("agents[$i].options.checkpoint=$checkpoint"); done
+  run_grid "$config" output="$dir/run" "${grid[@]}"
   say "tables and plots"
+}
+
+go_placement() {
+  go_grid configs/experiments/paper/go_placement.yaml 6 7
   $PY analysis/tables.py analysis/layouts/go_placement.yaml "$dir/run" --out "$dir"
   $PY analysis/tables.py analysis/layouts/go_convergence.yaml "$dir/run" --out "$dir"
   $PY analysis/plot_convergence.py "$dir/run" --graph gnmt8 --labels go,gdp,hrl,human_expert,single_device \
@@ -159,13 +165,7 @@ go_placement() {
 }
 
 go_multitask() {
-  local checkpoint grid=()
-  checkpoint=$(go_pretrain)
-  [ $quick = 0 ] || grid=("${go_quick[@]}")
-  say "defaults, expert, GO placement only and GO joint on the six models, 4 GPUs"
-  run_grid configs/experiments/paper/go_multitask.yaml output="$dir/run" "${grid[@]}" \
-    "agents[2].options.checkpoint=$checkpoint" "agents[3].options.checkpoint=$checkpoint"
-  say "table and plots"
+  go_grid configs/experiments/paper/go_multitask.yaml 2 3
   $PY analysis/tables.py analysis/layouts/go_multitask.yaml "$dir/run" --out "$dir"
   $PY analysis/plot_convergence.py "$dir/run" --graph bert_base --labels go_joint,go_placement,single_device \
     --out "$dir/convergence.png"
