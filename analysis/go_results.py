@@ -3,7 +3,8 @@
 
   analysis/go_results.py placement runs/go_placement
       step time per model and cluster, % against the expert, and the mean %
-      per agent and cluster (GO's "better than experts / prior art on average")
+      per agent and cluster (GO's "better than experts / prior art on average");
+      with several seeds the mean over seeds, and one row per seed with --per-seed
   analysis/go_results.py convergence runs/go_transfer_small [--target hrl] [--agent go_finetune]
       per graph: the target agent's final step time, the evaluations and wall
       seconds it needed to first reach it, and those the agent needed to reach
@@ -34,16 +35,32 @@ def first_reaching(curve, value):
     return None
 
 
-def placement(run_dir, reference):
+def placement(run_dir, reference, per_seed=False):
     rows = load(run_dir)
-    cell = {}
+    values = collections.defaultdict(list)
     graphs, agents, clusters = [], [], []
+    seeds = collections.defaultdict(set)
     for r in rows:
-        key = (r["cluster"], r["graph"], r["label"])
-        cell[key] = r["best_objective"] if r["feasible"] else float("inf")
-        for lst, v in ((graphs, r["graph"]), (agents, r["label"]), (clusters, r["cluster"])):
+        label = r["label"]
+        seeds[label].add(r["seed"])
+        if per_seed:
+            label = f"{label} (seed {r['seed']})"
+        key = (r["cluster"], r["graph"], label)
+        values[key].append(r["best_objective"] if r["feasible"] else float("inf"))
+        for lst, v in ((graphs, r["graph"]), (agents, label), (clusters, r["cluster"])):
             if v not in lst:
                 lst.append(v)
+    # The mean over seeds; a reference run with several seeds is deterministic.
+    cell = {k: sum(v) / len(v) for k, v in values.items()}
+    if per_seed:
+        for k in list(cell):
+            base = (k[0], k[1], reference)
+            if k[2].startswith(reference + " (seed"):
+                cell.setdefault(base, cell[k])
+    else:
+        for a in agents:
+            if len(seeds[a]) > 1:
+                print(f"{a}: mean of {len(seeds[a])} seeds")
     for cluster in clusters:
         print(f"\n### {cluster}: step time in ms (% vs {reference})\n")
         print("| agent | " + " | ".join(graphs) + " | mean % |")
@@ -91,13 +108,14 @@ def main():
     a = sub.add_parser("placement")
     a.add_argument("run_dir")
     a.add_argument("--reference", default="human_expert")
+    a.add_argument("--per-seed", action="store_true")
     b = sub.add_parser("convergence")
     b.add_argument("run_dir")
     b.add_argument("--target", default="hrl")
     b.add_argument("--agent", default="go_finetune")
     args = p.parse_args()
     if args.cmd == "placement":
-        placement(args.run_dir, args.reference)
+        placement(args.run_dir, args.reference, args.per_seed)
     else:
         convergence(args.run_dir, args.target, args.agent)
     return 0
