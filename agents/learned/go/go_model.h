@@ -51,7 +51,7 @@
 // log-probability and entropy are the group's (carried by the group's
 // first node; the other members add 0). Groups never split a colocation
 // group. The network that computes the logits is unchanged, so a
-// checkpoint serves either mode (docs/DEVIATIONS.md, "GO: group-level
+// checkpoint serves either mode (docs/DEVIATIONS.md, "GO, group-level
 // placement actions").
 //
 // Masking: devices >= the cluster's device count are masked out of the
