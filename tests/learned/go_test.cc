@@ -131,7 +131,7 @@ TEST_CASE("MakeGoGraph: scope-prefix positions and colocation leaders") {
   CHECK(torch::equal(in.scope_group2, torch::tensor(std::vector<int64_t>{0, 0, 1, 0, 0})));
 }
 
-// A chain of 40 ops: 0-17 in "net/l1", 18-35 in "net/l2", 36-39 without a
+// A chain of 40 ops: 0-17 in "net/l1", 18-35 in "net/l2/mm", 36-39 without a
 // scope; 36 is colocated with 17.
 graphs::Graph TwoLayersAndLoose() {
   graphs::GraphBuilder b("layers");
@@ -167,8 +167,9 @@ TEST_CASE("action groups: scope prefixes refined while too large, runs, chunks, 
   }
   {
     // 40 nodes, at most 16 per group: "net" (36) splits into "net/l1" and
-    // "net/l2" (18 each), which have no deeper scope and are cut into runs
-    // of 16 and 2; the unscoped 37-39 form one run; 36 joins 17's group.
+    // "net/l2" (18 each); "net/l1" cannot be refined and is cut into runs
+    // of 16 and 2, "net/l2" is refined to "net/l2/mm" (18), cut likewise;
+    // the unscoped 37-39 form one run; 36 joins 17's group.
     const graphs::Graph g = TwoLayersAndLoose();
     const learned::go::ActionGrouping a = MakeActionGrouping(g, ActionGroups::kScope);
     std::vector<int64_t> expected(40);
