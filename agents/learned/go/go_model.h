@@ -122,8 +122,8 @@ struct ActionGrouping {
 // Scope groups: a node's group is its scope prefix of 1 component, refined
 // by the next component while a group has more than `max_size` nodes; a
 // group that cannot be refined (members of exactly that scope) and is still
-// too large is cut into topologically contiguous runs of `max_size`. Nodes
-// without a scope fall into chunks of `max_size` consecutive node ids.
+// too large is cut into runs of `max_size` members in topological order;
+// the nodes without a scope are cut into such runs too.
 // Colocation followers join their leader's group.
 inline constexpr int64_t kScopeGroupMin = 16;  // max_size = max(ceil(n / 16), 16)
 // Chunks: consecutive node ids (topological order), ceil(n / 64) each.
