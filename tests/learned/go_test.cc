@@ -131,6 +131,113 @@ TEST_CASE("MakeGoGraph: scope-prefix positions and colocation leaders") {
   CHECK(torch::equal(in.scope_group2, torch::tensor(std::vector<int64_t>{0, 0, 1, 0, 0})));
 }
 
+// A chain of 40 ops: 0-17 in "net/l1", 18-35 in "net/l2/mm", 36-39 without a
+// scope; 36 is colocated with 17.
+graphs::Graph TwoLayersAndLoose() {
+  graphs::GraphBuilder b("layers");
+  int prev = -1;
+  for (int i = 0; i < 40; ++i) {
+    graphs::NodeSpec s = testing::Op("n" + std::to_string(i), 1.0, 400,
+                                     i < 18   ? "net/l1"
+                                     : i < 36 ? "net/l2/mm"
+                                              : "");
+    if (i == 17 || i == 36) s.colocation = "v";
+    const int id = b.AddNode(s);
+    if (prev >= 0) b.AddEdge(prev, id, 0);
+    prev = id;
+  }
+  return b.Build();
+}
+
+std::vector<int64_t> ToVector(const torch::Tensor& t) {
+  const torch::Tensor c = t.contiguous();
+  return std::vector<int64_t>(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
+}
+
+TEST_CASE("action groups: scope prefixes refined while too large, runs, chunks, colocation") {
+  using learned::go::ActionGroups;
+  using learned::go::MakeActionGrouping;
+  {
+    // 5 nodes, at most 16 per group: "enc" and "dec".
+    const learned::go::ActionGrouping a = MakeActionGrouping(ScopedWithColocation(), ActionGroups::kScope);
+    CHECK(a.count == 2);
+    CHECK(ToVector(a.group) == std::vector<int64_t>{0, 0, 1, 0, 0});
+    CHECK(ToVector(a.first) == std::vector<int64_t>{0, 2});
+    CHECK(torch::equal(a.size, torch::tensor(std::vector<float>{4, 1})));
+  }
+  {
+    // 40 nodes, at most 16 per group: "net" (36) splits into "net/l1" and
+    // "net/l2" (18 each); "net/l1" cannot be refined and is cut into runs
+    // of 16 and 2, "net/l2" is refined to "net/l2/mm" (18), cut likewise;
+    // the unscoped 37-39 form one run; 36 joins 17's group.
+    const graphs::Graph g = TwoLayersAndLoose();
+    const learned::go::ActionGrouping a = MakeActionGrouping(g, ActionGroups::kScope);
+    std::vector<int64_t> expected(40);
+    for (int i = 0; i < 40; ++i)
+      expected[static_cast<size_t>(i)] = i < 16 ? 0 : i < 18 ? 1 : i < 34 ? 2 : i < 36 ? 3 : 4;
+    expected[36] = 1;
+    CHECK(a.count == 5);
+    CHECK(ToVector(a.group) == expected);
+    CHECK(ToVector(a.first) == std::vector<int64_t>{0, 16, 18, 34, 37});
+    CHECK(a.size.sum().item<float>() == 40.0f);
+    CHECK(a.size[1].item<float>() == 3.0f);
+    // Chunks of ceil(40 / 64) = 1 node; the colocated pair shares one.
+    const learned::go::ActionGrouping c = MakeActionGrouping(g, ActionGroups::kChunks);
+    CHECK(c.count == 39);
+    CHECK(c.group[36].item<int64_t>() == c.group[17].item<int64_t>());
+    CHECK(MakeActionGrouping(g, ActionGroups::kNone).count == 0);
+    // Both kinds come with the network inputs.
+    const GoGraph in = learned::go::MakeGoGraph(g);
+    CHECK(in.scope_actions.count == 5);
+    CHECK(in.chunk_actions.count == 39);
+  }
+  CHECK(learned::go::ParseActionGroups("scope") == ActionGroups::kScope);
+  CHECK_THROWS_AS(learned::go::ParseActionGroups("layers"), ConfigError);
+  CHECK_THROWS_AS(MakeGo("{model: {action_groups: nodes}}"), ConfigError);
+}
+
+TEST_CASE("GoPolicy: group-level placement draws one device per group from the pooled logits") {
+  const graphs::Graph g = IndependentChains(4, 6);  // scope groups: the 4 chains
+  const GoGraph in = learned::go::MakeGoGraph(g);
+  GoModelOptions options = SmallModel();
+  options.action_groups = learned::go::ActionGroups::kScope;
+  options.segment = 5;  // chains span segments
+  torch::manual_seed(21);
+  GoPolicy policy(options);
+  CHECK(policy->Grouping(in) == &in.scope_actions);
+  CHECK(policy->ActionsPerSample(in) == 24);  // priority and fusion still decide per node
+  Rng rng(22);
+  torch::NoGradGuard no_grad;
+  const GoOutput out = policy->forward(in, 3, 64, GoPolicyImpl::Mode::kSample, &rng);
+  REQUIRE(out.actions.device.sizes() == torch::IntArrayRef({64, 24}));
+  CHECK(out.actions.device.max().item<int64_t>() < 3);  // device 3 masked
+  for (int64_t c = 0; c < 4; ++c) {
+    const torch::Tensor chain = out.actions.device.slice(1, 6 * c, 6 * c + 6);
+    CHECK(torch::equal(chain, chain.select(1, 0).unsqueeze(1).expand({64, 6})));
+  }
+  CHECK(out.actions.device.select(1, 0).min().item<int64_t>() !=
+        out.actions.device.select(1, 0).max().item<int64_t>());
+  // The placement log-probability is the group's, at its first node; with
+  // placement alone every other node adds 0 and each action's entropy is at
+  // most log 3.
+  options.priority = false;
+  options.fusion = false;
+  GoPolicy place_only(options);
+  CHECK(place_only->ActionsPerSample(in) == 4);
+  const GoOutput p = place_only->forward(in, 3, 16, GoPolicyImpl::Mode::kSample, &rng);
+  const torch::Tensor firsts = torch::tensor(std::vector<int64_t>{0, 6, 12, 18});
+  CHECK(p.log_prob.index_select(1, firsts).max().item<float>() < 0.0f);
+  CHECK(p.log_prob.abs().sum().item<float>() ==
+        doctest::Approx(p.log_prob.index_select(1, firsts).abs().sum().item<float>()));
+  CHECK(p.entropy.max().item<float>() <= std::log(3.0f) + 1e-5f);
+  // Given actions are re-scored; greedy is deterministic.
+  const GoOutput again = place_only->forward(in, 3, 16, GoPolicyImpl::Mode::kGiven, nullptr, &p.actions);
+  CHECK(torch::allclose(again.log_prob, p.log_prob, 1e-5, 1e-6));
+  const GoOutput g1 = place_only->forward(in, 3, 1, GoPolicyImpl::Mode::kGreedy, nullptr);
+  const GoOutput g2 = place_only->forward(in, 3, 1, GoPolicyImpl::Mode::kGreedy, nullptr);
+  CHECK(torch::equal(g1.actions.device, g2.actions.device));
+}
+
 TEST_CASE("GoPolicy: colocation followers take their leader's device and add no log-probability") {
   const graphs::Graph g = ScopedWithColocation();
   const GoGraph in = learned::go::MakeGoGraph(g);
@@ -338,12 +445,19 @@ TEST_CASE("GoPolicy: shapes, device and fusion masks, greedy determinism, given 
 }
 
 TEST_CASE("BackwardBySegment: the gradients of back-propagating the whole loss, one segment at a time") {
-  const graphs::Graph g = IndependentChains(3, 5);  // 15 nodes, segments of 4: 4 segments
+  // 15 nodes, segments of 4: 4 segments; the scope groups (chains) span segments.
+  const graphs::Graph g = IndependentChains(3, 5);
   const GoGraph in = learned::go::MakeGoGraph(g);
-  for (const double noise : {0.0, 1.5}) {
+  for (const auto& [noise, groups] :
+       std::vector<std::pair<double, learned::go::ActionGroups>>{{0.0, learned::go::ActionGroups::kNone},
+                                                                 {1.5, learned::go::ActionGroups::kNone},
+                                                                 {0.0, learned::go::ActionGroups::kScope},
+                                                                 {1.5, learned::go::ActionGroups::kChunks}}) {
     CAPTURE(noise);
+    CAPTURE(learned::go::ActionGroupsName(groups));
     GoModelOptions options = SmallModel();
     options.exploration_noise = noise;
+    options.action_groups = groups;
     torch::manual_seed(11);
     GoPolicy policy(options);
     Rng rng(12);
@@ -483,6 +597,24 @@ TEST_CASE("go learns with structured exploration noise: whole chains dealt 2 and
           r.extra.at("zero_shot_objective"), " s");
   CHECK(r.best_objective == doctest::Approx(0.012).epsilon(1e-6));
   CHECK(r.extra.at("last_mean_cost") < 0.9 * r.extra.at("first_mean_cost"));
+}
+
+// The same 4 chains with group-level placement (one device per chain, no
+// noise): a genuine categorical per chain, so PPO's gradient does not
+// saturate and the mean sampled step time falls clearly.
+TEST_CASE("go learns with group-level placement: whole chains dealt 2 and 2") {
+  Fixture f(IndependentChains(4, 6), MakeCluster(2, int64_t{1} << 34, 1e10, 1e-3));
+  auto agent = MakeGo(
+      "{heads: [placement], model: {gnn_hidden: 16, op_embedding: 4, model: 16, attention_heads: 2, layers: "
+      "1, segment: 24, action_groups: scope}, ppo: {samples: 16, epochs: 2, learning_rate: 0.03}}");
+  const AgentResult r = agent->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 321, 5));
+  CHECK(r.extra.at("ppo_steps") == 20);
+  CHECK(r.extra.at("action_groups") == 4);
+  MESSAGE("go (groups) mean step time (x zero-shot), first step ", r.extra.at("first_mean_cost"),
+          ", last step ", r.extra.at("last_mean_cost"), "; best ", r.best_objective, " s, zero-shot ",
+          r.extra.at("zero_shot_objective"), " s");
+  CHECK(r.best_objective == doctest::Approx(0.012).epsilon(1e-6));
+  CHECK(r.extra.at("last_mean_cost") < 0.8 * r.extra.at("first_mean_cost"));
 }
 
 }  // namespace

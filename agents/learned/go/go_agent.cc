@@ -56,6 +56,7 @@ GoModelOptions ParseModelOptions(YamlMap& m) {
   o.position_frequencies = GetInt(m, "position_frequencies", o.position_frequencies, 0, 16);
   o.exploration_noise = GetDouble(m, "exploration_noise", o.exploration_noise, 0.0, 100.0);
   o.colocate = m.Get<bool>("colocate", o.colocate);
+  o.action_groups = ParseActionGroups(m.Get<std::string>("action_groups", ActionGroupsName(o.action_groups)));
   if (o.model % o.heads != 0) {
     throw ConfigError("model width " + std::to_string(o.model) + " is not a multiple of attention_heads " +
                           std::to_string(o.heads),
@@ -207,11 +208,12 @@ PpoStats PpoUpdate(GoPolicy& policy, torch::optim::Optimizer& optimizer, const G
   torch::Tensor advantage = rewards - old_value;
   if (k > 1) advantage = (advantage - advantage.mean()) / (advantage.std() + 1e-8);
   advantage = advantage.unsqueeze(1);  // [K x 1], shared by the sample's nodes
-  const int64_t n = graph.num_nodes;
-  const double per_action = 1.0 / static_cast<double>(k * std::max<int64_t>(n, 1));
+  // The mean over a sample's actions: its nodes, or its action groups when
+  // placement is grouped and the only head.
+  const double per_action = 1.0 / static_cast<double>(k * policy->ActionsPerSample(graph));
   PpoStats stats;
   for (int64_t epoch = 0; epoch < options.epochs; ++epoch) {
-    // The loss is a mean over the K x n (sample, node) actions, so it splits
+    // The loss is a mean over the (sample, action) pairs, so it splits
     // into per-segment sums; BackwardBySegment keeps one segment's
     // activations at a time (docs/BENCHMARKS.md, GO on the 80k-node graph).
     double entropy_sum = 0.0, clipped_count = 0.0;
@@ -252,6 +254,7 @@ GoPolicy BuildPolicy(const GoAgentOptions& options, uint64_t seed) {
     shape.priority = model.priority;
     shape.fusion = model.fusion;
     shape.colocate = model.colocate;
+    shape.action_groups = model.action_groups;
     model = shape;
   }
   torch::manual_seed(seed);
@@ -281,6 +284,7 @@ AgentResult RunGo(const Problem& problem, const GoAgentOptions& options, const P
   GoPolicy policy = BuildPolicy(options, rng.Next());
   const int64_t devices = problem.cluster.num_devices();
   const GoGraph graph = MakeGoGraph(problem.graph);
+  const ActionGrouping* grouping = policy->Grouping(graph);
 
   // Zero-shot: one forward pass, the most likely action of every head.
   const auto start = std::chrono::steady_clock::now();
@@ -337,7 +341,8 @@ AgentResult RunGo(const Problem& problem, const GoAgentOptions& options, const P
                          {"forward_seconds", forward_seconds},
                          {"ppo_steps", static_cast<double>(ppo_steps)},
                          {"first_mean_cost", first_cost},
-                         {"last_mean_cost", last_cost}});
+                         {"last_mean_cost", last_cost},
+                         {"action_groups", static_cast<double>(grouping != nullptr ? grouping->count : 0)}});
 }
 
 // ---------------------------------------------------------------------------

@@ -12,7 +12,8 @@
 // comparable across graphs); an infeasible decision (out of memory) costs
 // `infeasible_penalty` (a multiple of the reference). The clipped ratio is
 // taken per node (each node's decision is one action sharing the sample's
-// advantage; docs/DEVIATIONS.md).
+// advantage; docs/DEVIATIONS.md), or per action group when placement is
+// grouped (`model: {action_groups: scope}`).
 //
 // Agent options (configs/agents/go.yaml): `checkpoint` (a pre-trained
 // network; empty: a fresh random network), `evaluations` (the fine-tuning

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
 #include <string_view>
 #include <unordered_map>
 
@@ -23,6 +24,126 @@ std::string GoModelOptions::Signature() const {
          kv("priority_levels", priority_levels) + "," + kv("film", film ? 1 : 0) + "," +
          kv("position_frequencies", position_frequencies) + "," +
          kv("noisy", exploration_noise > 0.0 ? 1 : 0);
+}
+
+ActionGroups ParseActionGroups(const std::string& name) {
+  if (name == "none") return ActionGroups::kNone;
+  if (name == "scope") return ActionGroups::kScope;
+  if (name == "chunks") return ActionGroups::kChunks;
+  throw ConfigError("unknown GO action_groups '" + name + "'", {},
+                    "use none (a placement per node), scope or chunks");
+}
+
+const char* ActionGroupsName(ActionGroups groups) {
+  switch (groups) {
+    case ActionGroups::kScope:
+      return "scope";
+    case ActionGroups::kChunks:
+      return "chunks";
+    case ActionGroups::kNone:
+      break;
+  }
+  return "none";
+}
+
+ActionGrouping MakeActionGrouping(const graphs::Graph& graph, ActionGroups kind) {
+  ActionGrouping out;
+  const int64_t n = static_cast<int64_t>(graph.num_nodes());
+  if (kind == ActionGroups::kNone || n == 0) return out;
+  std::vector<int64_t> group(static_cast<size_t>(n), -1);  // provisional ids, renumbered below
+  int64_t next = 0;
+  if (kind == ActionGroups::kChunks) {
+    const int64_t chunk = std::max<int64_t>(1, (n + kChunkGroups - 1) / kChunkGroups);
+    for (int64_t v = 0; v < n; ++v) group[static_cast<size_t>(v)] = v / chunk;
+  } else {
+    const int64_t max_size = std::max<int64_t>((n + 15) / 16, kScopeGroupMin);
+    // Scope components per node ("encoder/layer_2/attention" -> 3 parts).
+    std::vector<std::vector<std::string_view>> parts(static_cast<size_t>(n));
+    for (int64_t v = 0; v < n; ++v) {
+      const std::string& scope = graph.node(static_cast<graphs::NodeId>(v)).scope;
+      size_t from = 0;
+      while (from < scope.size()) {
+        const size_t cut = std::min(scope.find('/', from), scope.size());
+        if (cut > from) parts[static_cast<size_t>(v)].emplace_back(scope.data() + from, cut - from);
+        from = cut + 1;
+      }
+    }
+    // Members (ascending ids) cut into runs of max_size, one group each.
+    auto cut = [&](const std::vector<int64_t>& members) {
+      for (size_t i = 0; i < members.size(); ++i) {
+        if (i % static_cast<size_t>(max_size) == 0) ++next;
+        group[static_cast<size_t>(members[i])] = next - 1;
+      }
+    };
+    struct Pending {
+      size_t depth;  // members share their first `depth` scope components
+      std::vector<int64_t> members;
+    };
+    std::vector<Pending> work;
+    std::vector<int64_t> unscoped;
+    {
+      std::map<std::string_view, std::vector<int64_t>> top;
+      for (int64_t v = 0; v < n; ++v) {
+        const auto& p = parts[static_cast<size_t>(v)];
+        if (p.empty()) {
+          unscoped.push_back(v);
+        } else {
+          top[p[0]].push_back(v);
+        }
+      }
+      for (auto& [name, members] : top) work.push_back({1, std::move(members)});
+    }
+    while (!work.empty()) {
+      Pending p = std::move(work.back());
+      work.pop_back();
+      if (static_cast<int64_t>(p.members.size()) <= max_size) {
+        cut(p.members);
+        continue;
+      }
+      // Refine by the next scope component; members whose scope ends here
+      // stay together (cut into runs when too many).
+      std::map<std::string_view, std::vector<int64_t>> children;
+      std::vector<int64_t> rest;
+      for (const int64_t v : p.members) {
+        const auto& parts_v = parts[static_cast<size_t>(v)];
+        if (parts_v.size() > p.depth) {
+          children[parts_v[p.depth]].push_back(v);
+        } else {
+          rest.push_back(v);
+        }
+      }
+      cut(rest);
+      for (auto& [name, members] : children) work.push_back({p.depth + 1, std::move(members)});
+    }
+    cut(unscoped);
+  }
+  // Colocation followers join their leader's (first member's) group.
+  std::unordered_map<int32_t, int64_t> leader_group;
+  for (int64_t v = 0; v < n; ++v) {
+    const int32_t colocation = graph.node(static_cast<graphs::NodeId>(v)).colocation;
+    if (colocation < 0) continue;
+    const auto [it, inserted] = leader_group.emplace(colocation, group[static_cast<size_t>(v)]);
+    if (!inserted) group[static_cast<size_t>(v)] = it->second;
+  }
+  // Renumber in order of first appearance (drops groups left empty).
+  std::unordered_map<int64_t, int64_t> index;
+  std::vector<int64_t> first;
+  std::vector<float> size;
+  for (int64_t v = 0; v < n; ++v) {
+    const auto [it, inserted] =
+        index.emplace(group[static_cast<size_t>(v)], static_cast<int64_t>(index.size()));
+    if (inserted) {
+      first.push_back(v);
+      size.push_back(0.0f);
+    }
+    group[static_cast<size_t>(v)] = it->second;
+    size[static_cast<size_t>(it->second)] += 1.0f;
+  }
+  out.group = torch::tensor(group, torch::kInt64);
+  out.first = torch::tensor(first, torch::kInt64);
+  out.size = torch::tensor(size, torch::kFloat32);
+  out.count = static_cast<int64_t>(first.size());
+  return out;
 }
 
 GoGraph MakeGoGraph(const graphs::Graph& graph) {
@@ -113,6 +234,8 @@ GoGraph MakeGoGraph(const graphs::Graph& graph) {
   }
   g.place_leader = torch::tensor(leader, torch::kInt64);
   g.place_free = torch::tensor(free, torch::kFloat32);
+  g.scope_actions = MakeActionGrouping(graph, ActionGroups::kScope);
+  g.chunk_actions = MakeActionGrouping(graph, ActionGroups::kChunks);
   return g;
 }
 
@@ -353,9 +476,73 @@ torch::Tensor GoPolicyImpl::Value(const torch::Tensor& graph_embedding, int64_t 
   return value_out_(torch::tanh(value_(graph_embedding))).view({1}).expand({samples});
 }
 
+const ActionGrouping* GoPolicyImpl::Grouping(const GoGraph& graph) const {
+  switch (options_.action_groups) {
+    case ActionGroups::kScope:
+      return &graph.scope_actions;
+    case ActionGroups::kChunks:
+      return &graph.chunk_actions;
+    case ActionGroups::kNone:
+      break;
+  }
+  return nullptr;
+}
+
+int64_t GoPolicyImpl::ActionsPerSample(const GoGraph& graph) const {
+  const ActionGrouping* grouping = Grouping(graph);
+  if (grouping != nullptr && !options_.priority && !options_.fusion)
+    return std::max<int64_t>(grouping->count, 1);
+  return std::max<int64_t>(graph.num_nodes, 1);
+}
+
+int64_t GoPolicyImpl::SegmentLength(int64_t n) const {
+  return options_.segment <= 0 || options_.segment >= n ? std::max<int64_t>(n, 1) : options_.segment;
+}
+
+GoPolicyImpl::PlacementPass GoPolicyImpl::RunPlacementPass(const GoGraph& graph,
+                                                           const ActionGrouping& grouping,
+                                                           const torch::Tensor& nodes,
+                                                           const torch::Tensor& graph_embedding,
+                                                           const torch::Tensor& noise) {
+  const int64_t n = graph.num_nodes;
+  const int64_t segment = SegmentLength(n);
+  const size_t layers = trunk_.size();
+  // Layers 0 .. layers-1: the shared trunk; layer `layers`: the placement layer.
+  std::vector<torch::Tensor> gamma(layers + 1), beta(layers + 1), memory(layers + 1);
+  for (size_t l = 0; l <= layers; ++l) {
+    gamma[l] = FilmOf(l, graph_embedding, false, 1);
+    beta[l] = FilmOf(l, graph_embedding, true, 1);
+  }
+  PlacementPass pass;
+  std::vector<torch::Tensor> logits;
+  for (int64_t start = 0; start < n; start += segment) {
+    const int64_t end = std::min(n, start + segment);
+    torch::Tensor x = input_(nodes.slice(0, start, end)).unsqueeze(0);  // [1 x L x d]
+    for (size_t l = 0; l <= layers; ++l) {
+      RecurrentAttention& layer = l < layers ? trunk_[l] : place_layer_;
+      torch::Tensor y = layer->forward(x, memory[l], gamma[l], beta[l]);
+      memory[l] = x.detach();  // Transformer-XL: the cached memory is not back-propagated into
+      x = y;
+    }
+    torch::Tensor z = place_head_(x);  // [1 x L x max_devices]
+    if (noise.defined()) {
+      const torch::Tensor positions = nodes.slice(0, start, end).slice(1, options_.gnn.hidden);
+      z = z + PlacementNoise(graph, start, end, x, positions, noise);  // [B x L x max_devices]
+    }
+    pass.states.push_back(x);
+    logits.push_back(z);
+  }
+  const torch::Tensor all = torch::cat(logits, 1);  // [B' x n x max_devices]
+  pass.pooled =
+      torch::zeros({all.size(0), grouping.count, options_.max_devices}).index_add(1, grouping.group, all) /
+      grouping.size.view({1, -1, 1});
+  return pass;
+}
+
 void GoPolicyImpl::Stream(const GoGraph& graph, const torch::Tensor& nodes,
                           const torch::Tensor& graph_embedding, int64_t devices, int64_t samples, Mode mode,
-                          Rng* rng, const GoActions* given, GoActions* actions, const SegmentFn& on_segment) {
+                          Rng* rng, const GoActions* given, GoActions* actions, const SegmentFn& on_segment,
+                          const PlacementPass* pass) {
   if (devices < 1 || devices > options_.max_devices) {
     throw ConfigError("GO: the cluster has " + std::to_string(devices) +
                           " devices, the network places on at most " + std::to_string(options_.max_devices),
@@ -367,8 +554,7 @@ void GoPolicyImpl::Stream(const GoGraph& graph, const torch::Tensor& nodes,
   const int64_t b = samples;
   const int64_t d = options_.model;
   // segment <= 0 or >= n: one segment, plain causal attention over the graph.
-  const int64_t segment =
-      options_.segment <= 0 || options_.segment >= n ? std::max<int64_t>(n, 1) : options_.segment;
+  const int64_t segment = SegmentLength(n);
   const size_t layers = trunk_.size();
   const size_t place = layers, priority = layers + 1, fusion = layers + 2;
   // FiLM (gamma, beta) per attention layer: batch 1 in the trunk, B in the task layers.
@@ -414,34 +600,65 @@ void GoPolicyImpl::Stream(const GoGraph& graph, const torch::Tensor& nodes,
     memory[l] = input.detach();  // Transformer-XL: the cached memory is not back-propagated into
     return output;
   };
+  // Group mode: every group's device is drawn before the segments, from
+  // the placement logits pooled over the whole graph; the group's
+  // log-probability and entropy sit at its first node.
+  const ActionGrouping* grouping = Grouping(graph);
+  PlacementPass own_pass;
+  torch::Tensor group_log_prob, group_entropy;  // [B x n]
+  if (grouping != nullptr) {
+    if (pass == nullptr) {
+      own_pass = RunPlacementPass(graph, *grouping, nodes, graph_embedding,
+                                  noisy ? actions->place_noise : torch::Tensor());
+      pass = &own_pass;
+    }
+    torch::Tensor pooled = pass->pooled.expand({b, grouping->count, options_.max_devices});
+    if (device_mask.defined())
+      pooled = pooled.masked_fill(device_mask, -std::numeric_limits<float>::infinity());
+    torch::Tensor lp = torch::zeros({b, grouping->count});
+    torch::Tensor ent = torch::zeros({b, grouping->count});
+    const torch::Tensor chosen = Decide(
+        pooled, mode, rng,
+        mode == Mode::kGiven ? given->device.index_select(1, grouping->first) : torch::Tensor(), &lp, &ent);
+    actions->device.copy_(chosen.index_select(1, grouping->group));
+    group_log_prob = torch::zeros({b, n}).index_add(1, grouping->first, lp);
+    group_entropy = torch::zeros({b, n}).index_add(1, grouping->first, ent);
+  }
   for (int64_t start = 0; start < n; start += segment) {
     const int64_t end = std::min(n, start + segment);
     const int64_t len = end - start;
-    torch::Tensor x = input_(nodes.slice(0, start, end)).unsqueeze(0);  // [1 x L x d]; nodes = NodeInputs
-    for (size_t l = 0; l < layers; ++l) x = run(trunk_[l], l, x);
-    torch::Tensor state = x.expand({b, len, d});
-    torch::Tensor log_prob = torch::zeros({b, len});
-    torch::Tensor entropy = torch::zeros({b, len});
-    // Placement (always on): devices >= `devices` are masked.
-    torch::Tensor h = run(place_layer_, place, state);
-    torch::Tensor logits = place_head_(h);
-    if (noisy) {
-      const torch::Tensor positions = nodes.slice(0, start, end).slice(1, options_.gnn.hidden);
-      logits = logits + PlacementNoise(graph, start, end, h, positions, actions->place_noise);
-    }
-    if (device_mask.defined())
-      logits = logits.masked_fill(device_mask, -std::numeric_limits<float>::infinity());
-    torch::Tensor device =
-        Decide(logits, mode, rng, given ? given_part(given->device, start, end) : torch::Tensor(), &log_prob,
-               &entropy, colocate ? graph.place_free.slice(0, start, end) : torch::Tensor());
-    actions->device.slice(1, start, end).copy_(device);
-    if (colocate) {
-      // Followers take their group leader's device (the leader comes first
-      // in topological order, so it is decided by now).
-      device = actions->device.index_select(1, graph.place_leader.slice(0, start, end));
+    torch::Tensor log_prob, entropy, h, device;
+    if (grouping != nullptr) {
+      h = pass->states[static_cast<size_t>(start / segment)].expand({b, len, d});
+      log_prob = group_log_prob.slice(1, start, end);
+      entropy = group_entropy.slice(1, start, end);
+      device = actions->device.slice(1, start, end);
+    } else {
+      torch::Tensor x = input_(nodes.slice(0, start, end)).unsqueeze(0);  // [1 x L x d]; nodes = NodeInputs
+      for (size_t l = 0; l < layers; ++l) x = run(trunk_[l], l, x);
+      log_prob = torch::zeros({b, len});
+      entropy = torch::zeros({b, len});
+      // Placement (always on): devices >= `devices` are masked.
+      h = run(place_layer_, place, x.expand({b, len, d}));
+      torch::Tensor logits = place_head_(h);
+      if (noisy) {
+        const torch::Tensor positions = nodes.slice(0, start, end).slice(1, options_.gnn.hidden);
+        logits = logits + PlacementNoise(graph, start, end, h, positions, actions->place_noise);
+      }
+      if (device_mask.defined())
+        logits = logits.masked_fill(device_mask, -std::numeric_limits<float>::infinity());
+      device =
+          Decide(logits, mode, rng, given ? given_part(given->device, start, end) : torch::Tensor(),
+                 &log_prob, &entropy, colocate ? graph.place_free.slice(0, start, end) : torch::Tensor());
       actions->device.slice(1, start, end).copy_(device);
+      if (colocate) {
+        // Followers take their group leader's device (the leader comes first
+        // in topological order, so it is decided by now).
+        device = actions->device.index_select(1, graph.place_leader.slice(0, start, end));
+        actions->device.slice(1, start, end).copy_(device);
+      }
     }
-    state = h + device_embedding_(device);
+    torch::Tensor state = h + device_embedding_(device);
     if (options_.priority) {
       h = run(priority_layer_, priority, state);
       const torch::Tensor level =
@@ -498,16 +715,32 @@ double GoPolicyImpl::BackwardBySegment(const GoGraph& graph, int64_t devices, co
   const torch::Tensor nodes_leaf = nodes.detach().requires_grad_(true);
   const torch::Tensor embedding_leaf = graph_embedding.detach().requires_grad_(true);
   const int64_t samples = given.device.size(0);
+  // Group mode: the placement pass over the whole graph, its pooled logits
+  // cut off as a leaf; the segments' losses accumulate their gradient
+  // there, which is then back-propagated through the pass once.
+  const ActionGrouping* grouping = Grouping(graph);
+  PlacementPass pass;
+  torch::Tensor pooled;
+  if (grouping != nullptr) {
+    const bool noisy = options_.exploration_noise > 0.0 && given.place_noise.defined();
+    pass = RunPlacementPass(graph, *grouping, nodes_leaf, embedding_leaf,
+                            noisy ? given.place_noise : torch::Tensor());
+    pooled = pass.pooled;
+    pass.pooled = pooled.detach().requires_grad_(true);
+  }
   GoActions actions;
   double total = 0.0;
-  Stream(graph, nodes_leaf, embedding_leaf, devices, samples, Mode::kGiven, nullptr, &given, &actions,
-         [&](int64_t start, int64_t end, const torch::Tensor& lp, const torch::Tensor& h) {
-           const torch::Tensor loss = segment_loss(start, end, lp, h);
-           total += loss.item<double>();
-           // The FiLM parameters, computed once from embedding_leaf, are
-           // shared by every segment: keep their (small) graph.
-           loss.backward({}, /*retain_graph=*/true);
-         });
+  Stream(
+      graph, nodes_leaf, embedding_leaf, devices, samples, Mode::kGiven, nullptr, &given, &actions,
+      [&](int64_t start, int64_t end, const torch::Tensor& lp, const torch::Tensor& h) {
+        const torch::Tensor loss = segment_loss(start, end, lp, h);
+        total += loss.item<double>();
+        // The FiLM parameters, computed once from embedding_leaf, are
+        // shared by every segment: keep their (small) graph.
+        loss.backward({}, /*retain_graph=*/true);
+      },
+      grouping != nullptr ? &pass : nullptr);
+  if (grouping != nullptr && pass.pooled.grad().defined()) (pooled * pass.pooled.grad()).sum().backward();
   torch::Tensor tail = value_loss(Value(graph_embedding, samples));
   total += tail.item<double>();
   if (nodes_leaf.grad().defined()) tail = tail + (nodes * nodes_leaf.grad()).sum();

@@ -43,6 +43,17 @@
 // group's first node, as TensorFlow's placer enforces; only that node's
 // placement counts in the log-probability and entropy.
 //
+// Group-level placement (`action_groups`, default `none` = GO's per-node
+// decisions): the nodes are cut into action groups (scope groups such as a
+// whole "encoder/layer_2", or contiguous topological chunks), the
+// placement head's per-node logits are averaged over each group, and ONE
+// device is drawn per group from that pooled categorical; its
+// log-probability and entropy are the group's (carried by the group's
+// first node; the other members add 0). Groups never split a colocation
+// group. The network that computes the logits is unchanged, so a
+// checkpoint serves either mode (docs/DEVIATIONS.md, "GO, group-level
+// placement actions").
+//
 // Masking: devices >= the cluster's device count are masked out of the
 // placement head (the network is built for `max_devices`); the fusion head
 // may only fuse a node with its producer when the pair is eligible (a single
@@ -65,6 +76,13 @@
 
 namespace gosim::agents::learned::go {
 
+// How placement decisions are grouped (a runtime setting, not part of the
+// checkpoint): per node (GO), per scope group, or per topological chunk.
+enum class ActionGroups { kNone, kScope, kChunks };
+// "none" / "scope" / "chunks"; ConfigError on another name.
+ActionGroups ParseActionGroups(const std::string& name);
+const char* ActionGroupsName(ActionGroups groups);
+
 struct GoModelOptions {
   GnnOptions gnn{.hidden = 64, .layers = 2, .op_embedding = 16, .normalize = true};
   int64_t model = 64;                // width of the attention layers
@@ -78,7 +96,8 @@ struct GoModelOptions {
   int64_t position_frequencies = 3;  // Fourier features per position input (sin, cos of pi 2^j p)
   double exploration_noise = 0.0;    // initial scale of the per-sample placement noise; 0 = none
   bool colocate = true;              // colocation groups share one placement (runtime setting)
-  bool placement = true;             // which heads decide (placement-only: GDP-style)
+  ActionGroups action_groups = ActionGroups::kNone;  // one placement per group (runtime setting)
+  bool placement = true;                             // which heads decide (placement-only: GDP-style)
   bool priority = true;
   bool fusion = true;
 
@@ -89,6 +108,27 @@ struct GoModelOptions {
 // Raw position inputs per node (see the header comment): topological
 // position and the first positions of its scope prefixes at depths 1-3.
 inline constexpr int64_t kGoPositions = 4;
+
+// A partition of the nodes into action groups: group[v] in [0, count),
+// numbered in order of their first node; first[g] is group g's first node
+// (it carries the group's log-probability) and size[g] its node count.
+struct ActionGrouping {
+  torch::Tensor group;  // int64 [n]
+  torch::Tensor first;  // int64 [count]
+  torch::Tensor size;   // float [count]
+  int64_t count = 0;
+};
+
+// Scope groups: a node's group is its scope prefix of 1 component, refined
+// by the next component while a group has more than `max_size` nodes; a
+// group that cannot be refined (members of exactly that scope) and is still
+// too large is cut into runs of `max_size` members in topological order;
+// the nodes without a scope are cut into such runs too.
+// Colocation followers join their leader's group.
+inline constexpr int64_t kScopeGroupMin = 16;  // max_size = max(ceil(n / 16), 16)
+// Chunks: consecutive node ids (topological order), ceil(n / 64) each.
+inline constexpr int64_t kChunkGroups = 64;
+ActionGrouping MakeActionGrouping(const graphs::Graph& graph, ActionGroups kind);
 
 // A graph's inputs to the network, built once per graph.
 struct GoGraph {
@@ -112,6 +152,9 @@ struct GoGraph {
   torch::Tensor scope_group2;  // int64 [n]
   int64_t num_scope_groups1 = 0;
   int64_t num_scope_groups2 = 0;
+  // Action groups of both kinds (the policy's `action_groups` picks one).
+  ActionGrouping scope_actions;
+  ActionGrouping chunk_actions;
 };
 GoGraph MakeGoGraph(const graphs::Graph& graph);
 
@@ -188,6 +231,12 @@ class GoPolicyImpl : public torch::nn::Module {
   int64_t NoiseWidth(const GoGraph& graph) const;
   // Runtime settings that a checkpoint does not fix.
   void set_segment(int64_t segment) { options_.segment = segment; }
+  // The action groups in use for `graph` (nullptr: per-node decisions).
+  const ActionGrouping* Grouping(const GoGraph& graph) const;
+  // Placement actions per sample: the number of groups when placement is
+  // the only head and grouped, else the number of nodes (PPO's per-action
+  // mean divides by it).
+  int64_t ActionsPerSample(const GoGraph& graph) const;
 
   // PPO's gradient in memory bounded by one segment (an 80k-node graph does
   // not fit otherwise): re-scores `given` ([B x n] actions) segment by
@@ -197,7 +246,10 @@ class GoPolicyImpl : public torch::nn::Module {
   // gradient the segments accumulated. Since each segment's memory is
   // gradient-stopped, the parameter gradients are those of back-propagating
   // the sum of the losses through `forward(..., kGiven)` (tested). Returns
-  // the sum of the losses.
+  // the sum of the losses. With action groups the placement trunk (shared
+  // layers and placement layer, batch 1) is kept for the whole graph, since
+  // a group's pooled logits span segments; the priority and fusion layers
+  // stay per segment.
   using SegmentLossFn = std::function<torch::Tensor(int64_t start, int64_t end, const torch::Tensor& log_prob,
                                                     const torch::Tensor& entropy)>;
   using ValueLossFn = std::function<torch::Tensor(const torch::Tensor& value)>;
@@ -211,9 +263,25 @@ class GoPolicyImpl : public torch::nn::Module {
   // entropy)` after each. Actions go to `actions` (pre-sized [B x n]).
   using SegmentFn = std::function<void(int64_t start, int64_t end, const torch::Tensor& log_prob,
                                        const torch::Tensor& entropy)>;
+  // Group mode: the placement layer's states per segment ([1 x L x d]) and
+  // the group-pooled placement logits ([B' x G x max_devices], B' = 1
+  // without noise, unmasked).
+  struct PlacementPass {
+    std::vector<torch::Tensor> states;
+    torch::Tensor pooled;
+  };
+  // `pass`: group mode only, a placement pass computed by the caller
+  // (BackwardBySegment), else computed here.
   void Stream(const GoGraph& graph, const torch::Tensor& nodes, const torch::Tensor& graph_embedding,
               int64_t devices, int64_t samples, Mode mode, Rng* rng, const GoActions* given,
-              GoActions* actions, const SegmentFn& on_segment);
+              GoActions* actions, const SegmentFn& on_segment, const PlacementPass* pass = nullptr);
+  // The shared layers and the placement layer over every segment at batch
+  // 1, then the logits (plus the sample's noise when `noise` is defined)
+  // averaged over `grouping`'s groups.
+  PlacementPass RunPlacementPass(const GoGraph& graph, const ActionGrouping& grouping,
+                                 const torch::Tensor& nodes, const torch::Tensor& graph_embedding,
+                                 const torch::Tensor& noise);
+  int64_t SegmentLength(int64_t n) const;
   torch::Tensor Value(const torch::Tensor& graph_embedding, int64_t samples);
   // Draws (or takes) actions from logits [B x n x k] (masked entries are
   // -inf); returns the actions and adds log-probabilities and entropies.
