@@ -116,25 +116,32 @@ hrl_table1() {
   plots_for "$dir/4gpu" nmt4 human_expert nmt4_expert
 }
 
-# GO: the pre-trained network both GO tables fine-tune, trained once into
-# $out/go_pretrain (the training split of configs/suites/paper_small.yaml;
-# quick: the same models at toy sizes, configs/suites/paper_quick.yaml, one
-# PPO step of 8 decisions per graph). Prints the checkpoint's path.
+# GO: the pre-trained network a GO table fine-tunes, trained once into
+# $out/go_pretrain (placement head; go_placement) or $out/go_pretrain_joint
+# (placement, priority and fusion heads; go_multitask) with
+# configs/experiments/go_pretrain_groups.yaml: the training split of
+# configs/suites/paper_small.yaml; quick: the same models at toy sizes,
+# configs/suites/paper_quick.yaml, two PPO steps of 8 decisions per graph.
+# go_pretrain placement|joint prints the checkpoint's path.
 go_pretrain() {
   local run=$out/go_pretrain train=()
-  [ $quick = 0 ] || train=(suite=configs/suites/paper_quick.yaml steps=7 checkpoint_every=7 ppo.samples=8)
+  if [ "$1" = joint ]; then
+    run=$out/go_pretrain_joint
+    train=('heads=[placement, priority, fusion]')
+  fi
+  [ $quick = 0 ] || train+=(suite=configs/suites/paper_quick.yaml steps=14 checkpoint_every=7 ppo.samples=8)
   local resume=()
   [ ! -f "$run/checkpoint.pt" ] || resume=(--resume)
-  say "pre-training GO (resumes a finished or killed run)" >&2
-  "${launch[@]}" "$GOSIM" train configs/experiments/go_pretrain_small.yaml --run-dir "$run" "${resume[@]}" \
+  say "pre-training GO, $1 (resumes a finished or killed run)" >&2
+  "${launch[@]}" "$GOSIM" train configs/experiments/go_pretrain_groups.yaml --run-dir "$run" "${resume[@]}" \
     "${train[@]}" >&2
   echo "$run/checkpoint.pt"
 }
 
 # quick-mode overrides of a GO grid: the six models at configs/suites/paper_quick.yaml's
 # sizes (graphs 0-5: inception_v3, transformer_xl, wavenet, gnmt8, amoebanet, bert_base)
-# and 48 evaluations (3 PPO steps of 16) per learned cell.
-go_quick=('budget.evaluations=48'
+# and 160 evaluations (10 PPO steps of 16) per learned cell.
+go_quick=('budget.evaluations=160'
   'graphs[0].params={batch: 8, training: true}'
   'graphs[1].params={layers: 2, d_model: 512, heads: 8, seq_len: 256, mem_len: 256, batch: 8, training: true}'
   'graphs[2].params={stacks: 1, layers_per_stack: 10, samples: 8000, batch: 1, training: true}'
@@ -142,12 +149,13 @@ go_quick=('budget.evaluations=48'
   'graphs[4].params={num_cells: 3, filters: 64, batch: 8, training: true}'
   'graphs[5].params={layers: 2, hidden: 768, heads: 12, seq_len: 128, batch: 8, training: true}')
 
-# go_grid CONFIG AGENT_INDEX...: the grid of a GO table (quick-mode sizes in
-# quick mode), its GO agents pointed at the pre-trained checkpoint.
+# go_grid CONFIG placement|joint AGENT_INDEX...: the grid of a GO table
+# (quick-mode sizes in quick mode), its GO agents pointed at the checkpoint
+# pre-trained with those heads.
 go_grid() {
-  local config=$1 checkpoint grid=()
-  shift
-  checkpoint=$(go_pretrain)
+  local config=$1 heads=$2 checkpoint grid=()
+  shift 2
+  checkpoint=$(go_pretrain "$heads")
   [ $quick = 0 ] || grid=("${go_quick[@]}")
   for i in "$@"; do grid+=("agents[$i].options.checkpoint=$checkpoint"); done
   run_grid "$config" output="$dir/run" "${grid[@]}"
@@ -155,7 +163,7 @@ go_grid() {
 }
 
 go_placement() {
-  go_grid configs/experiments/paper/go_placement.yaml 6 7
+  go_grid configs/experiments/paper/go_placement.yaml placement 6 7
   $PY analysis/tables.py analysis/layouts/go_placement.yaml "$dir/run" --out "$dir"
   $PY analysis/tables.py analysis/layouts/go_convergence.yaml "$dir/run" --out "$dir"
   $PY analysis/plot_convergence.py "$dir/run" --graph gnmt8 --labels go,gdp,hrl,human_expert,single_device \
@@ -165,7 +173,7 @@ go_placement() {
 }
 
 go_multitask() {
-  go_grid configs/experiments/paper/go_multitask.yaml 2 3
+  go_grid configs/experiments/paper/go_multitask.yaml joint 2 3
   $PY analysis/tables.py analysis/layouts/go_multitask.yaml "$dir/run" --out "$dir"
   $PY analysis/plot_convergence.py "$dir/run" --graph bert_base --labels go_joint,go_placement,single_device \
     --out "$dir/convergence.png"
