@@ -96,6 +96,7 @@ def grid(layout, df):
         [f"paper: {p}" for p in paper_columns]
     rows, found = [], 0
     percents = {c["label"]: [] for c in columns}  # per column, % against the reference per row
+    reference_rows = 0  # rows where the reference has a feasible value
     for row in layout["rows"]:
         cells = select(df, graph=row["graph"], cluster=row.get("cluster"))
         values = []
@@ -107,6 +108,8 @@ def grid(layout, df):
         if reference is not None:
             ref_index = [c["label"] for c in columns].index(reference)
             ref = values[ref_index]
+            if ref not in (None, float("inf")):
+                reference_rows += 1
         finite = [v for v in values if v is not None and v != float("inf")]
         best = min(finite) if finite else None
         out = [row["title"]]
@@ -134,14 +137,13 @@ def grid(layout, df):
     if layout.get("mean_row") and reference:
         # A column's mean counts only when it has a % on every row where the
         # reference has a value; otherwise '-' (a partial mean would mislead).
-        complete = sum(1 for r in rows if r[1 + [c["label"] for c in columns].index(reference)] not in ("-", "OOM"))
         mean = ["mean %"]
         for c in columns:
             p = percents[c["label"]]
             if c["label"] == reference:
                 mean.append("(ref)")
             else:
-                mean.append(f"{sum(p) / len(p):+.1f}%" if p and len(p) == complete else "-")
+                mean.append(f"{sum(p) / len(p):+.1f}%" if p and len(p) == reference_rows else "-")
         rows.append(mean + ["" for _ in paper_columns])
     note = f"{metric.replace('_', ' ')} in {unit}, mean over seeds"
     if reference:

@@ -559,6 +559,14 @@ TEST_CASE("go agent: zero-shot is one forward pass and one evaluation; bad optio
   CHECK_THROWS_AS(missing->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 0, 1)), IoError);
 }
 
+// The learning curve of a GO run in the test log: mean sampled step time of
+// the first and last PPO step (x the zero-shot decision), best and zero-shot.
+void ReportLearning(const char* label, const AgentResult& r) {
+  MESSAGE(label, " mean step time (x zero-shot), first step ", r.extra.at("first_mean_cost"), ", last step ",
+          r.extra.at("last_mean_cost"), "; best ", r.best_objective, " s, zero-shot ",
+          r.extra.at("zero_shot_objective"), " s");
+}
+
 // One chain of 8 ops (1 ms each) on 2 devices whose transfers cost 1 ms of
 // latency: the best decision keeps the chain on one device, 8 ms; a random
 // per-node placement pays about 3.5 ms of transfers. (On 4 chains, where the
@@ -572,9 +580,7 @@ TEST_CASE("go learns: PPO lowers the mean step time and finds the 8 ms decision"
   const AgentResult r = agent->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 481, 3));
   CHECK(r.evaluations == 481);
   CHECK(r.extra.at("ppo_steps") == 30);
-  MESSAGE("go mean step time (x zero-shot), first step ", r.extra.at("first_mean_cost"), ", last step ",
-          r.extra.at("last_mean_cost"), "; best ", r.best_objective, " s, zero-shot ",
-          r.extra.at("zero_shot_objective"), " s");
+  ReportLearning("go", r);
   CHECK(r.extra.at("last_mean_cost") < 0.9 * r.extra.at("first_mean_cost"));
   CHECK(r.best_objective == doctest::Approx(0.008).epsilon(1e-6));
 }
@@ -592,9 +598,7 @@ TEST_CASE("go learns with structured exploration noise: whole chains dealt 2 and
       " segment: 24, exploration_noise: 1.0}, ppo: {samples: 16, epochs: 2, learning_rate: 0.03}}");
   const AgentResult r = agent->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 321, 5));
   CHECK(r.extra.at("ppo_steps") == 20);
-  MESSAGE("go (noise) mean step time (x zero-shot), first step ", r.extra.at("first_mean_cost"),
-          ", last step ", r.extra.at("last_mean_cost"), "; best ", r.best_objective, " s, zero-shot ",
-          r.extra.at("zero_shot_objective"), " s");
+  ReportLearning("go (noise)", r);
   CHECK(r.best_objective == doctest::Approx(0.012).epsilon(1e-6));
   CHECK(r.extra.at("last_mean_cost") < 0.9 * r.extra.at("first_mean_cost"));
 }
@@ -610,9 +614,7 @@ TEST_CASE("go learns with group-level placement: whole chains dealt 2 and 2") {
   const AgentResult r = agent->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 321, 5));
   CHECK(r.extra.at("ppo_steps") == 20);
   CHECK(r.extra.at("action_groups") == 4);
-  MESSAGE("go (groups) mean step time (x zero-shot), first step ", r.extra.at("first_mean_cost"),
-          ", last step ", r.extra.at("last_mean_cost"), "; best ", r.best_objective, " s, zero-shot ",
-          r.extra.at("zero_shot_objective"), " s");
+  ReportLearning("go (groups)", r);
   CHECK(r.best_objective == doctest::Approx(0.012).epsilon(1e-6));
   CHECK(r.extra.at("last_mean_cost") < 0.8 * r.extra.at("first_mean_cost"));
 }
