@@ -56,7 +56,9 @@ GoModelOptions ParseModelOptions(YamlMap& m) {
   o.position_frequencies = GetInt(m, "position_frequencies", o.position_frequencies, 0, 16);
   o.exploration_noise = GetDouble(m, "exploration_noise", o.exploration_noise, 0.0, 100.0);
   o.colocate = m.Get<bool>("colocate", o.colocate);
-  o.action_groups = ParseActionGroups(m.Get<std::string>("action_groups", ActionGroupsName(o.action_groups)));
+  // GetChoice gives the key's position and a did-you-mean on a bad value.
+  o.action_groups = ParseActionGroups(
+      GetChoice(m, "action_groups", ActionGroupsName(o.action_groups), {"none", "scope", "chunks"}));
   if (o.model % o.heads != 0) {
     throw ConfigError("model width " + std::to_string(o.model) + " is not a multiple of attention_heads " +
                           std::to_string(o.heads),
