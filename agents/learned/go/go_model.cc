@@ -499,11 +499,9 @@ int64_t GoPolicyImpl::SegmentLength(int64_t n) const {
   return options_.segment <= 0 || options_.segment >= n ? std::max<int64_t>(n, 1) : options_.segment;
 }
 
-GoPolicyImpl::PlacementPass GoPolicyImpl::RunPlacementPass(const GoGraph& graph,
-                                                           const ActionGrouping& grouping,
-                                                           const torch::Tensor& nodes,
-                                                           const torch::Tensor& graph_embedding,
-                                                           const torch::Tensor& noise) {
+void GoPolicyImpl::PlacementTrunk(const GoGraph& graph, const torch::Tensor& nodes,
+                                  const torch::Tensor& graph_embedding, const torch::Tensor& noise,
+                                  const TrunkSegmentFn& on_segment) {
   const int64_t n = graph.num_nodes;
   const int64_t segment = SegmentLength(n);
   const size_t layers = trunk_.size();
@@ -513,8 +511,6 @@ GoPolicyImpl::PlacementPass GoPolicyImpl::RunPlacementPass(const GoGraph& graph,
     gamma[l] = FilmOf(l, graph_embedding, false, 1);
     beta[l] = FilmOf(l, graph_embedding, true, 1);
   }
-  PlacementPass pass;
-  std::vector<torch::Tensor> logits;
   for (int64_t start = 0; start < n; start += segment) {
     const int64_t end = std::min(n, start + segment);
     torch::Tensor x = input_(nodes.slice(0, start, end)).unsqueeze(0);  // [1 x L x d]
@@ -529,9 +525,22 @@ GoPolicyImpl::PlacementPass GoPolicyImpl::RunPlacementPass(const GoGraph& graph,
       const torch::Tensor positions = nodes.slice(0, start, end).slice(1, options_.gnn.hidden);
       z = z + PlacementNoise(graph, start, end, x, positions, noise);  // [B x L x max_devices]
     }
-    pass.states.push_back(x);
-    logits.push_back(z);
+    on_segment(start, end, x, z);
   }
+}
+
+GoPolicyImpl::PlacementPass GoPolicyImpl::RunPlacementPass(const GoGraph& graph,
+                                                           const ActionGrouping& grouping,
+                                                           const torch::Tensor& nodes,
+                                                           const torch::Tensor& graph_embedding,
+                                                           const torch::Tensor& noise) {
+  PlacementPass pass;
+  std::vector<torch::Tensor> logits;
+  PlacementTrunk(graph, nodes, graph_embedding, noise,
+                 [&](int64_t, int64_t, const torch::Tensor& state, const torch::Tensor& z) {
+                   pass.states.push_back(state);
+                   logits.push_back(z);
+                 });
   const torch::Tensor all = torch::cat(logits, 1);  // [B' x n x max_devices]
   pass.pooled =
       torch::zeros({all.size(0), grouping.count, options_.max_devices}).index_add(1, grouping.group, all) /
@@ -715,18 +724,20 @@ double GoPolicyImpl::BackwardBySegment(const GoGraph& graph, int64_t devices, co
   const torch::Tensor nodes_leaf = nodes.detach().requires_grad_(true);
   const torch::Tensor embedding_leaf = graph_embedding.detach().requires_grad_(true);
   const int64_t samples = given.device.size(0);
-  // Group mode: the placement pass over the whole graph, its pooled logits
-  // cut off as a leaf; the segments' losses accumulate their gradient
-  // there, which is then back-propagated through the pass once.
+  // Group mode: the placement pass over the whole graph without gradient;
+  // its pooled logits and per-segment states are leaves in which the
+  // segments' losses accumulate their gradients.
   const ActionGrouping* grouping = Grouping(graph);
+  const bool noisy = options_.exploration_noise > 0.0 && given.place_noise.defined();
+  const torch::Tensor noise = noisy ? given.place_noise : torch::Tensor();
   PlacementPass pass;
-  torch::Tensor pooled;
   if (grouping != nullptr) {
-    const bool noisy = options_.exploration_noise > 0.0 && given.place_noise.defined();
-    pass = RunPlacementPass(graph, *grouping, nodes_leaf, embedding_leaf,
-                            noisy ? given.place_noise : torch::Tensor());
-    pooled = pass.pooled;
-    pass.pooled = pooled.detach().requires_grad_(true);
+    {
+      torch::NoGradGuard no_grad;
+      pass = RunPlacementPass(graph, *grouping, nodes_leaf, embedding_leaf, noise);
+    }
+    pass.pooled.requires_grad_(true);
+    for (torch::Tensor& state : pass.states) state.requires_grad_(true);
   }
   GoActions actions;
   double total = 0.0;
@@ -740,7 +751,28 @@ double GoPolicyImpl::BackwardBySegment(const GoGraph& graph, int64_t devices, co
         loss.backward({}, /*retain_graph=*/true);
       },
       grouping != nullptr ? &pass : nullptr);
-  if (grouping != nullptr && pass.pooled.grad().defined()) (pooled * pass.pooled.grad()).sum().backward();
+  if (grouping != nullptr) {
+    // The trunk again, segment by segment with its graph: a node's logits
+    // receive its group's pooled gradient divided by the group's size (the
+    // pooling is a mean), its state the gradient of the task layers.
+    const torch::Tensor pooled_grad = pass.pooled.grad();
+    const torch::Tensor node_grad =
+        pooled_grad.defined()
+            ? (pooled_grad / grouping->size.view({1, -1, 1})).index_select(1, grouping->group)
+            : torch::Tensor();  // [B' x n x max_devices]
+    size_t index = 0;
+    PlacementTrunk(graph, nodes_leaf, embedding_leaf, noise,
+                   [&](int64_t start, int64_t end, const torch::Tensor& state, const torch::Tensor& z) {
+                     const torch::Tensor& state_grad = pass.states[index++].grad();
+                     torch::Tensor surrogate;
+                     if (node_grad.defined()) surrogate = (z * node_grad.slice(1, start, end)).sum();
+                     if (state_grad.defined()) {
+                       const torch::Tensor part = (state * state_grad).sum();
+                       surrogate = surrogate.defined() ? surrogate + part : part;
+                     }
+                     if (surrogate.defined()) surrogate.backward({}, /*retain_graph=*/true);
+                   });
+  }
   torch::Tensor tail = value_loss(Value(graph_embedding, samples));
   total += tail.item<double>();
   if (nodes_leaf.grad().defined()) tail = tail + (nodes * nodes_leaf.grad()).sum();

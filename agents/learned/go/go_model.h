@@ -246,10 +246,12 @@ class GoPolicyImpl : public torch::nn::Module {
   // gradient the segments accumulated. Since each segment's memory is
   // gradient-stopped, the parameter gradients are those of back-propagating
   // the sum of the losses through `forward(..., kGiven)` (tested). Returns
-  // the sum of the losses. With action groups the placement trunk (shared
-  // layers and placement layer, batch 1) is kept for the whole graph, since
-  // a group's pooled logits span segments; the priority and fusion layers
-  // stay per segment.
+  // the sum of the losses. With action groups a group's pooled logits span
+  // segments, so the placement trunk (shared layers and placement layer,
+  // batch 1) runs twice: once without gradient for the pooled logits and
+  // states, which the segments' losses see as leaves, then again segment by
+  // segment, back-propagating the gradients the leaves accumulated; memory
+  // stays bounded by a segment either way.
   using SegmentLossFn = std::function<torch::Tensor(int64_t start, int64_t end, const torch::Tensor& log_prob,
                                                     const torch::Tensor& entropy)>;
   using ValueLossFn = std::function<torch::Tensor(const torch::Tensor& value)>;
@@ -275,9 +277,16 @@ class GoPolicyImpl : public torch::nn::Module {
   void Stream(const GoGraph& graph, const torch::Tensor& nodes, const torch::Tensor& graph_embedding,
               int64_t devices, int64_t samples, Mode mode, Rng* rng, const GoActions* given,
               GoActions* actions, const SegmentFn& on_segment, const PlacementPass* pass = nullptr);
-  // The shared layers and the placement layer over every segment at batch
-  // 1, then the logits (plus the sample's noise when `noise` is defined)
-  // averaged over `grouping`'s groups.
+  // The shared layers and the placement layer over the segments at batch 1,
+  // calling `on_segment(start, end, state, logits)` with the placement
+  // layer's states [1 x L x d] and the logits [B' x L x max_devices] (plus
+  // the sample's noise when `noise` is defined) of each.
+  using TrunkSegmentFn = std::function<void(int64_t start, int64_t end, const torch::Tensor& state,
+                                            const torch::Tensor& logits)>;
+  void PlacementTrunk(const GoGraph& graph, const torch::Tensor& nodes, const torch::Tensor& graph_embedding,
+                      const torch::Tensor& noise, const TrunkSegmentFn& on_segment);
+  // PlacementTrunk over the whole graph, its logits averaged over
+  // `grouping`'s groups.
   PlacementPass RunPlacementPass(const GoGraph& graph, const ActionGrouping& grouping,
                                  const torch::Tensor& nodes, const torch::Tensor& graph_embedding,
                                  const torch::Tensor& noise);
