@@ -238,6 +238,43 @@ TEST_CASE("GoPolicy: group-level placement draws one device per group from the p
   CHECK(torch::equal(g1.actions.device, g2.actions.device));
 }
 
+TEST_CASE("GoPolicy: node moves let single nodes leave their group's device, scored given the group") {
+  const graphs::Graph g = IndependentChains(4, 6);  // scope groups: the 4 chains
+  const GoGraph in = learned::go::MakeGoGraph(g);
+  GoModelOptions options = SmallModel();
+  options.action_groups = learned::go::ActionGroups::kScope;
+  options.segment = 5;
+  options.priority = false;
+  options.fusion = false;
+  options.node_moves = 3.0;  // about 3 of the 24 nodes move per decision
+  torch::manual_seed(23);
+  GoPolicy policy(options);
+  CHECK(policy->ActionsPerSample(in) == 24);  // every node decides
+  Rng rng(24);
+  torch::NoGradGuard no_grad;
+  const GoOutput out = policy->forward(in, 3, 256, GoPolicyImpl::Mode::kSample, &rng);
+  REQUIRE(out.actions.group.sizes() == torch::IntArrayRef({256, 4}));
+  CHECK(out.actions.device.max().item<int64_t>() < 3);
+  const torch::Tensor home = out.actions.group.repeat_interleave(6, 1);  // chain c = nodes 6c .. 6c+5
+  const double moved = (out.actions.device != home).sum().item<double>() / 256.0;
+  MESSAGE("nodes moved per decision: ", moved);
+  CHECK(moved > 1.0);
+  CHECK(moved < 8.0);
+  // Every node's choice counts (given its group's device), not only the
+  // group's first node.
+  CHECK(out.log_prob.slice(1, 1, 6).abs().sum().item<float>() > 0.0f);
+  const GoOutput again = policy->forward(in, 3, 256, GoPolicyImpl::Mode::kGiven, nullptr, &out.actions);
+  CHECK(torch::allclose(again.log_prob, out.log_prob, 1e-5, 1e-6));
+  CHECK(torch::equal(again.actions.device, out.actions.device));
+  // Greedy: nodes stay with their group unless their own logits beat the
+  // stickiness.
+  const GoOutput greedy = policy->forward(in, 3, 1, GoPolicyImpl::Mode::kGreedy, nullptr);
+  CHECK(torch::equal(greedy.actions.device, greedy.actions.group.repeat_interleave(6, 1)));
+  // One device: nothing to move to.
+  const GoOutput single = policy->forward(in, 1, 4, GoPolicyImpl::Mode::kSample, &rng);
+  CHECK(single.actions.device.max().item<int64_t>() == 0);
+}
+
 TEST_CASE("GoPolicy: colocation followers take their leader's device and add no log-probability") {
   const graphs::Graph g = ScopedWithColocation();
   const GoGraph in = learned::go::MakeGoGraph(g);
@@ -448,16 +485,24 @@ TEST_CASE("BackwardBySegment: the gradients of back-propagating the whole loss, 
   // 15 nodes, segments of 4: 4 segments; the scope groups (chains) span segments.
   const graphs::Graph g = IndependentChains(3, 5);
   const GoGraph in = learned::go::MakeGoGraph(g);
-  for (const auto& [noise, groups] :
-       std::vector<std::pair<double, learned::go::ActionGroups>>{{0.0, learned::go::ActionGroups::kNone},
-                                                                 {1.5, learned::go::ActionGroups::kNone},
-                                                                 {0.0, learned::go::ActionGroups::kScope},
-                                                                 {1.5, learned::go::ActionGroups::kChunks}}) {
-    CAPTURE(noise);
-    CAPTURE(learned::go::ActionGroupsName(groups));
+  struct Setting {
+    double noise;
+    learned::go::ActionGroups groups;
+    double moves;
+  };
+  for (const Setting& setting : std::vector<Setting>{{0.0, learned::go::ActionGroups::kNone, 0.0},
+                                                     {1.5, learned::go::ActionGroups::kNone, 0.0},
+                                                     {0.0, learned::go::ActionGroups::kScope, 0.0},
+                                                     {1.5, learned::go::ActionGroups::kChunks, 0.0},
+                                                     {0.0, learned::go::ActionGroups::kScope, 4.0},
+                                                     {1.5, learned::go::ActionGroups::kChunks, 4.0}}) {
+    CAPTURE(setting.noise);
+    CAPTURE(learned::go::ActionGroupsName(setting.groups));
+    CAPTURE(setting.moves);
     GoModelOptions options = SmallModel();
-    options.exploration_noise = noise;
-    options.action_groups = groups;
+    options.exploration_noise = setting.noise;
+    options.action_groups = setting.groups;
+    options.node_moves = setting.moves;
     torch::manual_seed(11);
     GoPolicy policy(options);
     Rng rng(12);
@@ -555,6 +600,8 @@ TEST_CASE("go agent: zero-shot is one forward pass and one evaluation; bad optio
   CHECK_THROWS_AS(MakeGo("{model: {model: 10, attention_heads: 4}}"), ConfigError);
   CHECK_THROWS_AS(MakeGo("{ppo: {clip: -1}}"), ConfigError);
   CHECK_THROWS_AS(MakeGo("{modle: {}}"), ConfigError);
+  CHECK_THROWS_AS(MakeGo("{model: {node_moves: 2}}"), ConfigError);  // needs action groups
+  CHECK_THROWS_AS(MakeGo("{model: {action_groups: scope, node_moves: -1}}"), ConfigError);
   auto missing = MakeGo("{checkpoint: /nonexistent/go.pt}");
   CHECK_THROWS_AS(missing->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 0, 1)), IoError);
 }
@@ -562,7 +609,7 @@ TEST_CASE("go agent: zero-shot is one forward pass and one evaluation; bad optio
 // The learning curve of a GO run in the test log: mean sampled step time of
 // the first and last PPO step (x the zero-shot decision), best and zero-shot.
 void ReportLearning(const char* label, const AgentResult& r) {
-  MESSAGE(label, " mean step time (x zero-shot), first step ", r.extra.at("first_mean_cost"), ", last step ",
+  MESSAGE(std::string(label), " mean step time (x zero-shot), first step ", r.extra.at("first_mean_cost"), ", last step ",
           r.extra.at("last_mean_cost"), "; best ", r.best_objective, " s, zero-shot ",
           r.extra.at("zero_shot_objective"), " s");
 }
@@ -617,6 +664,36 @@ TEST_CASE("go learns with group-level placement: whole chains dealt 2 and 2") {
   ReportLearning("go (groups)", r);
   CHECK(r.best_objective == doctest::Approx(0.012).epsilon(1e-6));
   CHECK(r.extra.at("last_mean_cost") < 0.8 * r.extra.at("first_mean_cost"));
+}
+
+// A fork a -> {b, c} -> d in one scope ("block"), b and c 10 ms each, on 2
+// devices with 1 ms transfer latency. One device per group runs it in 22
+// ms; the best decision overlaps b and c: one branch with a (or d) on the
+// other device, 13 ms. Group actions cannot express that; node moves can,
+// and PPO learns to move.
+TEST_CASE("go learns with node moves: one op leaves its group") {
+  graphs::GraphBuilder b("fork");
+  const int a = b.AddNode(testing::Op("a", 1.0, 4, "block/a"));
+  const int x = b.AddNode(testing::Op("b", 10.0, 4, "block/b"));
+  const int y = b.AddNode(testing::Op("c", 10.0, 4, "block/c"));
+  const int d = b.AddNode(testing::Op("d", 1.0, 4, "block/d"));
+  b.AddEdge(a, x, 0);
+  b.AddEdge(a, y, 0);
+  b.AddEdge(x, d, 0);
+  b.AddEdge(y, d, 0);
+  Fixture f(b.Build(), MakeCluster(2, int64_t{1} << 34, 1e10, 1e-3));
+  const std::string model =
+      "{heads: [placement], model: {gnn_hidden: 16, op_embedding: 4, model: 16, attention_heads: 2, layers: "
+      "1, "
+      "segment: 4, action_groups: scope";
+  const std::string ppo = "}, ppo: {samples: 16, epochs: 2, learning_rate: 0.03}}";
+  const AgentResult groups = MakeGo(model + ppo)->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 161, 7));
+  CHECK(groups.best_objective == doctest::Approx(0.022).epsilon(1e-6));
+  const AgentResult moves =
+      MakeGo(model + ", node_moves: 1" + ppo)->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 161, 7));
+  ReportLearning("go (node moves)", moves);
+  CHECK(moves.best_objective == doctest::Approx(0.013).epsilon(1e-6));
+  CHECK(moves.extra.at("last_mean_cost") < 0.8 * moves.extra.at("first_mean_cost"));
 }
 
 }  // namespace

@@ -59,6 +59,11 @@ GoModelOptions ParseModelOptions(YamlMap& m) {
   // GetChoice gives the key's position and a did-you-mean on a bad value.
   o.action_groups = ParseActionGroups(
       GetChoice(m, "action_groups", ActionGroupsName(o.action_groups), {"none", "scope", "chunks"}));
+  o.node_moves = GetDouble(m, "node_moves", o.node_moves, 0.0, 1e9);
+  if (o.node_moves > 0.0 && o.action_groups == ActionGroups::kNone) {
+    throw ConfigError("`node_moves` needs group-level placement: nodes move off their action group's device",
+                      m.Where("node_moves"), "set `action_groups: scope` (or chunks), or drop `node_moves`");
+  }
   if (o.model % o.heads != 0) {
     throw ConfigError("model width " + std::to_string(o.model) + " is not a multiple of attention_heads " +
                           std::to_string(o.heads),
@@ -257,6 +262,7 @@ GoPolicy BuildPolicy(const GoAgentOptions& options, uint64_t seed) {
     shape.fusion = model.fusion;
     shape.colocate = model.colocate;
     shape.action_groups = model.action_groups;
+    shape.node_moves = model.node_moves;
     model = shape;
   }
   torch::manual_seed(seed);

@@ -490,7 +490,7 @@ const ActionGrouping* GoPolicyImpl::Grouping(const GoGraph& graph) const {
 
 int64_t GoPolicyImpl::ActionsPerSample(const GoGraph& graph) const {
   const ActionGrouping* grouping = Grouping(graph);
-  if (grouping != nullptr && !options_.priority && !options_.fusion)
+  if (grouping != nullptr && !options_.priority && !options_.fusion && options_.node_moves <= 0.0)
     return std::max<int64_t>(grouping->count, 1);
   return std::max<int64_t>(graph.num_nodes, 1);
 }
@@ -613,6 +613,13 @@ void GoPolicyImpl::Stream(const GoGraph& graph, const torch::Tensor& nodes,
   // the placement logits pooled over the whole graph; the group's
   // log-probability and entropy sit at its first node.
   const ActionGrouping* grouping = Grouping(graph);
+  // Node moves: the stickiness of the group's device (-1: nodes stay).
+  double stickiness = -1.0;
+  if (grouping != nullptr && options_.node_moves > 0.0 && devices > 1) {
+    const double deciding =
+        colocate ? graph.place_free.sum().item<double>() : static_cast<double>(std::max<int64_t>(n, 1));
+    stickiness = std::max(0.0, std::log(static_cast<double>(devices - 1) * deciding / options_.node_moves));
+  }
   PlacementPass own_pass;
   torch::Tensor group_log_prob, group_entropy;  // [B x n]
   if (grouping != nullptr) {
@@ -626,10 +633,16 @@ void GoPolicyImpl::Stream(const GoGraph& graph, const torch::Tensor& nodes,
       pooled = pooled.masked_fill(device_mask, -std::numeric_limits<float>::infinity());
     torch::Tensor lp = torch::zeros({b, grouping->count});
     torch::Tensor ent = torch::zeros({b, grouping->count});
-    const torch::Tensor chosen = Decide(
-        pooled, mode, rng,
-        mode == Mode::kGiven ? given->device.index_select(1, grouping->first) : torch::Tensor(), &lp, &ent);
-    actions->device.copy_(chosen.index_select(1, grouping->group));
+    torch::Tensor given_groups;
+    if (mode == Mode::kGiven) {
+      given_groups = given->group.defined() ? given->group : given->device.index_select(1, grouping->first);
+      if (given_groups.size(0) != b || given_groups.size(1) != grouping->count) {
+        throw StateError("GO: re-scoring group decisions of another shape", {},
+                         "pass the GoActions returned by the sampling pass");
+      }
+    }
+    actions->group = Decide(pooled, mode, rng, given_groups, &lp, &ent);
+    actions->device.copy_(actions->group.index_select(1, grouping->group));
     group_log_prob = torch::zeros({b, n}).index_add(1, grouping->first, lp);
     group_entropy = torch::zeros({b, n}).index_add(1, grouping->first, ent);
   }
@@ -638,10 +651,34 @@ void GoPolicyImpl::Stream(const GoGraph& graph, const torch::Tensor& nodes,
     const int64_t len = end - start;
     torch::Tensor log_prob, entropy, h, device;
     if (grouping != nullptr) {
-      h = pass->states[static_cast<size_t>(start / segment)].expand({b, len, d});
+      const torch::Tensor& state = pass->states[static_cast<size_t>(start / segment)];  // [1 x L x d]
+      h = state.expand({b, len, d});
       log_prob = group_log_prob.slice(1, start, end);
       entropy = group_entropy.slice(1, start, end);
-      device = actions->device.slice(1, start, end);
+      if (stickiness >= 0.0) {
+        // Node moves: each node's own logits plus the stickiness bonus on
+        // its group's device.
+        torch::Tensor logits = place_head_(state);
+        if (noisy) {
+          const torch::Tensor positions = nodes.slice(0, start, end).slice(1, options_.gnn.hidden);
+          logits = logits + PlacementNoise(graph, start, end, state, positions, actions->place_noise);
+        }
+        const torch::Tensor home = actions->group.index_select(1, grouping->group.slice(0, start, end));
+        logits = logits.expand({b, len, options_.max_devices}) +
+                 torch::one_hot(home, options_.max_devices).to(torch::kFloat) * stickiness;
+        if (device_mask.defined())
+          logits = logits.masked_fill(device_mask, -std::numeric_limits<float>::infinity());
+        device =
+            Decide(logits, mode, rng, given ? given_part(given->device, start, end) : torch::Tensor(),
+                   &log_prob, &entropy, colocate ? graph.place_free.slice(0, start, end) : torch::Tensor());
+        actions->device.slice(1, start, end).copy_(device);
+        if (colocate) {
+          device = actions->device.index_select(1, graph.place_leader.slice(0, start, end));
+          actions->device.slice(1, start, end).copy_(device);
+        }
+      } else {
+        device = actions->device.slice(1, start, end);
+      }
     } else {
       torch::Tensor x = input_(nodes.slice(0, start, end)).unsqueeze(0);  // [1 x L x d]; nodes = NodeInputs
       for (size_t l = 0; l < layers; ++l) x = run(trunk_[l], l, x);

@@ -54,6 +54,17 @@
 // checkpoint serves either mode (docs/DEVIATIONS.md, "GO, group-level
 // placement actions").
 //
+// Node moves (`node_moves` > 0, group mode only): after the group's device
+// is drawn, every node (colocation leaders and free nodes) draws its own
+// device from its per-node logits plus a stickiness bonus s on the group's
+// device, so a single node can leave its group (HRL's final WaveNet
+// placement, for one, moves only a few ops). s = log((D - 1) m / k) for D
+// devices, m deciding nodes and k = `node_moves`: an untrained network
+// (near-uniform node logits) moves about k nodes per decision, whatever the
+// graph's size; the network learns to overcome s where moving pays. The
+// group's device is part of the action (GoActions::group); a decision's
+// log-probability is the group's plus every node's given its group.
+//
 // Masking: devices >= the cluster's device count are masked out of the
 // placement head (the network is built for `max_devices`); the fusion head
 // may only fuse a node with its producer when the pair is eligible (a single
@@ -97,7 +108,8 @@ struct GoModelOptions {
   double exploration_noise = 0.0;    // initial scale of the per-sample placement noise; 0 = none
   bool colocate = true;              // colocation groups share one placement (runtime setting)
   ActionGroups action_groups = ActionGroups::kNone;  // one placement per group (runtime setting)
-  bool placement = true;                             // which heads decide (placement-only: GDP-style)
+  double node_moves = 0.0;  // group mode: nodes an untrained network moves off their group (runtime setting)
+  bool placement = true;    // which heads decide (placement-only: GDP-style)
   bool priority = true;
   bool fusion = true;
 
@@ -201,6 +213,9 @@ struct GoActions {
   torch::Tensor device;
   torch::Tensor priority;
   torch::Tensor fuse;
+  // Group mode: the device drawn per action group [B x G]; with node moves
+  // a node's device may differ from its group's.
+  torch::Tensor group;
   // Per-sample placement-head noise [B x max_devices x NoiseWidth()] when
   // the network explores with noise (sampled decisions only).
   torch::Tensor place_noise;
@@ -234,8 +249,8 @@ class GoPolicyImpl : public torch::nn::Module {
   // The action groups in use for `graph` (nullptr: per-node decisions).
   const ActionGrouping* Grouping(const GoGraph& graph) const;
   // Placement actions per sample: the number of groups when placement is
-  // the only head and grouped, else the number of nodes (PPO's per-action
-  // mean divides by it).
+  // the only head and grouped without node moves, else the number of nodes
+  // (PPO's per-action mean divides by it).
   int64_t ActionsPerSample(const GoGraph& graph) const;
 
   // PPO's gradient in memory bounded by one segment (an 80k-node graph does
