@@ -602,6 +602,30 @@ void GoPolicyImpl::Stream(const GoGraph& graph, const torch::Tensor& nodes,
   auto given_part = [&](const torch::Tensor& all, int64_t from, int64_t to) {
     return mode == Mode::kGiven ? all.slice(1, from, to) : torch::Tensor();
   };
+  // Per-node placement of nodes [start, end) from the placement head's
+  // logits (B' = 1 or B) and states h: the sample's noise and `bonus`
+  // (undefined or [B x L x max_devices]) added, devices >= `devices`
+  // masked; followers then take their leader's device (the leader comes
+  // first in topological order, so it is decided by now).
+  auto place_nodes = [&](torch::Tensor logits, const torch::Tensor& h, int64_t start, int64_t end,
+                         const torch::Tensor& bonus, torch::Tensor* log_prob, torch::Tensor* entropy) {
+    if (noisy) {
+      const torch::Tensor positions = nodes.slice(0, start, end).slice(1, options_.gnn.hidden);
+      logits = logits + PlacementNoise(graph, start, end, h, positions, actions->place_noise);
+    }
+    if (bonus.defined()) logits = logits + bonus;
+    if (device_mask.defined())
+      logits = logits.masked_fill(device_mask, -std::numeric_limits<float>::infinity());
+    torch::Tensor device =
+        Decide(logits, mode, rng, given ? given_part(given->device, start, end) : torch::Tensor(), log_prob,
+               entropy, colocate ? graph.place_free.slice(0, start, end) : torch::Tensor());
+    actions->device.slice(1, start, end).copy_(device);
+    if (colocate) {
+      device = actions->device.index_select(1, graph.place_leader.slice(0, start, end));
+      actions->device.slice(1, start, end).copy_(device);
+    }
+    return device;
+  };
   // Each layer's input on the previous segment: its gradient-stopped memory.
   std::vector<torch::Tensor> memory(layers + kTaskLayers);
   auto run = [&](RecurrentAttention& layer, size_t l, const torch::Tensor& input) {
@@ -658,24 +682,10 @@ void GoPolicyImpl::Stream(const GoGraph& graph, const torch::Tensor& nodes,
       if (stickiness >= 0.0) {
         // Node moves: each node's own logits plus the stickiness bonus on
         // its group's device.
-        torch::Tensor logits = place_head_(state);
-        if (noisy) {
-          const torch::Tensor positions = nodes.slice(0, start, end).slice(1, options_.gnn.hidden);
-          logits = logits + PlacementNoise(graph, start, end, state, positions, actions->place_noise);
-        }
         const torch::Tensor home = actions->group.index_select(1, grouping->group.slice(0, start, end));
-        logits = logits.expand({b, len, options_.max_devices}) +
-                 torch::one_hot(home, options_.max_devices).to(torch::kFloat) * stickiness;
-        if (device_mask.defined())
-          logits = logits.masked_fill(device_mask, -std::numeric_limits<float>::infinity());
-        device =
-            Decide(logits, mode, rng, given ? given_part(given->device, start, end) : torch::Tensor(),
-                   &log_prob, &entropy, colocate ? graph.place_free.slice(0, start, end) : torch::Tensor());
-        actions->device.slice(1, start, end).copy_(device);
-        if (colocate) {
-          device = actions->device.index_select(1, graph.place_leader.slice(0, start, end));
-          actions->device.slice(1, start, end).copy_(device);
-        }
+        device = place_nodes(place_head_(state), state, start, end,
+                             torch::one_hot(home, options_.max_devices).to(torch::kFloat) * stickiness,
+                             &log_prob, &entropy);
       } else {
         device = actions->device.slice(1, start, end);
       }
@@ -686,23 +696,7 @@ void GoPolicyImpl::Stream(const GoGraph& graph, const torch::Tensor& nodes,
       entropy = torch::zeros({b, len});
       // Placement (always on): devices >= `devices` are masked.
       h = run(place_layer_, place, x.expand({b, len, d}));
-      torch::Tensor logits = place_head_(h);
-      if (noisy) {
-        const torch::Tensor positions = nodes.slice(0, start, end).slice(1, options_.gnn.hidden);
-        logits = logits + PlacementNoise(graph, start, end, h, positions, actions->place_noise);
-      }
-      if (device_mask.defined())
-        logits = logits.masked_fill(device_mask, -std::numeric_limits<float>::infinity());
-      device =
-          Decide(logits, mode, rng, given ? given_part(given->device, start, end) : torch::Tensor(),
-                 &log_prob, &entropy, colocate ? graph.place_free.slice(0, start, end) : torch::Tensor());
-      actions->device.slice(1, start, end).copy_(device);
-      if (colocate) {
-        // Followers take their group leader's device (the leader comes first
-        // in topological order, so it is decided by now).
-        device = actions->device.index_select(1, graph.place_leader.slice(0, start, end));
-        actions->device.slice(1, start, end).copy_(device);
-      }
+      device = place_nodes(place_head_(h), h, start, end, torch::Tensor(), &log_prob, &entropy);
     }
     torch::Tensor state = h + device_embedding_(device);
     if (options_.priority) {
