@@ -10,10 +10,13 @@
 #include <vector>
 
 #include "agents/learned/common/checkpoint.h"
+#include "agents/learned/common/curves.h"
+#include "agents/learned/common/train.h"
 #include "agents/learned/go/go_agent.h"
 #include "agents/learned/go/go_model.h"
 #include "agents/learned/register.h"
 #include "core/error.h"
+#include "core/io.h"
 #include "core/yaml.h"
 #include "tests/agents/test_util.h"
 
@@ -609,8 +612,8 @@ TEST_CASE("go agent: zero-shot is one forward pass and one evaluation; bad optio
 // The learning curve of a GO run in the test log: mean sampled step time of
 // the first and last PPO step (x the zero-shot decision), best and zero-shot.
 void ReportLearning(const char* label, const AgentResult& r) {
-  MESSAGE(std::string(label), " mean step time (x zero-shot), first step ", r.extra.at("first_mean_cost"), ", last step ",
-          r.extra.at("last_mean_cost"), "; best ", r.best_objective, " s, zero-shot ",
+  MESSAGE(std::string(label), " mean step time (x zero-shot), first step ", r.extra.at("first_mean_cost"),
+          ", last step ", r.extra.at("last_mean_cost"), "; best ", r.best_objective, " s, zero-shot ",
           r.extra.at("zero_shot_objective"), " s");
 }
 
@@ -694,6 +697,64 @@ TEST_CASE("go learns with node moves: one op leaves its group") {
   ReportLearning("go (node moves)", moves);
   CHECK(moves.best_objective == doctest::Approx(0.013).epsilon(1e-6));
   CHECK(moves.extra.at("last_mean_cost") < 0.8 * moves.extra.at("first_mean_cost"));
+}
+
+// `gosim train` with agent go on a suite of two small train graphs; `cluster`
+// is one preset or a list. In `dir`/run.
+learned::TrainRequest GoTrainRequest(const std::string& dir, const std::string& cluster, int64_t steps) {
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir + "/run");
+  WriteFileAtomic(dir + "/suite.yaml",
+                  "name: two\ngraphs:\n"
+                  "  - {name: g1, generator: regal_random, params: {nodes: 30, seed: 5}, split: train}\n"
+                  "  - {name: g2, generator: regal_random, params: {nodes: 40, seed: 6}, split: train}\n");
+  learned::TrainRequest r;
+  r.config = LoadYamlString(
+      "agent: go\nsuite: " + dir + "/suite.yaml\ncluster: " + cluster + "\nsteps: " + std::to_string(steps) +
+          "\ncheckpoint_every: 2\nseed: 3\nheads: [placement]\n"
+          "model: {gnn_hidden: 8, op_embedding: 4, model: 8, attention_heads: 2, layers: 1, "
+          "segment: 16, action_groups: scope}\nppo: {samples: 4, epochs: 1}\n",
+      "go_train_config");
+  r.config_file = "go_train_config";
+  r.run_dir = dir + "/run";
+  r.progress = false;
+  return r;
+}
+
+TEST_CASE("go pre-training: round robin over graphs x clusters, checkpoints, exact resume, bad clusters") {
+  RegisterLearnedAgents();
+  const std::string base = (std::filesystem::temp_directory_path() / "gosim_go_train").string();
+  // Two clusters of 2 and 4 devices: 4 training items, each graph on each.
+  const learned::TrainRequest uninterrupted = GoTrainRequest(base + "_a", "[k80x2, p100x4_pcie]", 6);
+  learned::RunTraining(uninterrupted);
+  learned::TrainRequest killed = GoTrainRequest(base + "_b", "[k80x2, p100x4_pcie]", 6);
+  killed.max_steps = 3;  // the last checkpoint is step 2
+  learned::RunTraining(killed);
+  learned::TrainRequest resumed = killed;
+  resumed.max_steps = -1;
+  resumed.resume = true;
+  learned::RunTraining(resumed);
+  const auto ca = learned::TrainingCurves::Read(uninterrupted.run_dir + "/curves.csv");
+  const auto cb = learned::TrainingCurves::Read(resumed.run_dir + "/curves.csv");
+  REQUIRE(ca.size() == 6);
+  REQUIRE(cb.size() == 6);
+  for (size_t i = 0; i < ca.size(); ++i) {
+    CHECK(ca[i].step == static_cast<int64_t>(i) + 1);
+    CHECK(ca[i].extra.at(0) == static_cast<double>(i % 4));  // the training item of the step
+    CHECK(ca[i].evaluations == 4 * ca[i].step);
+    CHECK(cb[i].reward == ca[i].reward);
+    CHECK(cb[i].best_objective == ca[i].best_objective);
+  }
+  // The checkpoint fine-tunes on either cluster's device count.
+  Fixture f(IndependentChains(2, 4), MakeCluster(4));
+  auto agent = MakeGo("{checkpoint: " + uninterrupted.run_dir +
+                      "/checkpoint.pt, heads: [placement], model: {segment: 16, action_groups: scope}}");
+  CHECK(agent->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 9, 1)).evaluations == 9);
+  // A single preset still works; an empty list or an unknown preset does not.
+  learned::RunTraining(GoTrainRequest(base + "_c", "k80x2", 1));
+  CHECK(learned::TrainingCurves::Read(base + "_c/run/curves.csv").size() == 1);
+  CHECK_THROWS_AS(learned::RunTraining(GoTrainRequest(base + "_d", "[]", 1)), ConfigError);
+  CHECK_THROWS_AS(learned::RunTraining(GoTrainRequest(base + "_e", "[k80x2, nope_cluster]", 1)), Error);
 }
 
 }  // namespace

@@ -361,7 +361,7 @@ namespace {
 struct GoTrainConfig {
   std::string name = "go_train";
   std::string suite;
-  std::string cluster = "p100x4_pcie";
+  std::vector<std::string> clusters = {"p100x4_pcie"};  // every training graph on each
   std::string cost_model = "roofline";
   ObjectiveKind objective = ObjectiveKind::kStepTime;
   int64_t train_graphs = 0;  // 0: the whole train split
@@ -380,7 +380,21 @@ GoTrainConfig ParseTrainConfig(const TrainRequest& request) {
   c.name = m.Get<std::string>("name", c.name);
   m.Get<std::string>("output", "");
   c.suite = m.Require<std::string>("suite");
-  c.cluster = m.Get<std::string>("cluster", c.cluster);
+  if (const YAML::Node node = m.Node("cluster"); node && !node.IsNull()) {
+    // One preset or a list: each training graph is trained on every cluster.
+    const std::string path = m.ChildPath("cluster");
+    c.clusters.clear();
+    if (node.IsSequence()) {
+      for (size_t i = 0; i < node.size(); ++i)
+        c.clusters.push_back(YamlAs<std::string>(node[i], m.file(), path + "[" + std::to_string(i) + "]"));
+    } else {
+      c.clusters.push_back(YamlAs<std::string>(node, m.file(), path));
+    }
+    if (c.clusters.empty()) {
+      m.Fail("cluster", "the list of clusters is empty",
+             "name a cluster preset or a list of them, e.g. [p100x4_pcie, dgx1_v100]");
+    }
+  }
   c.cost_model = m.Get<std::string>("cost_model", c.cost_model);
   c.objective = ParseObjectiveKind(m.Get<std::string>("objective", "step_time"));
   c.train_graphs = GetInt(m, "train_graphs", c.train_graphs, 0, int64_t{1} << 30);
@@ -401,9 +415,12 @@ GoTrainConfig ParseTrainConfig(const TrainRequest& request) {
   return c;
 }
 
+// One training item: a graph of the train split on one of the clusters.
 struct TrainGraph {
   std::string name;
-  std::unique_ptr<graphs::Graph> graph;
+  std::shared_ptr<const graphs::Graph> graph;
+  const sim::Cluster* cluster = nullptr;
+  int64_t devices = 0;
   std::unique_ptr<sim::Evaluator> evaluator;
   GoGraph inputs;
   double reference = 0.0;
@@ -413,7 +430,9 @@ struct TrainGraph {
 void TrainGo(const TrainRequest& request) {
   const GoTrainConfig config = ParseTrainConfig(request);
   torch::set_num_threads(static_cast<int>(config.torch_threads));
-  const sim::Cluster cluster = sim::LoadCluster(config.cluster);
+  std::vector<sim::Cluster> clusters;  // not resized below: the evaluators refer to its elements
+  clusters.reserve(config.clusters.size());
+  for (const std::string& name : config.clusters) clusters.push_back(sim::LoadCluster(name));
   const std::shared_ptr<const sim::CostModel> cost_model =
       sim::MakeCostModel(config.cost_model, {}, request.config_file);
   const graphs::Suite suite = graphs::LoadSuite(config.suite);
@@ -431,15 +450,20 @@ void TrainGo(const TrainRequest& request) {
     throw ConfigError("run folder " + request.run_dir + " already holds a checkpoint", Location{checkpoint},
                       "pass --resume to continue that run, or choose another --run-dir");
   }
-  const int64_t devices = cluster.num_devices();
-  std::vector<TrainGraph> train;
+  std::vector<TrainGraph> train;  // round robin: each graph on each cluster in turn
   for (const graphs::SuiteEntry* entry : entries) {
-    TrainGraph g;
-    g.name = entry->name;
-    g.graph = std::make_unique<graphs::Graph>(graphs::MaterializeGraph(*entry));
-    g.evaluator = std::make_unique<sim::Evaluator>(*g.graph, cluster, cost_model);
-    g.inputs = MakeGoGraph(*g.graph);
-    train.push_back(std::move(g));
+    const auto graph = std::make_shared<const graphs::Graph>(graphs::MaterializeGraph(*entry));
+    const GoGraph inputs = MakeGoGraph(*graph);
+    for (const sim::Cluster& cluster : clusters) {
+      TrainGraph g;
+      g.name = clusters.size() > 1 ? entry->name + "@" + cluster.name() : entry->name;
+      g.graph = graph;
+      g.cluster = &cluster;
+      g.devices = cluster.num_devices();
+      g.evaluator = std::make_unique<sim::Evaluator>(*graph, cluster, cost_model);
+      g.inputs = inputs;
+      train.push_back(std::move(g));
+    }
   }
   Rng rng = Rng::Derive(config.seed, {kGoStream, 1});
   torch::manual_seed(rng.Next());
@@ -489,7 +513,7 @@ void TrainGo(const TrainRequest& request) {
     GoOutput sampled;
     {
       torch::NoGradGuard no_grad;
-      sampled = policy->forward(g.inputs, devices, k, GoPolicyImpl::Mode::kSample, &rng);
+      sampled = policy->forward(g.inputs, g.devices, k, GoPolicyImpl::Mode::kSample, &rng);
     }
     decisions.clear();
     for (int64_t i = 0; i < k; ++i) decisions.push_back(DecodeDecision(g.inputs, sampled.actions, i));
@@ -501,14 +525,14 @@ void TrainGo(const TrainRequest& request) {
     for (int64_t i = 0; i < k; ++i) {
       const sim::Evaluation& e = results[static_cast<size_t>(i)];
       const double cost =
-          CostOf(objective.Score(e, cluster), e.feasible, config.ppo.infeasible_penalty, &g.reference);
+          CostOf(objective.Score(e, *g.cluster), e.feasible, config.ppo.infeasible_penalty, &g.reference);
       g.best_cost = std::min(g.best_cost, cost);
       rewards[static_cast<size_t>(i)] = static_cast<float>(-std::log(cost));
       mean_cost += cost / static_cast<double>(k);
       feasible += e.feasible ? 1.0 / static_cast<double>(k) : 0.0;
     }
-    const PpoStats stats = PpoUpdate(policy, optimizer, g.inputs, devices, sampled.actions, sampled.log_prob,
-                                     sampled.value, torch::tensor(rewards), config.ppo);
+    const PpoStats stats = PpoUpdate(policy, optimizer, g.inputs, g.devices, sampled.actions,
+                                     sampled.log_prob, sampled.value, torch::tensor(rewards), config.ppo);
     ++state.step;
     ++steps_here;
     TrainingPoint point;
