@@ -116,24 +116,32 @@ hrl_table1() {
   plots_for "$dir/4gpu" nmt4 human_expert nmt4_expert
 }
 
-# GO: the pre-trained network a GO table fine-tunes, trained once into
-# $out/go_pretrain (placement head; go_placement) or $out/go_pretrain_joint
-# (placement, priority and fusion heads; go_multitask) with
-# configs/experiments/go_pretrain_groups.yaml: the training split of
-# configs/suites/paper_small.yaml; quick: the same models at toy sizes,
-# configs/suites/paper_quick.yaml, two PPO steps of 8 decisions per graph.
-# go_pretrain placement|joint prints the checkpoint's path.
+# GO: the pre-trained network a GO table fine-tunes, trained once.
+# Placement head (go_placement): $out/go_pretrain_broad with
+# configs/experiments/go_pretrain_broad.yaml, the 18 training graphs of
+# configs/suites/go_broad.yaml on 4 and 8 GPUs (chosen over the paper_small
+# train split on go_broad's valid split, docs/RESULTS.md). Placement,
+# priority and fusion heads (go_multitask): $out/go_pretrain_joint with
+# configs/experiments/go_pretrain_groups.yaml, the training split of
+# configs/suites/paper_small.yaml. Quick mode, both: the paper_small models
+# at toy sizes, configs/suites/paper_quick.yaml, two PPO steps of 8
+# decisions per graph, in $out/go_pretrain (placement) or
+# $out/go_pretrain_joint. go_pretrain placement|joint prints the
+# checkpoint's path.
 go_pretrain() {
-  local run=$out/go_pretrain train=()
+  local run=$out/go_pretrain config=configs/experiments/go_pretrain_groups.yaml train=()
   if [ "$1" = joint ]; then
     run=$out/go_pretrain_joint
     train=('heads=[placement, priority, fusion]')
+  elif [ $quick = 0 ]; then
+    run=$out/go_pretrain_broad
+    config=configs/experiments/go_pretrain_broad.yaml
   fi
   [ $quick = 0 ] || train+=(suite=configs/suites/paper_quick.yaml steps=14 checkpoint_every=7 ppo.samples=8)
   local resume=()
   [ ! -f "$run/checkpoint.pt" ] || resume=(--resume)
   say "pre-training GO, $1 (resumes a finished or killed run)" >&2
-  "${launch[@]}" "$GOSIM" train configs/experiments/go_pretrain_groups.yaml --run-dir "$run" "${resume[@]}" \
+  "${launch[@]}" "$GOSIM" train "$config" --run-dir "$run" "${resume[@]}" \
     "${train[@]}" >&2
   echo "$run/checkpoint.pt"
 }
