@@ -754,7 +754,7 @@ TEST_CASE("go pre-training: round robin over graphs x clusters, checkpoints, exa
   learned::RunTraining(GoTrainRequest(base + "_c", "k80x2", 1));
   CHECK(learned::TrainingCurves::Read(base + "_c/run/curves.csv").size() == 1);
   CHECK_THROWS_AS(learned::RunTraining(GoTrainRequest(base + "_d", "[]", 1)), ConfigError);
-  CHECK_THROWS_AS(learned::RunTraining(GoTrainRequest(base + "_e", "[k80x2, nope_cluster]", 1)), Error);
+  CHECK_THROWS_AS(learned::RunTraining(GoTrainRequest(base + "_e", "[k80x2, nope_cluster]", 1)), ConfigError);
 }
 
 }  // namespace

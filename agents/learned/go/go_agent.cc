@@ -361,7 +361,8 @@ namespace {
 struct GoTrainConfig {
   std::string name = "go_train";
   std::string suite;
-  std::vector<std::string> clusters = {"p100x4_pcie"};  // every training graph on each
+  // Every training graph is trained on each; the evaluators refer to these.
+  std::vector<sim::Cluster> clusters;
   std::string cost_model = "roofline";
   ObjectiveKind objective = ObjectiveKind::kStepTime;
   int64_t train_graphs = 0;  // 0: the whole train split
@@ -380,20 +381,28 @@ GoTrainConfig ParseTrainConfig(const TrainRequest& request) {
   c.name = m.Get<std::string>("name", c.name);
   m.Get<std::string>("output", "");
   c.suite = m.Require<std::string>("suite");
-  if (const YAML::Node node = m.Node("cluster"); node && !node.IsNull()) {
-    // One preset or a list: each training graph is trained on every cluster.
-    const std::string path = m.ChildPath("cluster");
-    c.clusters.clear();
-    if (node.IsSequence()) {
-      for (size_t i = 0; i < node.size(); ++i)
-        c.clusters.push_back(YamlAs<std::string>(node[i], m.file(), path + "[" + std::to_string(i) + "]"));
-    } else {
-      c.clusters.push_back(YamlAs<std::string>(node, m.file(), path));
+  // `cluster`: one preset (or file) or a list of them; default p100x4_pcie.
+  // Loaded here, so that a bad name is reported at its position.
+  const YAML::Node node = m.Node("cluster");
+  const std::string path = m.ChildPath("cluster");
+  auto load = [&](const YAML::Node& item, const std::string& item_path) {
+    const std::string name = YamlAs<std::string>(item, m.file(), item_path);
+    try {
+      c.clusters.push_back(sim::LoadCluster(name));
+    } catch (const Error& e) {
+      throw ConfigError(e.message(), YamlLocation(item, m.file(), item_path), e.hint());
     }
+  };
+  if (!node || node.IsNull()) {
+    c.clusters.push_back(sim::LoadCluster("p100x4_pcie"));
+  } else if (node.IsSequence()) {
+    for (size_t i = 0; i < node.size(); ++i) load(node[i], path + "[" + std::to_string(i) + "]");
     if (c.clusters.empty()) {
       m.Fail("cluster", "the list of clusters is empty",
              "name a cluster preset or a list of them, e.g. [p100x4_pcie, dgx1_v100]");
     }
+  } else {
+    load(node, path);
   }
   c.cost_model = m.Get<std::string>("cost_model", c.cost_model);
   c.objective = ParseObjectiveKind(m.Get<std::string>("objective", "step_time"));
@@ -430,9 +439,7 @@ struct TrainGraph {
 void TrainGo(const TrainRequest& request) {
   const GoTrainConfig config = ParseTrainConfig(request);
   torch::set_num_threads(static_cast<int>(config.torch_threads));
-  std::vector<sim::Cluster> clusters;  // not resized below: the evaluators refer to its elements
-  clusters.reserve(config.clusters.size());
-  for (const std::string& name : config.clusters) clusters.push_back(sim::LoadCluster(name));
+  const std::vector<sim::Cluster>& clusters = config.clusters;
   const std::shared_ptr<const sim::CostModel> cost_model =
       sim::MakeCostModel(config.cost_model, {}, request.config_file);
   const graphs::Suite suite = graphs::LoadSuite(config.suite);
