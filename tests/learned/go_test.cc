@@ -19,6 +19,7 @@
 #include "core/io.h"
 #include "core/yaml.h"
 #include "tests/agents/test_util.h"
+#include "tests/learned/train_util.h"
 
 // glog, which torch includes, defines a CHECK macro; doctest's must win here.
 #undef CHECK
@@ -702,23 +703,16 @@ TEST_CASE("go learns with node moves: one op leaves its group") {
 // `gosim train` with agent go on a suite of two small train graphs; `cluster`
 // is one preset or a list. In `dir`/run.
 learned::TrainRequest GoTrainRequest(const std::string& dir, const std::string& cluster, int64_t steps) {
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir + "/run");
-  WriteFileAtomic(dir + "/suite.yaml",
-                  "name: two\ngraphs:\n"
-                  "  - {name: g1, generator: regal_random, params: {nodes: 30, seed: 5}, split: train}\n"
-                  "  - {name: g2, generator: regal_random, params: {nodes: 40, seed: 6}, split: train}\n");
-  learned::TrainRequest r;
-  r.config = LoadYamlString(
-      "agent: go\nsuite: " + dir + "/suite.yaml\ncluster: " + cluster + "\nsteps: " + std::to_string(steps) +
+  return testing::MakeTrainRequest(
+      dir,
+      "name: two\ngraphs:\n"
+      "  - {name: g1, generator: regal_random, params: {nodes: 30, seed: 5}, split: train}\n"
+      "  - {name: g2, generator: regal_random, params: {nodes: 40, seed: 6}, split: train}\n",
+      "agent: go\ncluster: " + cluster + "\nsteps: " + std::to_string(steps) +
           "\ncheckpoint_every: 2\nseed: 3\nheads: [placement]\n"
           "model: {gnn_hidden: 8, op_embedding: 4, model: 8, attention_heads: 2, layers: 1, "
           "segment: 16, action_groups: scope}\nppo: {samples: 4, epochs: 1}\n",
       "go_train_config");
-  r.config_file = "go_train_config";
-  r.run_dir = dir + "/run";
-  r.progress = false;
-  return r;
 }
 
 TEST_CASE("go pre-training: round robin over graphs x clusters, checkpoints, exact resume, bad clusters") {
@@ -727,23 +721,14 @@ TEST_CASE("go pre-training: round robin over graphs x clusters, checkpoints, exa
   // Two clusters of 2 and 4 devices: 4 training items, each graph on each.
   const learned::TrainRequest uninterrupted = GoTrainRequest(base + "_a", "[k80x2, p100x4_pcie]", 6);
   learned::RunTraining(uninterrupted);
-  learned::TrainRequest killed = GoTrainRequest(base + "_b", "[k80x2, p100x4_pcie]", 6);
-  killed.max_steps = 3;  // the last checkpoint is step 2
-  learned::RunTraining(killed);
-  learned::TrainRequest resumed = killed;
-  resumed.max_steps = -1;
-  resumed.resume = true;
-  learned::RunTraining(resumed);
-  const auto ca = learned::TrainingCurves::Read(uninterrupted.run_dir + "/curves.csv");
-  const auto cb = learned::TrainingCurves::Read(resumed.run_dir + "/curves.csv");
-  REQUIRE(ca.size() == 6);
-  REQUIRE(cb.size() == 6);
-  for (size_t i = 0; i < ca.size(); ++i) {
-    CHECK(ca[i].step == static_cast<int64_t>(i) + 1);
-    CHECK(ca[i].extra.at(0) == static_cast<double>(i % 4));  // the training item of the step
-    CHECK(ca[i].evaluations == 4 * ca[i].step);
-    CHECK(cb[i].reward == ca[i].reward);
-    CHECK(cb[i].best_objective == ca[i].best_objective);
+  // Killed after step 3 (the last checkpoint is step 2), then resumed.
+  const learned::TrainRequest resumed = testing::KillAndResume(
+      GoTrainRequest(base + "_b", "[k80x2, p100x4_pcie]", 6), 3, [](const learned::TrainRequest&) {});
+  REQUIRE(testing::CompareCurves(uninterrupted, resumed, 6) == "");
+  const auto curve = learned::TrainingCurves::Read(uninterrupted.run_dir + "/curves.csv");
+  for (size_t i = 0; i < curve.size(); ++i) {
+    CHECK(curve[i].extra.at(0) == static_cast<double>(i % 4));  // the training item of the step
+    CHECK(curve[i].evaluations == 4 * curve[i].step);
   }
   // The checkpoint fine-tunes on either cluster's device count.
   Fixture f(IndependentChains(2, 4), MakeCluster(4));

@@ -21,6 +21,7 @@
 #include "sim/cluster.h"
 #include "sim/decision.h"
 #include "tests/agents/test_util.h"
+#include "tests/learned/train_util.h"
 
 namespace gosim::agents {
 namespace {
@@ -219,21 +220,11 @@ TEST_CASE("hrl is deterministic for a seed and counts infeasible samples at the 
 // `gosim train` with agent hrl / colocrl on a 20-node graph: 6 policy steps,
 // checkpoints every 2; in `dir`/run.
 learned::TrainRequest HrlTrainRequest(const std::string& agent, const std::string& dir, int64_t steps) {
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir + "/run");
-  WriteFileAtomic(
-      dir + "/suite.yaml",
-      "name: one\ngraphs:\n  - {name: g, generator: regal_random, params: {nodes: 20, seed: 5}}\n");
-  learned::TrainRequest r;
-  r.config = LoadYamlString("agent: " + agent + "\nsuite: " + dir +
-                                "/suite.yaml\ngraph: g\ncluster: k80x2\nsteps: " + std::to_string(steps) +
-                                "\ncheckpoint_every: 2\nseed: 3\noptions: {samples_per_step: 4, hidden: 8, "
-                                "attention: 8}\n",
-                            "hrl_train_config");
-  r.config_file = "hrl_train_config";
-  r.run_dir = dir + "/run";
-  r.progress = false;
-  return r;
+  return testing::MakeTrainRequest(
+      dir, "name: one\ngraphs:\n  - {name: g, generator: regal_random, params: {nodes: 20, seed: 5}}\n",
+      "agent: " + agent + "\ngraph: g\ncluster: k80x2\nsteps: " + std::to_string(steps) +
+          "\ncheckpoint_every: 2\nseed: 3\noptions: {samples_per_step: 4, hidden: 8, attention: 8}\n",
+      "hrl_train_config");
 }
 
 TEST_CASE("hrl and colocrl training: curves, best decision, checkpoints, exact resume after a kill") {
@@ -244,26 +235,17 @@ TEST_CASE("hrl and colocrl training: curves, best decision, checkpoints, exact r
     const learned::TrainRequest uninterrupted = HrlTrainRequest(agent, base + "_a", 6);
     learned::RunTraining(uninterrupted);
 
-    learned::TrainRequest killed = HrlTrainRequest(agent, base + "_b", 6);
-    killed.max_steps = 3;  // stops after step 3; the last checkpoint is step 2
-    learned::RunTraining(killed);
-    CHECK_THROWS_AS(learned::RunTraining(killed), ConfigError);  // --resume is required
-    learned::TrainRequest resumed = killed;
-    resumed.max_steps = -1;
-    resumed.resume = true;
-    learned::RunTraining(resumed);
+    // Killed after step 3 (the last checkpoint is step 2), then resumed.
+    const learned::TrainRequest resumed = testing::KillAndResume(
+        HrlTrainRequest(agent, base + "_b", 6), 3, [](const learned::TrainRequest& killed) {
+          CHECK_THROWS_AS(learned::RunTraining(killed), ConfigError);  // --resume is required
+        });
 
+    REQUIRE(testing::CompareCurves(uninterrupted, resumed, 6) == "");
     const auto ca = learned::TrainingCurves::Read(uninterrupted.run_dir + "/curves.csv");
-    const auto cb = learned::TrainingCurves::Read(resumed.run_dir + "/curves.csv");
-    REQUIRE(ca.size() == 6);
-    REQUIRE(cb.size() == 6);
-    for (size_t i = 0; i < ca.size(); ++i) {
-      CHECK(ca[i].step == static_cast<int64_t>(i) + 1);
-      CHECK(cb[i].step == ca[i].step);
-      CHECK(cb[i].reward == ca[i].reward);
-      CHECK(cb[i].best_objective == ca[i].best_objective);
-      CHECK(cb[i].evaluations == 4 * ca[i].step);
-      CHECK(ca[i].reward < 0.0);  // -sqrt(step time)
+    for (const learned::TrainingPoint& point : ca) {
+      CHECK(point.evaluations == 4 * point.step);
+      CHECK(point.reward < 0.0);  // -sqrt(step time)
     }
     CHECK(ca.back().best_objective > 0.0);
     // The best decision on disk is the best of the curve, in both runs.
