@@ -6,7 +6,9 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
+#include <string_view>
 
+#include "core/allocator.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "experiments/commands.h"
@@ -15,7 +17,27 @@
 #include "agents/learned/register.h"
 #endif
 
+namespace {
+
+// Whether the subcommand may run LibTorch (the learned agents), which is
+// where the allocator settings pay for their restart (core/allocator.h).
+bool NeedsAllocatorTuning(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--log-level") {
+      ++i;
+      continue;
+    }
+    if (arg.empty() || arg.front() == '-') continue;
+    return arg == "optimize" || arg == "run" || arg == "train" || arg == "profile" || arg == "replay";
+  }
+  return false;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  if (NeedsAllocatorTuning(argc, argv)) gosim::TuneAllocator(argv);
 #ifdef GOSIM_WITH_TORCH
   gosim::agents::RegisterLearnedAgents();
 #endif

@@ -25,6 +25,7 @@
 #include "agents/learned/common/gnn.h"
 #include "agents/learned/hrl/hrl_learner.h"
 #include "agents/learned/regal/regal.h"
+#include "core/allocator.h"
 #include "core/rng.h"
 #include "core/yaml.h"
 #include "graphs/generators/generators.h"
@@ -151,4 +152,12 @@ BENCHMARK(BM_HrlTraining)
 }  // namespace
 }  // namespace gosim::agents::learned
 
-BENCHMARK_MAIN();
+// gosim's own allocator settings (core/allocator.h), as in the gosim program.
+int main(int argc, char** argv) {
+  gosim::TuneAllocator(argv);
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

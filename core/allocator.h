@@ -1,0 +1,35 @@
+// Allocator settings for the programs (gosim, the test and benchmark mains).
+//
+// LibTorch allocates and frees tensors of a few MB many times per PPO step.
+// With glibc's default, dynamic thresholds, freed memory goes back to the
+// kernel and the next allocation faults the same pages in again: a GO
+// fine-tuning run on a 1.5k-node graph spent half its time in the kernel
+// (2.3 M minor page faults in 7.5 s). The fix is glibc's own tunables: keep
+// up to 256 MB of freed memory, serve blocks below 32 MB from the heap, grow
+// it 64 MB at a time (docs/BENCHMARKS.md, "Allocator settings").
+//
+// Only the GLIBC_TUNABLES variable, read when the process starts, has the
+// full effect; the same values set with mallopt() in main() remove only
+// part of the faults (measured: 7.5 s -> 6.0 s, against 3.9 s with the
+// variable). So TuneAllocator sets the variable and executes the program
+// again (/proc/self/exe, same arguments; about 0.3 s of library loading),
+// once: the second start finds the variable set. It does nothing when
+// GLIBC_TUNABLES or a MALLOC_*_ variable is already set (the user's choice
+// wins), when GOSIM_NO_ALLOCATOR_TUNING is set, or off glibc; if the
+// re-execution fails it falls back to mallopt() and goes on.
+#ifndef GOSIM_CORE_ALLOCATOR_H_
+#define GOSIM_CORE_ALLOCATOR_H_
+
+namespace gosim {
+
+// The GLIBC_TUNABLES value TuneAllocator sets.
+inline constexpr const char* kAllocatorTunables =
+    "glibc.malloc.trim_threshold=268435456:glibc.malloc.mmap_threshold=33554432:glibc.malloc.top_pad=67108864";
+
+// Call first thing in main(), with main's arguments; may not return (the
+// program starts again with the tunables in place).
+void TuneAllocator(char** argv);
+
+}  // namespace gosim
+
+#endif  // GOSIM_CORE_ALLOCATOR_H_
