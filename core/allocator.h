@@ -15,7 +15,8 @@
 // again (/proc/self/exe, same arguments; about 0.3 s of library loading),
 // once: the second start finds the variable set. It does nothing when
 // GLIBC_TUNABLES or a MALLOC_*_ variable is already set (the user's choice
-// wins), when GOSIM_NO_ALLOCATOR_TUNING is set, or off glibc; if the
+// wins), when GOSIM_NO_ALLOCATOR_TUNING is set (say so under valgrind or
+// gdb, which should keep the process they started), or off glibc; if the
 // re-execution fails it falls back to mallopt() and goes on.
 #ifndef GOSIM_CORE_ALLOCATOR_H_
 #define GOSIM_CORE_ALLOCATOR_H_
