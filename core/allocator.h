@@ -21,11 +21,15 @@
 #ifndef GOSIM_CORE_ALLOCATOR_H_
 #define GOSIM_CORE_ALLOCATOR_H_
 
+#include <string>
+
 namespace gosim {
 
-// The GLIBC_TUNABLES value TuneAllocator sets.
-inline constexpr const char* kAllocatorTunables =
-    "glibc.malloc.trim_threshold=268435456:glibc.malloc.mmap_threshold=33554432:glibc.malloc.top_pad=67108864";
+// The settings, and the GLIBC_TUNABLES value that carries them.
+inline constexpr long kMallocTrimThreshold = 256L << 20;  // freed memory kept for reuse
+inline constexpr long kMallocMmapThreshold = 32L << 20;   // glibc's upper limit on 64-bit
+inline constexpr long kMallocTopPad = 64L << 20;          // heap growth per step
+std::string AllocatorTunables();
 
 // Call first thing in main(), with main's arguments; may not return (the
 // program starts again with the tunables in place).

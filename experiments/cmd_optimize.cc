@@ -132,7 +132,7 @@ void AddOptimizeCommand(CLI::App& root) {
   cmd->add_option("--out", args->out, "Write the best decision as JSON here");
   cmd->add_option("--trace", args->trace, "Write the best decision's timeline (Chrome trace JSON) here");
   cmd->add_flag("--no-progress", args->no_progress, "No progress bar");
-  Commands().push_back({cmd, [args] { return Optimize(*args); }});
+  Commands().push_back({cmd, [args] { return Optimize(*args); }, /*tune_allocator=*/true});
 }
 
 }  // namespace gosim::cli

@@ -90,7 +90,7 @@ void AddProfileCommand(CLI::App& root) {
   cmd->add_option("--out", args->out, "Trace file (.json or .json.gz)")->capture_default_str();
   cmd->add_option("--threads", args->threads, "Intra-op threads (default: cores / cluster devices)");
   cmd->add_flag("--cpu", args->cpu, "Run on the CPU even when CUDA is available");
-  Commands().push_back({cmd, [args] { return Profile(*args); }});
+  Commands().push_back({cmd, [args] { return Profile(*args); }, /*tune_allocator=*/true});
 }
 
 }  // namespace gosim::cli

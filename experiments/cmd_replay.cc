@@ -97,7 +97,7 @@ void AddReplayCommand(CLI::App& root) {
   cmd->add_option("--out", args->out, "Write the results as JSON here");
   cmd->add_option("--threads", args->threads, "Intra-op threads per CPU device (default: cores / devices)");
   cmd->add_flag("--cpu", args->cpu, "Run on CPU devices even when CUDA is available");
-  Commands().push_back({cmd, [args] { return Replay(*args); }});
+  Commands().push_back({cmd, [args] { return Replay(*args); }, /*tune_allocator=*/true});
 }
 
 }  // namespace gosim::cli

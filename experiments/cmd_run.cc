@@ -76,7 +76,7 @@ void AddRunCommand(CLI::App& root) {
   run->add_option("--max-cells", args->max_cells, "Run at most N unfinished cells, then stop (resume later)");
   run->add_flag("--list", args->list, "List the cells and which are finished; run nothing");
   run->add_flag("--no-progress", args->no_progress, "No per-cell progress bars");
-  Commands().push_back({run, [args] { return Run(*args); }});
+  Commands().push_back({run, [args] { return Run(*args); }, /*tune_allocator=*/true});
 }
 
 }  // namespace gosim::cli

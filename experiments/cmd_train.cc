@@ -92,7 +92,7 @@ void AddTrainCommand(CLI::App& root) {
                 "Skip training; run the config's evaluation with the run folder's checkpoint");
   cmd->add_option("--max-steps", args->max_steps, "Stop after this many steps in this process (for testing)");
   cmd->add_flag("--no-progress", args->no_progress, "No progress lines");
-  Commands().push_back({cmd, [args] { return Train(*args); }});
+  Commands().push_back({cmd, [args] { return Train(*args); }, /*tune_allocator=*/true});
 }
 
 }  // namespace gosim::cli

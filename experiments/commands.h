@@ -17,6 +17,9 @@ namespace gosim::cli {
 struct Command {
   CLI::App* app = nullptr;
   std::function<int()> run;
+  // The command may run LibTorch: main() restarts it with the allocator
+  // settings first (core/allocator.h).
+  bool tune_allocator = false;
 };
 
 // Every Add*Command appends here; main() runs the one whose subcommand parsed.

@@ -6,7 +6,6 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
-#include <string_view>
 
 #include "core/allocator.h"
 #include "core/error.h"
@@ -17,27 +16,7 @@
 #include "agents/learned/register.h"
 #endif
 
-namespace {
-
-// Whether the subcommand may run LibTorch (the learned agents), which is
-// where the allocator settings pay for their restart (core/allocator.h).
-bool NeedsAllocatorTuning(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    if (arg == "--log-level") {
-      ++i;
-      continue;
-    }
-    if (arg.empty() || arg.front() == '-') continue;
-    return arg == "optimize" || arg == "run" || arg == "train" || arg == "profile" || arg == "replay";
-  }
-  return false;
-}
-
-}  // namespace
-
 int main(int argc, char** argv) {
-  if (NeedsAllocatorTuning(argc, argv)) gosim::TuneAllocator(argv);
 #ifdef GOSIM_WITH_TORCH
   gosim::agents::RegisterLearnedAgents();
 #endif
@@ -70,7 +49,9 @@ int main(int argc, char** argv) {
   try {
     if (!log_level.empty()) gosim::SetLogLevel(gosim::ParseLogLevel(log_level));
     for (const auto& command : gosim::cli::Commands()) {
-      if (command.app->parsed()) return command.run();
+      if (!command.app->parsed()) continue;
+      if (command.tune_allocator) gosim::TuneAllocator(argv);  // may start the program again
+      return command.run();
     }
     std::fprintf(stderr, "gosim: no command given; see gosim --help\n");
     return 2;

@@ -12,11 +12,12 @@ TEST_CASE("TuneAllocator: the process runs with gosim's malloc tunables unless t
   const char* tunables = std::getenv("GLIBC_TUNABLES");
   const bool user_choice = std::getenv("GOSIM_NO_ALLOCATOR_TUNING") != nullptr ||
                            std::getenv("MALLOC_TRIM_THRESHOLD_") != nullptr ||
-                           std::getenv("MALLOC_MMAP_THRESHOLD_") != nullptr || std::getenv("MALLOC_TOP_PAD_") != nullptr;
+                           std::getenv("MALLOC_MMAP_THRESHOLD_") != nullptr ||
+                           std::getenv("MALLOC_TOP_PAD_") != nullptr;
 #if defined(__GLIBC__)
-  if (!user_choice && (tunables == nullptr || std::string(tunables) == gosim::kAllocatorTunables)) {
+  if (!user_choice && (tunables == nullptr || std::string(tunables) == gosim::AllocatorTunables())) {
     REQUIRE(tunables != nullptr);
-    CHECK(std::string(tunables) == gosim::kAllocatorTunables);
+    CHECK(std::string(tunables) == gosim::AllocatorTunables());
   }
 #endif
   // A second call finds the variable set (or the user's choice) and returns.
