@@ -200,6 +200,50 @@ TEST_CASE("action groups: scope prefixes refined while too large, runs, chunks, 
   CHECK_THROWS_AS(MakeGo("{model: {action_groups: nodes}}"), ConfigError);
 }
 
+TEST_CASE("role groups: one kind of op across the action groups, by direction, colocation followers") {
+  // 0 w1 "net/l1" (colocation v), 1 x "net/l1/mm", 2 w2 "net/l2", 3 y
+  // "net/l2/mm", 4 z "head/out", 5 loose (no scope), 6 gy and 7 gx (the
+  // gradients of y and x), 8 u1 "opt/x" (colocated with w1).
+  graphs::GraphBuilder b("roles");
+  auto op = [&](const char* name, const char* scope, const char* group) {
+    graphs::NodeSpec s = testing::Op(name, 1.0, 400, scope);
+    s.colocation = group;
+    return b.AddNode(s);
+  };
+  const std::vector<int> ids{op("w1", "net/l1", "v"),
+                             op("x", "net/l1/mm", ""),
+                             op("w2", "net/l2", ""),
+                             op("y", "net/l2/mm", ""),
+                             op("z", "head/out", ""),
+                             op("loose", "", ""),
+                             op("gradients/net/l2/mm_grad", "net/l2/mm", ""),
+                             op("gradients/net/l1/mm_grad", "net/l1/mm", ""),
+                             op("u1", "opt/x", "v")};
+  for (size_t i = 1; i < ids.size(); ++i) b.AddEdge(ids[i - 1], ids[i], 0);
+  const graphs::Graph g = b.Build();
+  // Action groups: layer 1, layer 2, z, the loose node.
+  learned::go::ActionGrouping groups;
+  groups.group = torch::tensor(std::vector<int64_t>{0, 0, 1, 1, 2, 3, 1, 0, 0}, torch::kInt64);
+  groups.count = 4;
+  const learned::go::RoleGrouping r = learned::go::MakeRoleGrouping(g, groups);
+  // Roles "f:net/l" (w1, w2 and w1's follower u1), "f:net/l/mm" (x, y),
+  // "b:net/l/mm" (gy, gx); z's role has one member and is dropped.
+  CHECK(r.count == 3);
+  CHECK(ToVector(r.role) == std::vector<int64_t>{0, 1, 0, 1, 3, 3, 2, 2, 0});
+  CHECK(ToVector(r.first) == std::vector<int64_t>{0, 1, 6});
+  CHECK(torch::equal(r.size, torch::tensor(std::vector<float>{3, 2, 2, 2})));
+  // A role whose members share one action group is dropped too.
+  groups.group = torch::tensor(std::vector<int64_t>{0, 0, 0, 0, 2, 3, 1, 1, 0}, torch::kInt64);
+  const learned::go::RoleGrouping same = learned::go::MakeRoleGrouping(g, groups);
+  CHECK(same.count == 0);
+  CHECK(ToVector(same.role) == std::vector<int64_t>(9, 0));
+  // The network inputs carry the roles across the scope groups.
+  CHECK(learned::go::MakeGoGraph(IndependentChains(4, 6)).roles.count == 1);  // "chain_/op_"
+  CHECK_THROWS_AS(MakeGo("{model: {role_moves: 2}}"), ConfigError);
+  CHECK_THROWS_AS(MakeGo("{model: {action_groups: chunks, role_moves: 2}}"), ConfigError);
+  CHECK_THROWS_AS(MakeGo("{model: {action_groups: scope, role_moves: -1}}"), ConfigError);
+}
+
 TEST_CASE("GoPolicy: group-level placement draws one device per group from the pooled logits") {
   const graphs::Graph g = IndependentChains(4, 6);  // scope groups: the 4 chains
   const GoGraph in = learned::go::MakeGoGraph(g);
@@ -275,6 +319,54 @@ TEST_CASE("GoPolicy: node moves let single nodes leave their group's device, sco
   const GoOutput greedy = policy->forward(in, 3, 1, GoPolicyImpl::Mode::kGreedy, nullptr);
   CHECK(torch::equal(greedy.actions.device, greedy.actions.group.repeat_interleave(6, 1)));
   // One device: nothing to move to.
+  const GoOutput single = policy->forward(in, 1, 4, GoPolicyImpl::Mode::kSample, &rng);
+  CHECK(single.actions.device.max().item<int64_t>() == 0);
+}
+
+TEST_CASE("GoPolicy: role moves send a role's members, across groups, to one device or leave them") {
+  const graphs::Graph g = IndependentChains(4, 6);  // scope groups: the 4 chains; one role across them
+  const GoGraph in = learned::go::MakeGoGraph(g);
+  GoModelOptions options = SmallModel();
+  options.action_groups = learned::go::ActionGroups::kScope;
+  options.segment = 5;
+  options.priority = false;
+  options.fusion = false;
+  options.role_moves = 0.5;  // s = log(3 * 1 / 0.5): an untrained network moves the role about 1 time in 3
+  torch::manual_seed(25);
+  GoPolicy policy(options);
+  REQUIRE(policy->Roles(in) == &in.roles);
+  CHECK(policy->ActionsPerSample(in) == 5);  // 4 groups and 1 role
+  Rng rng(26);
+  torch::NoGradGuard no_grad;
+  const GoOutput out = policy->forward(in, 3, 256, GoPolicyImpl::Mode::kSample, &rng);
+  REQUIRE(out.actions.role.sizes() == torch::IntArrayRef({256, 1}));
+  const torch::Tensor home = out.actions.group.repeat_interleave(6, 1);
+  const torch::Tensor choice = out.actions.role.select(1, 0);
+  CHECK(choice.max().item<int64_t>() == options.max_devices);  // "stay" is column max_devices
+  const torch::Tensor stay = choice == options.max_devices;
+  const torch::Tensor moved = stay.logical_not();
+  CHECK(torch::equal(out.actions.device.index({stay}), home.index({stay})));
+  CHECK(torch::equal(out.actions.device.index({moved}), choice.index({moved}).unsqueeze(1).expand({-1, 24})));
+  CHECK(choice.index({moved}).max().item<int64_t>() < 3);  // device 3 masked
+  const double fraction = moved.to(torch::kFloat).mean().item<double>();
+  MESSAGE("role moved in ", fraction, " of the decisions");
+  CHECK(fraction > 0.1);
+  CHECK(fraction < 0.7);
+  // The role's log-probability sits at its first node, with group 0's.
+  const GoOutput again = policy->forward(in, 3, 256, GoPolicyImpl::Mode::kGiven, nullptr, &out.actions);
+  CHECK(torch::allclose(again.log_prob, out.log_prob, 1e-5, 1e-6));
+  CHECK(torch::equal(again.actions.device, out.actions.device));
+  // The same network without role moves scores the same groups differently.
+  options.role_moves = 0.0;
+  torch::manual_seed(25);
+  GoPolicy groups_only(options);
+  CHECK(!torch::allclose(
+      groups_only->forward(in, 3, 256, GoPolicyImpl::Mode::kGiven, nullptr, &out.actions).log_prob,
+      out.log_prob));
+  // Re-scoring without the role choices is refused; one device: nothing moves.
+  GoActions without = out.actions;
+  without.role = torch::Tensor();
+  CHECK_THROWS_AS(policy->forward(in, 3, 256, GoPolicyImpl::Mode::kGiven, nullptr, &without), StateError);
   const GoOutput single = policy->forward(in, 1, 4, GoPolicyImpl::Mode::kSample, &rng);
   CHECK(single.actions.device.max().item<int64_t>() == 0);
 }
@@ -493,20 +585,25 @@ TEST_CASE("BackwardBySegment: the gradients of back-propagating the whole loss, 
     double noise;
     learned::go::ActionGroups groups;
     double moves;
+    double role_moves = 0.0;
   };
   for (const Setting& setting : std::vector<Setting>{{0.0, learned::go::ActionGroups::kNone, 0.0},
                                                      {1.5, learned::go::ActionGroups::kNone, 0.0},
                                                      {0.0, learned::go::ActionGroups::kScope, 0.0},
                                                      {1.5, learned::go::ActionGroups::kChunks, 0.0},
                                                      {0.0, learned::go::ActionGroups::kScope, 4.0},
-                                                     {1.5, learned::go::ActionGroups::kChunks, 4.0}}) {
+                                                     {1.5, learned::go::ActionGroups::kChunks, 4.0},
+                                                     {0.0, learned::go::ActionGroups::kScope, 0.0, 0.5},
+                                                     {1.5, learned::go::ActionGroups::kScope, 4.0, 0.5}}) {
     CAPTURE(setting.noise);
     CAPTURE(learned::go::ActionGroupsName(setting.groups));
     CAPTURE(setting.moves);
+    CAPTURE(setting.role_moves);
     GoModelOptions options = SmallModel();
     options.exploration_noise = setting.noise;
     options.action_groups = setting.groups;
     options.node_moves = setting.moves;
+    options.role_moves = setting.role_moves;
     torch::manual_seed(11);
     GoPolicy policy(options);
     Rng rng(12);

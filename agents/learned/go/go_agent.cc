@@ -64,6 +64,11 @@ GoModelOptions ParseModelOptions(YamlMap& m) {
     throw ConfigError("`node_moves` needs group-level placement: nodes move off their action group's device",
                       m.Where("node_moves"), "set `action_groups: scope` (or chunks), or drop `node_moves`");
   }
+  o.role_moves = GetDouble(m, "role_moves", o.role_moves, 0.0, 1e9);
+  if (o.role_moves > 0.0 && o.action_groups != ActionGroups::kScope) {
+    throw ConfigError("`role_moves` needs scope groups: a role group moves off its scope groups' devices",
+                      m.Where("role_moves"), "set `action_groups: scope`, or drop `role_moves`");
+  }
   if (o.model % o.heads != 0) {
     throw ConfigError("model width " + std::to_string(o.model) + " is not a multiple of attention_heads " +
                           std::to_string(o.heads),
@@ -263,6 +268,7 @@ GoPolicy BuildPolicy(const GoAgentOptions& options, uint64_t seed) {
     shape.colocate = model.colocate;
     shape.action_groups = model.action_groups;
     shape.node_moves = model.node_moves;
+    shape.role_moves = model.role_moves;
     model = shape;
   }
   torch::manual_seed(seed);
@@ -293,6 +299,7 @@ AgentResult RunGo(const Problem& problem, const GoAgentOptions& options, const P
   const int64_t devices = problem.cluster.num_devices();
   const GoGraph graph = MakeGoGraph(problem.graph);
   const ActionGrouping* grouping = policy->Grouping(graph);
+  const RoleGrouping* roles = policy->Roles(graph);
 
   // Zero-shot: one forward pass, the most likely action of every head.
   const auto start = std::chrono::steady_clock::now();
@@ -350,7 +357,8 @@ AgentResult RunGo(const Problem& problem, const GoAgentOptions& options, const P
                          {"ppo_steps", static_cast<double>(ppo_steps)},
                          {"first_mean_cost", first_cost},
                          {"last_mean_cost", last_cost},
-                         {"action_groups", static_cast<double>(grouping != nullptr ? grouping->count : 0)}});
+                         {"action_groups", static_cast<double>(grouping != nullptr ? grouping->count : 0)},
+                         {"role_groups", static_cast<double>(roles != nullptr ? roles->count : 0)}});
 }
 
 // ---------------------------------------------------------------------------

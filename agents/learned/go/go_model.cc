@@ -146,6 +146,86 @@ ActionGrouping MakeActionGrouping(const graphs::Graph& graph, ActionGroups kind)
   return out;
 }
 
+RoleGrouping MakeRoleGrouping(const graphs::Graph& graph, const ActionGrouping& groups) {
+  RoleGrouping out;
+  const int64_t n = static_cast<int64_t>(graph.num_nodes());
+  if (n == 0) return out;
+  std::vector<int64_t> group_of;
+  if (groups.count > 0) {
+    const torch::Tensor g = groups.group.contiguous();
+    group_of.assign(g.data_ptr<int64_t>(), g.data_ptr<int64_t>() + g.numel());
+  }
+  // The role key: "b:" for backward ops (TensorFlow's "gradients/" name
+  // prefix), then the scope with every run of digits removed, so
+  // "dilated_stack/layer22/skip" and "dilated_stack/layer7/skip" share one.
+  std::unordered_map<std::string, int64_t> index;
+  std::vector<int64_t> role(static_cast<size_t>(n), -1);
+  std::unordered_map<int32_t, int64_t> leader_role;  // colocation group -> its first member's role
+  for (int64_t v = 0; v < n; ++v) {
+    const graphs::Node& node = graph.node(static_cast<graphs::NodeId>(v));
+    if (node.colocation >= 0) {
+      const auto it = leader_role.find(node.colocation);
+      if (it != leader_role.end()) {
+        role[static_cast<size_t>(v)] = it->second;
+        continue;
+      }
+    }
+    if (!node.scope.empty()) {
+      std::string key = node.name.rfind("gradients/", 0) == 0 ? "b:" : "f:";
+      for (const char c : node.scope)
+        if (c < '0' || c > '9') key.push_back(c);
+      role[static_cast<size_t>(v)] =
+          index.emplace(std::move(key), static_cast<int64_t>(index.size())).first->second;
+    }
+    if (node.colocation >= 0) leader_role.emplace(node.colocation, role[static_cast<size_t>(v)]);
+  }
+  // Keep the roles whose members lie in two or more action groups.
+  std::vector<int64_t> seen(index.size(), -1);  // an action group of the role's members; -2: several
+  for (int64_t v = 0; v < n; ++v) {
+    const int64_t r = role[static_cast<size_t>(v)];
+    if (r < 0) continue;
+    const int64_t g = group_of.empty() ? v : group_of[static_cast<size_t>(v)];
+    int64_t& s = seen[static_cast<size_t>(r)];
+    if (s == -1) {
+      s = g;
+    } else if (s != g) {
+      s = -2;
+    }
+  }
+  // Renumber the kept roles in order of their first node; the others are
+  // "no role" (= count).
+  std::unordered_map<int64_t, int64_t> kept;
+  std::vector<int64_t> first;
+  std::vector<float> size;
+  for (int64_t v = 0; v < n; ++v) {
+    const int64_t r = role[static_cast<size_t>(v)];
+    if (r < 0 || seen[static_cast<size_t>(r)] != -2) continue;
+    const auto [it, inserted] = kept.emplace(r, static_cast<int64_t>(kept.size()));
+    if (inserted) {
+      first.push_back(v);
+      size.push_back(0.0f);
+    }
+    size[static_cast<size_t>(it->second)] += 1.0f;
+  }
+  out.count = static_cast<int64_t>(first.size());
+  std::vector<int64_t> member(static_cast<size_t>(n), out.count);
+  float loose = 0.0f;
+  for (int64_t v = 0; v < n; ++v) {
+    const int64_t r = role[static_cast<size_t>(v)];
+    const auto it = r < 0 ? kept.end() : kept.find(r);
+    if (it == kept.end()) {
+      loose += 1.0f;
+    } else {
+      member[static_cast<size_t>(v)] = it->second;
+    }
+  }
+  size.push_back(std::max(loose, 1.0f));
+  out.role = torch::tensor(member, torch::kInt64);
+  out.first = torch::tensor(first, torch::kInt64);
+  out.size = torch::tensor(size, torch::kFloat32);
+  return out;
+}
+
 GoGraph MakeGoGraph(const graphs::Graph& graph) {
   const NodeFeatures features = ComputeNodeFeatures(graph);
   GoGraph g;
@@ -236,6 +316,7 @@ GoGraph MakeGoGraph(const graphs::Graph& graph) {
   g.place_free = torch::tensor(free, torch::kFloat32);
   g.scope_actions = MakeActionGrouping(graph, ActionGroups::kScope);
   g.chunk_actions = MakeActionGrouping(graph, ActionGroups::kChunks);
+  g.roles = MakeRoleGrouping(graph, g.scope_actions);
   return g;
 }
 
@@ -488,10 +569,18 @@ const ActionGrouping* GoPolicyImpl::Grouping(const GoGraph& graph) const {
   return nullptr;
 }
 
+const RoleGrouping* GoPolicyImpl::Roles(const GoGraph& graph) const {
+  if (options_.role_moves <= 0.0 || options_.action_groups != ActionGroups::kScope || graph.roles.count == 0)
+    return nullptr;
+  return &graph.roles;
+}
+
 int64_t GoPolicyImpl::ActionsPerSample(const GoGraph& graph) const {
   const ActionGrouping* grouping = Grouping(graph);
-  if (grouping != nullptr && !options_.priority && !options_.fusion && options_.node_moves <= 0.0)
-    return std::max<int64_t>(grouping->count, 1);
+  if (grouping != nullptr && !options_.priority && !options_.fusion && options_.node_moves <= 0.0) {
+    const RoleGrouping* roles = Roles(graph);
+    return std::max<int64_t>(grouping->count + (roles != nullptr ? roles->count : 0), 1);
+  }
   return std::max<int64_t>(graph.num_nodes, 1);
 }
 
@@ -545,6 +634,12 @@ GoPolicyImpl::PlacementPass GoPolicyImpl::RunPlacementPass(const GoGraph& graph,
   pass.pooled =
       torch::zeros({all.size(0), grouping.count, options_.max_devices}).index_add(1, grouping.group, all) /
       grouping.size.view({1, -1, 1});
+  if (const RoleGrouping* roles = Roles(graph)) {
+    pass.role_pooled =
+        (torch::zeros({all.size(0), roles->count + 1, options_.max_devices}).index_add(1, roles->role, all) /
+         roles->size.view({1, -1, 1}))
+            .slice(1, 0, roles->count);
+  }
   return pass;
 }
 
@@ -669,6 +764,38 @@ void GoPolicyImpl::Stream(const GoGraph& graph, const torch::Tensor& nodes,
     actions->device.copy_(actions->group.index_select(1, grouping->group));
     group_log_prob = torch::zeros({b, n}).index_add(1, grouping->first, lp);
     group_entropy = torch::zeros({b, n}).index_add(1, grouping->first, ent);
+    const RoleGrouping* roles = Roles(graph);
+    if (roles != nullptr && devices > 1) {
+      // Role moves: per role, the pooled logits of the devices and "stay"
+      // (column max_devices) at their mean plus the stickiness s.
+      const int64_t r = roles->count;
+      const double s =
+          std::log(static_cast<double>(devices) *
+                   std::max(static_cast<double>(r) - options_.role_moves, 1.0) / options_.role_moves);
+      torch::Tensor moves = pass->role_pooled.expand({b, r, options_.max_devices});
+      torch::Tensor mean = moves.slice(2, 0, devices).mean(-1, /*keepdim=*/true);
+      if (device_mask.defined())
+        moves = moves.masked_fill(device_mask, -std::numeric_limits<float>::infinity());
+      const torch::Tensor logits = torch::cat({moves, mean + s}, -1);  // [B x R x (max_devices + 1)]
+      torch::Tensor given_roles;
+      if (mode == Mode::kGiven) {
+        given_roles = given->role;
+        if (!given_roles.defined() || given_roles.size(0) != b || given_roles.size(1) != r) {
+          throw StateError("GO: re-scoring role moves of another shape", {},
+                           "pass the GoActions returned by the sampling pass");
+        }
+      }
+      torch::Tensor role_lp = torch::zeros({b, r});
+      torch::Tensor role_ent = torch::zeros({b, r});
+      actions->role = Decide(logits, mode, rng, given_roles, &role_lp, &role_ent);
+      // Each node's role choice ("stay" for the role-less), then its device.
+      const torch::Tensor choice =
+          torch::cat({actions->role, torch::full({b, 1}, options_.max_devices, torch::kInt64)}, 1)
+              .index_select(1, roles->role);
+      actions->device.copy_(torch::where(choice == options_.max_devices, actions->device, choice));
+      group_log_prob.index_add_(1, roles->first, role_lp);
+      group_entropy.index_add_(1, roles->first, role_ent);
+    }
   }
   for (int64_t start = 0; start < n; start += segment) {
     const int64_t end = std::min(n, start + segment);
@@ -682,7 +809,7 @@ void GoPolicyImpl::Stream(const GoGraph& graph, const torch::Tensor& nodes,
       if (stickiness >= 0.0) {
         // Node moves: each node's own logits plus the stickiness bonus on
         // its group's device.
-        const torch::Tensor home = actions->group.index_select(1, grouping->group.slice(0, start, end));
+        const torch::Tensor home = actions->device.slice(1, start, end).clone();  // after role moves
         device = place_nodes(place_head_(state), state, start, end,
                              torch::one_hot(home, options_.max_devices).to(torch::kFloat) * stickiness,
                              &log_prob, &entropy);
@@ -768,6 +895,7 @@ double GoPolicyImpl::BackwardBySegment(const GoGraph& graph, int64_t devices, co
       pass = RunPlacementPass(graph, *grouping, nodes_leaf, embedding_leaf, noise);
     }
     pass.pooled.requires_grad_(true);
+    if (pass.role_pooled.defined()) pass.role_pooled.requires_grad_(true);
     for (torch::Tensor& state : pass.states) state.requires_grad_(true);
   }
   GoActions actions;
@@ -787,10 +915,18 @@ double GoPolicyImpl::BackwardBySegment(const GoGraph& graph, int64_t devices, co
     // receive its group's pooled gradient divided by the group's size (the
     // pooling is a mean), its state the gradient of the task layers.
     const torch::Tensor pooled_grad = pass.pooled.grad();
-    const torch::Tensor node_grad =
+    torch::Tensor node_grad =
         pooled_grad.defined()
             ? (pooled_grad / grouping->size.view({1, -1, 1})).index_select(1, grouping->group)
             : torch::Tensor();  // [B' x n x max_devices]
+    const torch::Tensor role_grad = pass.role_pooled.defined() ? pass.role_pooled.grad() : torch::Tensor();
+    if (role_grad.defined()) {
+      // The role-less nodes (index count) receive nothing.
+      const RoleGrouping& roles = *Roles(graph);
+      const torch::Tensor padded = torch::cat({role_grad, torch::zeros_like(role_grad.slice(1, 0, 1))}, 1);
+      const torch::Tensor part = (padded / roles.size.view({1, -1, 1})).index_select(1, roles.role);
+      node_grad = node_grad.defined() ? node_grad + part : part;
+    }
     size_t index = 0;
     PlacementTrunk(graph, nodes_leaf, embedding_leaf, noise,
                    [&](int64_t start, int64_t end, const torch::Tensor& state, const torch::Tensor& z) {

@@ -65,6 +65,18 @@
 // group's device is part of the action (GoActions::group); a decision's
 // log-probability is the group's plus every node's given its group.
 //
+// Role moves (`role_moves` > 0, scope groups only): between the groups'
+// devices and the node moves, every role group (MakeRoleGrouping: e.g. the
+// gradient ops of the skip convolutions of all of WaveNet's layers) draws
+// "stay" (each member keeps its group's device) or a device that all its
+// members move to, from the placement logits pooled over its members plus
+// a "stay" logit: their mean over the cluster's D devices plus
+// s = log(D max(R - k, 1) / k) for R role groups and k = `role_moves`, so
+// an untrained network moves about k role groups per decision. A move
+// that no scope group and no single node can express (one kind of op in
+// every layer) is then one action. The role's choice is part of the action
+// (GoActions::role); its log-probability sits at the role's first node.
+//
 // Masking: devices >= the cluster's device count are masked out of the
 // placement head (the network is built for `max_devices`); the fusion head
 // may only fuse a node with its producer when the pair is eligible (a single
@@ -109,7 +121,9 @@ struct GoModelOptions {
   bool colocate = true;              // colocation groups share one placement (runtime setting)
   ActionGroups action_groups = ActionGroups::kNone;  // one placement per group (runtime setting)
   double node_moves = 0.0;  // group mode: nodes an untrained network moves off their group (runtime setting)
-  bool placement = true;    // which heads decide (placement-only: GDP-style)
+  double role_moves =
+      0.0;                // scope groups: roles an untrained network moves off their groups (runtime setting)
+  bool placement = true;  // which heads decide (placement-only: GDP-style)
   bool priority = true;
   bool fusion = true;
 
@@ -142,6 +156,25 @@ inline constexpr int64_t kScopeGroupMin = 16;  // max_size = max(ceil(n / 16), 1
 inline constexpr int64_t kChunkGroups = 64;
 ActionGrouping MakeActionGrouping(const graphs::Graph& graph, ActionGroups kind);
 
+// Role groups (for `role_moves`): the ops that play one role in every
+// repeated layer. A node's role is its direction (backward when its name
+// starts with TensorFlow's "gradients/", else forward) and its scope with
+// every run of digits removed, so the gradient ops of all of WaveNet's
+// "dilated_stack/layer<i>/skip" convolutions share one role. Only roles whose
+// members lie in two or more of `groups`' action groups are kept (a role
+// inside one group adds nothing to that group's own decision); nodes
+// without a scope, or of a dropped role, have no role. Colocation followers
+// take their leader's role. role[v] in [0, count], count = no role; first[r]
+// is role r's first node; size has count + 1 entries (the last: the number
+// of role-less nodes, at least 1).
+struct RoleGrouping {
+  torch::Tensor role;   // int64 [n]
+  torch::Tensor first;  // int64 [count]
+  torch::Tensor size;   // float [count + 1]
+  int64_t count = 0;
+};
+RoleGrouping MakeRoleGrouping(const graphs::Graph& graph, const ActionGrouping& groups);
+
 // A graph's inputs to the network, built once per graph.
 struct GoGraph {
   GraphTensors tensors;
@@ -167,6 +200,8 @@ struct GoGraph {
   // Action groups of both kinds (the policy's `action_groups` picks one).
   ActionGrouping scope_actions;
   ActionGrouping chunk_actions;
+  // Role groups across the scope action groups (`role_moves`).
+  RoleGrouping roles;
 };
 GoGraph MakeGoGraph(const graphs::Graph& graph);
 
@@ -216,6 +251,8 @@ struct GoActions {
   // Group mode: the device drawn per action group [B x G]; with node moves
   // a node's device may differ from its group's.
   torch::Tensor group;
+  // Role moves: per role group [B x R], a device, or max_devices = "stay".
+  torch::Tensor role;
   // Per-sample placement-head noise [B x max_devices x NoiseWidth()] when
   // the network explores with noise (sampled decisions only).
   torch::Tensor place_noise;
@@ -248,6 +285,8 @@ class GoPolicyImpl : public torch::nn::Module {
   void set_segment(int64_t segment) { options_.segment = segment; }
   // The action groups in use for `graph` (nullptr: per-node decisions).
   const ActionGrouping* Grouping(const GoGraph& graph) const;
+  // The role groups in use for `graph` (nullptr: no role moves).
+  const RoleGrouping* Roles(const GoGraph& graph) const;
   // Placement actions per sample: the number of groups when placement is
   // the only head and grouped without node moves, else the number of nodes
   // (PPO's per-action mean divides by it).
@@ -286,6 +325,7 @@ class GoPolicyImpl : public torch::nn::Module {
   struct PlacementPass {
     std::vector<torch::Tensor> states;
     torch::Tensor pooled;
+    torch::Tensor role_pooled;  // role moves: the logits pooled per role group [B' x R x max_devices]
   };
   // `pass`: group mode only, a placement pass computed by the caller
   // (BackwardBySegment), else computed here.
