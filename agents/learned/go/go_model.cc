@@ -634,12 +634,7 @@ GoPolicyImpl::PlacementPass GoPolicyImpl::RunPlacementPass(const GoGraph& graph,
   pass.pooled =
       torch::zeros({all.size(0), grouping.count, options_.max_devices}).index_add(1, grouping.group, all) /
       grouping.size.view({1, -1, 1});
-  if (const RoleGrouping* roles = Roles(graph)) {
-    pass.role_pooled =
-        (torch::zeros({all.size(0), roles->count + 1, options_.max_devices}).index_add(1, roles->role, all) /
-         roles->size.view({1, -1, 1}))
-            .slice(1, 0, roles->count);
-  }
+  if (Roles(graph) != nullptr) pass.node_logits = all;
   return pass;
 }
 
@@ -766,17 +761,27 @@ void GoPolicyImpl::Stream(const GoGraph& graph, const torch::Tensor& nodes,
     group_entropy = torch::zeros({b, n}).index_add(1, grouping->first, ent);
     const RoleGrouping* roles = Roles(graph);
     if (roles != nullptr && devices > 1) {
-      // Role moves: per role, the pooled logits of the devices and "stay"
-      // (column max_devices) at their mean plus the stickiness s.
+      // Role moves: per role, the members' logits pooled per device, and
+      // "stay" (column max_devices): the pooled logit of each member's own
+      // (group's) device, plus the stickiness s.
       const int64_t r = roles->count;
       const double s =
           std::log(static_cast<double>(devices) *
                    std::max(static_cast<double>(r) - options_.role_moves, 1.0) / options_.role_moves);
-      torch::Tensor moves = pass->role_pooled.expand({b, r, options_.max_devices});
-      torch::Tensor mean = moves.slice(2, 0, devices).mean(-1, /*keepdim=*/true);
+      const torch::Tensor z = pass->node_logits.expand({b, n, options_.max_devices});
+      auto pool = [&](const torch::Tensor& x) {  // [B x n (x k)] -> [B x R (x k)], the mean per role
+        std::vector<int64_t> shape = x.sizes().vec();
+        shape[1] = r + 1;
+        std::vector<int64_t> view(shape.size(), 1);
+        view[1] = r + 1;
+        return (torch::zeros(shape).index_add(1, roles->role, x) / roles->size.view(view)).slice(1, 0, r);
+      };
+      torch::Tensor moves = pool(z);
+      const torch::Tensor stay = pool(z.gather(2, actions->device.unsqueeze(-1).clone()).squeeze(-1)) + s;
       if (device_mask.defined())
         moves = moves.masked_fill(device_mask, -std::numeric_limits<float>::infinity());
-      const torch::Tensor logits = torch::cat({moves, mean + s}, -1);  // [B x R x (max_devices + 1)]
+      const torch::Tensor logits =
+          torch::cat({moves, stay.unsqueeze(-1)}, -1);  // [B x R x (max_devices + 1)]
       torch::Tensor given_roles;
       if (mode == Mode::kGiven) {
         given_roles = given->role;
@@ -895,7 +900,7 @@ double GoPolicyImpl::BackwardBySegment(const GoGraph& graph, int64_t devices, co
       pass = RunPlacementPass(graph, *grouping, nodes_leaf, embedding_leaf, noise);
     }
     pass.pooled.requires_grad_(true);
-    if (pass.role_pooled.defined()) pass.role_pooled.requires_grad_(true);
+    if (pass.node_logits.defined()) pass.node_logits.requires_grad_(true);
     for (torch::Tensor& state : pass.states) state.requires_grad_(true);
   }
   GoActions actions;
@@ -919,14 +924,9 @@ double GoPolicyImpl::BackwardBySegment(const GoGraph& graph, int64_t devices, co
         pooled_grad.defined()
             ? (pooled_grad / grouping->size.view({1, -1, 1})).index_select(1, grouping->group)
             : torch::Tensor();  // [B' x n x max_devices]
-    const torch::Tensor role_grad = pass.role_pooled.defined() ? pass.role_pooled.grad() : torch::Tensor();
-    if (role_grad.defined()) {
-      // The role-less nodes (index count) receive nothing.
-      const RoleGrouping& roles = *Roles(graph);
-      const torch::Tensor padded = torch::cat({role_grad, torch::zeros_like(role_grad.slice(1, 0, 1))}, 1);
-      const torch::Tensor part = (padded / roles.size.view({1, -1, 1})).index_select(1, roles.role);
-      node_grad = node_grad.defined() ? node_grad + part : part;
-    }
+    // Role moves read the node logits directly.
+    const torch::Tensor logits_grad = pass.node_logits.defined() ? pass.node_logits.grad() : torch::Tensor();
+    if (logits_grad.defined()) node_grad = node_grad.defined() ? node_grad + logits_grad : logits_grad;
     size_t index = 0;
     PlacementTrunk(graph, nodes_leaf, embedding_leaf, noise,
                    [&](int64_t start, int64_t end, const torch::Tensor& state, const torch::Tensor& z) {

@@ -69,13 +69,16 @@
 // devices and the node moves, every role group (MakeRoleGrouping: e.g. the
 // gradient ops of the skip convolutions of all of WaveNet's layers) draws
 // "stay" (each member keeps its group's device) or a device that all its
-// members move to, from the placement logits pooled over its members plus
-// a "stay" logit: their mean over the cluster's D devices plus
-// s = log(D max(R - k, 1) / k) for R role groups and k = `role_moves`, so
-// an untrained network moves about k role groups per decision. A move
-// that no scope group and no single node can express (one kind of op in
-// every layer) is then one action. The role's choice is part of the action
-// (GoActions::role); its log-probability sits at the role's first node.
+// members move to. The device logits are the members' placement logits
+// pooled (averaged) per device; the "stay" logit is the average over the
+// members of each one's logit for its own group's device, plus
+// s = log(D max(R - k, 1) / k) for D devices, R role groups and
+// k = `role_moves`, so an untrained network (near-uniform logits) moves
+// about k role groups per decision, and a network sure of its groups'
+// devices keeps the roles with them. A move that no scope group and no
+// single node can express (one kind of op in every layer) is then one
+// action. The role's choice is part of the action (GoActions::role); its
+// log-probability sits at the role's first node.
 //
 // Masking: devices >= the cluster's device count are masked out of the
 // placement head (the network is built for `max_devices`); the fusion head
@@ -325,7 +328,7 @@ class GoPolicyImpl : public torch::nn::Module {
   struct PlacementPass {
     std::vector<torch::Tensor> states;
     torch::Tensor pooled;
-    torch::Tensor role_pooled;  // role moves: the logits pooled per role group [B' x R x max_devices]
+    torch::Tensor node_logits;  // role moves: the placement logits per node [B' x n x max_devices]
   };
   // `pass`: group mode only, a placement pass computed by the caller
   // (BackwardBySegment), else computed here.
