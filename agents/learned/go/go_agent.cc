@@ -10,6 +10,7 @@
 
 #include "agents/learned/common/checkpoint.h"
 #include "agents/learned/common/curves.h"
+#include "agents/learned/common/torch_lock.h"
 #include "agents/learned/common/train.h"
 #include "agents/options_util.h"
 #include "agents/search_tracker.h"
@@ -282,6 +283,7 @@ class GoAgent : public Agent {
   explicit GoAgent(YamlMap& options) : options_(GoAgentOptions::Parse(options)) {}
   std::string name() const override { return "go"; }
   AgentResult Optimize(const Problem& problem, const ProgressFn& progress) override {
+    const auto lock = LockTorch();  // one LibTorch agent at a time (torch_lock.h)
     return RunGo(problem, options_, progress);
   }
 

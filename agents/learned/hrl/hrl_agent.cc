@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "agents/learned/common/torch_lock.h"
 #include "agents/learned/hrl/hrl_learner.h"
 #include "agents/options_util.h"
 #include "agents/search_tracker.h"
@@ -29,6 +30,7 @@ class HrlAgent : public Agent {
   HrlAgent(YamlMap& options, bool learned_grouper) : options_(HrlOptions::Parse(options, learned_grouper)) {}
   std::string name() const override { return options_.learned_grouper ? "hrl" : "colocrl"; }
   AgentResult Optimize(const Problem& problem, const ProgressFn& progress) override {
+    const auto lock = learned::LockTorch();  // one LibTorch agent at a time (torch_lock.h)
     return RunHrl(problem, options_, progress);
   }
 

@@ -14,6 +14,7 @@
 #include "agents/learned/common/curves.h"
 #include "agents/learned/common/features.h"
 #include "agents/learned/common/rollout.h"
+#include "agents/learned/common/torch_lock.h"
 #include "agents/options_util.h"
 #include "core/error.h"
 #include "core/io.h"
@@ -251,6 +252,7 @@ class RegalAgent : public Agent {
     decode_ = GetChoice(options, "decode", "mean", {"mean", "greedy"});
     brkga::BrkgaOptions defaults;
     brkga_ = brkga::BrkgaOptions::Parse(options, defaults);
+    const auto lock = LockTorch();  // one LibTorch agent at a time (torch_lock.h)
     try {
       policy_options_ = RegalPolicyOptions::FromSignature(ReadCheckpointSignature(checkpoint_), checkpoint_);
       policy_ = RegalPolicy(policy_options_);
@@ -275,6 +277,7 @@ class RegalAgent : public Agent {
     std::vector<double> parameters;
     {
       std::lock_guard<std::mutex> lock(mutex_);
+      const auto torch_lock = LockTorch();  // one LibTorch user at a time (torch_lock.h); BRKGA runs outside
       torch::NoGradGuard no_grad;
       parameters = PolicyParameters(policy_->forward(tensors), policy_options_, decode_);
     }
