@@ -7,6 +7,7 @@
 #include <cmath>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "agents/learned/common/checkpoint.h"
@@ -687,6 +688,32 @@ TEST_CASE("GO checkpoints: save / load round trip and signature checks") {
   const AgentResult r = agent->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 1, 1));
   CHECK(r.evaluations == 1);
   std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("go agents on concurrent threads give the results of running one after another (torch_lock.h)") {
+  // parallel_cells runs cells on threads; LibTorch's BLAS (openblas-serial)
+  // is not thread-safe, so without the lock concurrent GO runs corrupt each
+  // other's matrix products now and then.
+  const std::string options =
+      "{heads: [placement], model: {segment: 64}, ppo: {samples: 16, epochs: 2, learning_rate: 0.01}}";
+  auto run = [&](const Fixture& f, uint64_t seed) {
+    return MakeGo(options)->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 96, seed));
+  };
+  const Fixture a(IndependentChains(8, 30), MakeCluster(4));
+  const Fixture b(IndependentChains(6, 40), MakeCluster(4));
+  const AgentResult alone_a = run(a, 5);
+  const AgentResult alone_b = run(b, 6);
+  for (int round = 0; round < 2; ++round) {
+    AgentResult together_a, together_b;
+    std::thread first([&] { together_a = run(a, 5); });
+    std::thread second([&] { together_b = run(b, 6); });
+    first.join();
+    second.join();
+    CHECK(together_a.best_objective == alone_a.best_objective);
+    CHECK(together_b.best_objective == alone_b.best_objective);
+    CHECK(together_a.extra.at("last_mean_cost") == alone_a.extra.at("last_mean_cost"));
+    CHECK(together_b.extra.at("last_mean_cost") == alone_b.extra.at("last_mean_cost"));
+  }
 }
 
 TEST_CASE("go agent: zero-shot is one forward pass and one evaluation; bad options are ConfigErrors") {
