@@ -287,14 +287,21 @@ TEST_CASE("GoPolicy: group-level placement draws one device per group from the p
   CHECK(torch::equal(g1.actions.device, g2.actions.device));
 }
 
-TEST_CASE("GoPolicy: node moves let single nodes leave their group's device, scored given the group") {
-  const graphs::Graph g = IndependentChains(4, 6);  // scope groups: the 4 chains
-  const GoGraph in = learned::go::MakeGoGraph(g);
+// Placement alone, one device per scope group, segments of 5 (the chains
+// of IndependentChains(4, 6) span segments).
+GoModelOptions GroupPlacementModel() {
   GoModelOptions options = SmallModel();
   options.action_groups = learned::go::ActionGroups::kScope;
   options.segment = 5;
   options.priority = false;
   options.fusion = false;
+  return options;
+}
+
+TEST_CASE("GoPolicy: node moves let single nodes leave their group's device, scored given the group") {
+  const graphs::Graph g = IndependentChains(4, 6);  // scope groups: the 4 chains
+  const GoGraph in = learned::go::MakeGoGraph(g);
+  GoModelOptions options = GroupPlacementModel();
   options.node_moves = 3.0;  // about 3 of the 24 nodes move per decision
   torch::manual_seed(23);
   GoPolicy policy(options);
@@ -327,11 +334,7 @@ TEST_CASE("GoPolicy: node moves let single nodes leave their group's device, sco
 TEST_CASE("GoPolicy: role moves send a role's members, across groups, to one device or leave them") {
   const graphs::Graph g = IndependentChains(4, 6);  // scope groups: the 4 chains; one role across them
   const GoGraph in = learned::go::MakeGoGraph(g);
-  GoModelOptions options = SmallModel();
-  options.action_groups = learned::go::ActionGroups::kScope;
-  options.segment = 5;
-  options.priority = false;
-  options.fusion = false;
+  GoModelOptions options = GroupPlacementModel();
   options.role_moves = 0.5;  // s = log(3 * 1 / 0.5): an untrained network moves the role about 1 time in 3
   torch::manual_seed(25);
   GoPolicy policy(options);
