@@ -375,6 +375,30 @@ TEST_CASE("GoPolicy: role moves send a role's members, across groups, to one dev
   CHECK(single.actions.device.max().item<int64_t>() == 0);
 }
 
+TEST_CASE("GoPolicy: a temperature below 1 samples closer to the greedy decision, scored as sampled") {
+  const graphs::Graph g = IndependentChains(4, 6);
+  const GoGraph in = learned::go::MakeGoGraph(g);
+  GoModelOptions options = GroupPlacementModel();
+  auto agreement = [&](double temperature, uint64_t seed) {
+    options.temperature = temperature;
+    torch::manual_seed(27);  // the same network for every temperature
+    GoPolicy policy(options);
+    Rng rng(seed);
+    torch::NoGradGuard no_grad;
+    const GoOutput greedy = policy->forward(in, 3, 1, GoPolicyImpl::Mode::kGreedy, nullptr);
+    const GoOutput out = policy->forward(in, 3, 256, GoPolicyImpl::Mode::kSample, &rng);
+    const GoOutput again = policy->forward(in, 3, 256, GoPolicyImpl::Mode::kGiven, nullptr, &out.actions);
+    CHECK(torch::allclose(again.log_prob, out.log_prob, 1e-5, 1e-6));
+    return (out.actions.group == greedy.actions.group).to(torch::kFloat).mean().item<double>();
+  };
+  const double hot = agreement(1.0, 28);
+  const double cold = agreement(0.01, 28);
+  MESSAGE("groups on their greedy device: ", hot, " at temperature 1, ", cold, " at 0.01");
+  CHECK(cold > hot);
+  CHECK(cold > 0.75);  // an untrained network's pooled logits differ little
+  CHECK_THROWS_AS(MakeGo("{model: {temperature: 0}}"), ConfigError);
+}
+
 TEST_CASE("GoPolicy: colocation followers take their leader's device and add no log-probability") {
   const graphs::Graph g = ScopedWithColocation();
   const GoGraph in = learned::go::MakeGoGraph(g);

@@ -65,6 +65,7 @@ GoModelOptions ParseModelOptions(YamlMap& m) {
     throw ConfigError("`node_moves` needs group-level placement: nodes move off their action group's device",
                       m.Where("node_moves"), "set `action_groups: scope` (or chunks), or drop `node_moves`");
   }
+  o.temperature = GetDouble(m, "temperature", o.temperature, 0.01, 100.0);
   o.role_moves = GetDouble(m, "role_moves", o.role_moves, 0.0, 1e9);
   if (o.role_moves > 0.0 && o.action_groups != ActionGroups::kScope) {
     throw ConfigError("`role_moves` needs scope groups: a role group moves off its scope groups' devices",
@@ -270,6 +271,7 @@ GoPolicy BuildPolicy(const GoAgentOptions& options, uint64_t seed) {
     shape.action_groups = model.action_groups;
     shape.node_moves = model.node_moves;
     shape.role_moves = model.role_moves;
+    shape.temperature = model.temperature;
     model = shape;
   }
   torch::manual_seed(seed);

@@ -510,7 +510,9 @@ torch::Tensor GoPolicyImpl::FilmOf(size_t layer, const torch::Tensor& graph_embe
 torch::Tensor GoPolicyImpl::Decide(const torch::Tensor& logits, Mode mode, Rng* rng,
                                    const torch::Tensor& given, torch::Tensor* log_prob,
                                    torch::Tensor* entropy, const torch::Tensor& weight) {
-  const torch::Tensor log_p = torch::log_softmax(logits, -1);
+  // The policy is the softmax of logits / temperature (greedy decisions do not depend on it).
+  const torch::Tensor log_p =
+      torch::log_softmax(options_.temperature == 1.0 ? logits : logits / options_.temperature, -1);
   const torch::Tensor p = log_p.exp();
   // Masked actions have p = 0 and log p = -inf; zero their log p first, as
   // the gradient of p * log p there would be NaN even behind a where().

@@ -123,10 +123,10 @@ struct GoModelOptions {
   double exploration_noise = 0.0;    // initial scale of the per-sample placement noise; 0 = none
   bool colocate = true;              // colocation groups share one placement (runtime setting)
   ActionGroups action_groups = ActionGroups::kNone;  // one placement per group (runtime setting)
-  double node_moves = 0.0;  // group mode: nodes an untrained network moves off their group (runtime setting)
-  double role_moves =
-      0.0;                // scope groups: roles an untrained network moves off their groups (runtime setting)
-  bool placement = true;  // which heads decide (placement-only: GDP-style)
+  double node_moves = 0.0;   // group mode: nodes an untrained network moves off their group (runtime setting)
+  double temperature = 1.0;  // every head samples from softmax(logits / temperature) (runtime setting)
+  double role_moves = 0.0;   // scope groups: roles an untrained network moves (runtime setting)
+  bool placement = true;     // which heads decide (placement-only: GDP-style)
   bool priority = true;
   bool fusion = true;
 
