@@ -2,9 +2,6 @@
 
 #include <cmath>
 #include <limits>
-#include <map>
-#include <string_view>
-#include <unordered_map>
 
 #include "agents/learned/common/features.h"
 #include "core/error.h"
@@ -24,300 +21,6 @@ std::string GoModelOptions::Signature() const {
          kv("priority_levels", priority_levels) + "," + kv("film", film ? 1 : 0) + "," +
          kv("position_frequencies", position_frequencies) + "," +
          kv("noisy", exploration_noise > 0.0 ? 1 : 0);
-}
-
-ActionGroups ParseActionGroups(const std::string& name) {
-  if (name == "none") return ActionGroups::kNone;
-  if (name == "scope") return ActionGroups::kScope;
-  if (name == "chunks") return ActionGroups::kChunks;
-  throw ConfigError("unknown GO action_groups '" + name + "'", {},
-                    "use none (a placement per node), scope or chunks");
-}
-
-const char* ActionGroupsName(ActionGroups groups) {
-  switch (groups) {
-    case ActionGroups::kScope:
-      return "scope";
-    case ActionGroups::kChunks:
-      return "chunks";
-    case ActionGroups::kNone:
-      break;
-  }
-  return "none";
-}
-
-ActionGrouping MakeActionGrouping(const graphs::Graph& graph, ActionGroups kind) {
-  ActionGrouping out;
-  const int64_t n = static_cast<int64_t>(graph.num_nodes());
-  if (kind == ActionGroups::kNone || n == 0) return out;
-  std::vector<int64_t> group(static_cast<size_t>(n), -1);  // provisional ids, renumbered below
-  int64_t next = 0;
-  if (kind == ActionGroups::kChunks) {
-    const int64_t chunk = std::max<int64_t>(1, (n + kChunkGroups - 1) / kChunkGroups);
-    for (int64_t v = 0; v < n; ++v) group[static_cast<size_t>(v)] = v / chunk;
-  } else {
-    const int64_t max_size = std::max<int64_t>((n + 15) / 16, kScopeGroupMin);
-    // Scope components per node ("encoder/layer_2/attention" -> 3 parts).
-    std::vector<std::vector<std::string_view>> parts(static_cast<size_t>(n));
-    for (int64_t v = 0; v < n; ++v) {
-      const std::string& scope = graph.node(static_cast<graphs::NodeId>(v)).scope;
-      size_t from = 0;
-      while (from < scope.size()) {
-        const size_t cut = std::min(scope.find('/', from), scope.size());
-        if (cut > from) parts[static_cast<size_t>(v)].emplace_back(scope.data() + from, cut - from);
-        from = cut + 1;
-      }
-    }
-    // Members (ascending ids) cut into runs of max_size, one group each.
-    auto cut = [&](const std::vector<int64_t>& members) {
-      for (size_t i = 0; i < members.size(); ++i) {
-        if (i % static_cast<size_t>(max_size) == 0) ++next;
-        group[static_cast<size_t>(members[i])] = next - 1;
-      }
-    };
-    struct Pending {
-      size_t depth;  // members share their first `depth` scope components
-      std::vector<int64_t> members;
-    };
-    std::vector<Pending> work;
-    std::vector<int64_t> unscoped;
-    {
-      std::map<std::string_view, std::vector<int64_t>> top;
-      for (int64_t v = 0; v < n; ++v) {
-        const auto& p = parts[static_cast<size_t>(v)];
-        if (p.empty()) {
-          unscoped.push_back(v);
-        } else {
-          top[p[0]].push_back(v);
-        }
-      }
-      for (auto& [name, members] : top) work.push_back({1, std::move(members)});
-    }
-    while (!work.empty()) {
-      Pending p = std::move(work.back());
-      work.pop_back();
-      if (static_cast<int64_t>(p.members.size()) <= max_size) {
-        cut(p.members);
-        continue;
-      }
-      // Refine by the next scope component; members whose scope ends here
-      // stay together (cut into runs when too many).
-      std::map<std::string_view, std::vector<int64_t>> children;
-      std::vector<int64_t> rest;
-      for (const int64_t v : p.members) {
-        const auto& parts_v = parts[static_cast<size_t>(v)];
-        if (parts_v.size() > p.depth) {
-          children[parts_v[p.depth]].push_back(v);
-        } else {
-          rest.push_back(v);
-        }
-      }
-      cut(rest);
-      for (auto& [name, members] : children) work.push_back({p.depth + 1, std::move(members)});
-    }
-    cut(unscoped);
-  }
-  // Colocation followers join their leader's (first member's) group.
-  std::unordered_map<int32_t, int64_t> leader_group;
-  for (int64_t v = 0; v < n; ++v) {
-    const int32_t colocation = graph.node(static_cast<graphs::NodeId>(v)).colocation;
-    if (colocation < 0) continue;
-    const auto [it, inserted] = leader_group.emplace(colocation, group[static_cast<size_t>(v)]);
-    if (!inserted) group[static_cast<size_t>(v)] = it->second;
-  }
-  // Renumber in order of first appearance (drops groups left empty).
-  std::unordered_map<int64_t, int64_t> index;
-  std::vector<int64_t> first;
-  std::vector<float> size;
-  for (int64_t v = 0; v < n; ++v) {
-    const auto [it, inserted] =
-        index.emplace(group[static_cast<size_t>(v)], static_cast<int64_t>(index.size()));
-    if (inserted) {
-      first.push_back(v);
-      size.push_back(0.0f);
-    }
-    group[static_cast<size_t>(v)] = it->second;
-    size[static_cast<size_t>(it->second)] += 1.0f;
-  }
-  out.group = torch::tensor(group, torch::kInt64);
-  out.first = torch::tensor(first, torch::kInt64);
-  out.size = torch::tensor(size, torch::kFloat32);
-  out.count = static_cast<int64_t>(first.size());
-  return out;
-}
-
-RoleGrouping MakeRoleGrouping(const graphs::Graph& graph, const ActionGrouping& groups) {
-  RoleGrouping out;
-  const int64_t n = static_cast<int64_t>(graph.num_nodes());
-  if (n == 0) return out;
-  std::vector<int64_t> group_of;
-  if (groups.count > 0) {
-    const torch::Tensor g = groups.group.contiguous();
-    group_of.assign(g.data_ptr<int64_t>(), g.data_ptr<int64_t>() + g.numel());
-  }
-  // The role key: "b:" for backward ops (TensorFlow's "gradients/" name
-  // prefix), then the scope with every run of digits removed, so
-  // "dilated_stack/layer22/skip" and "dilated_stack/layer7/skip" share one.
-  std::unordered_map<std::string, int64_t> index;
-  std::vector<int64_t> role(static_cast<size_t>(n), -1);
-  std::unordered_map<int32_t, int64_t> leader_role;  // colocation group -> its first member's role
-  for (int64_t v = 0; v < n; ++v) {
-    const graphs::Node& node = graph.node(static_cast<graphs::NodeId>(v));
-    if (node.colocation >= 0) {
-      const auto it = leader_role.find(node.colocation);
-      if (it != leader_role.end()) {
-        role[static_cast<size_t>(v)] = it->second;
-        continue;
-      }
-    }
-    if (!node.scope.empty()) {
-      std::string key = node.name.rfind("gradients/", 0) == 0 ? "b:" : "f:";
-      for (const char c : node.scope)
-        if (c < '0' || c > '9') key.push_back(c);
-      role[static_cast<size_t>(v)] =
-          index.emplace(std::move(key), static_cast<int64_t>(index.size())).first->second;
-    }
-    if (node.colocation >= 0) leader_role.emplace(node.colocation, role[static_cast<size_t>(v)]);
-  }
-  // Keep the roles whose members lie in two or more action groups.
-  std::vector<int64_t> seen(index.size(), -1);  // an action group of the role's members; -2: several
-  for (int64_t v = 0; v < n; ++v) {
-    const int64_t r = role[static_cast<size_t>(v)];
-    if (r < 0) continue;
-    const int64_t g = group_of.empty() ? v : group_of[static_cast<size_t>(v)];
-    int64_t& s = seen[static_cast<size_t>(r)];
-    if (s == -1) {
-      s = g;
-    } else if (s != g) {
-      s = -2;
-    }
-  }
-  // Renumber the kept roles in order of their first node; the others are
-  // "no role" (= count).
-  std::unordered_map<int64_t, int64_t> kept;
-  std::vector<int64_t> first;
-  std::vector<float> size;
-  for (int64_t v = 0; v < n; ++v) {
-    const int64_t r = role[static_cast<size_t>(v)];
-    if (r < 0 || seen[static_cast<size_t>(r)] != -2) continue;
-    const auto [it, inserted] = kept.emplace(r, static_cast<int64_t>(kept.size()));
-    if (inserted) {
-      first.push_back(v);
-      size.push_back(0.0f);
-    }
-    size[static_cast<size_t>(it->second)] += 1.0f;
-  }
-  out.count = static_cast<int64_t>(first.size());
-  std::vector<int64_t> member(static_cast<size_t>(n), out.count);
-  float loose = 0.0f;
-  for (int64_t v = 0; v < n; ++v) {
-    const int64_t r = role[static_cast<size_t>(v)];
-    const auto it = r < 0 ? kept.end() : kept.find(r);
-    if (it == kept.end()) {
-      loose += 1.0f;
-    } else {
-      member[static_cast<size_t>(v)] = it->second;
-    }
-  }
-  size.push_back(std::max(loose, 1.0f));
-  out.role = torch::tensor(member, torch::kInt64);
-  out.first = torch::tensor(first, torch::kInt64);
-  out.size = torch::tensor(size, torch::kFloat32);
-  return out;
-}
-
-GoGraph MakeGoGraph(const graphs::Graph& graph) {
-  const NodeFeatures features = ComputeNodeFeatures(graph);
-  GoGraph g;
-  g.tensors = ToTensors(features);
-  g.num_nodes = features.num_nodes;
-  const size_t n = static_cast<size_t>(features.num_nodes);
-  // Merged (data and control) edges: a node may be fused with its producer
-  // when that producer is its only predecessor and it is the producer's only
-  // successor. Fused groups are then chains, which are always convex.
-  std::vector<int32_t> in_count(n, 0), out_count(n, 0);
-  std::vector<int64_t> pred(n, -1);
-  for (size_t e = 0; e < features.edge_src.size(); ++e) {
-    const auto s = static_cast<size_t>(features.edge_src[e]);
-    const auto d = static_cast<size_t>(features.edge_dst[e]);
-    ++out_count[s];
-    ++in_count[d];
-    pred[d] = static_cast<int64_t>(s);
-  }
-  g.fuse_producer.assign(n, -1);
-  std::vector<uint8_t> eligible(n, 0);
-  std::vector<int64_t> src(n);
-  for (size_t v = 0; v < n; ++v) {
-    src[v] = static_cast<int64_t>(v);
-    if (in_count[v] == 1 && out_count[static_cast<size_t>(pred[v])] == 1) {
-      g.fuse_producer[v] = pred[v];
-      eligible[v] = 1;
-      src[v] = pred[v];
-    }
-  }
-  g.fuse_eligible =
-      torch::tensor(std::vector<int64_t>(eligible.begin(), eligible.end()), torch::kInt64).to(torch::kBool);
-  g.fuse_src = torch::tensor(src, torch::kInt64);
-
-  // Positions: the node's own, then the first node of its scope prefix of
-  // 1, 2 and 3 components ("encoder", "encoder/layer_2", ...); a node
-  // without a scope uses its own position at every depth.
-  const double denominator = n > 1 ? static_cast<double>(n - 1) : 1.0;
-  std::vector<float> positions(n * static_cast<size_t>(kGoPositions));
-  std::vector<std::unordered_map<std::string_view, size_t>> first(kGoPositions - 1);
-  for (size_t v = 0; v < n; ++v) {
-    const std::string& scope = graph.node(static_cast<graphs::NodeId>(v)).scope;
-    float* row = positions.data() + v * static_cast<size_t>(kGoPositions);
-    row[0] = static_cast<float>(static_cast<double>(v) / denominator);
-    size_t cut = 0;  // end of the current prefix; npos once it is the whole scope
-    for (int64_t depth = 1; depth < kGoPositions; ++depth) {
-      size_t at = v;
-      if (!scope.empty()) {
-        cut = cut == std::string::npos ? cut : scope.find('/', depth == 1 ? 0 : cut + 1);
-        const std::string_view prefix(scope.data(), cut == std::string::npos ? scope.size() : cut);
-        at = first[static_cast<size_t>(depth - 1)].emplace(prefix, v).first->second;
-      }
-      row[depth] = static_cast<float>(static_cast<double>(at) / denominator);
-    }
-  }
-  g.positions = torch::tensor(positions, torch::kFloat32).view({static_cast<int64_t>(n), kGoPositions});
-  // Scope groups of depths 1 and 2 for the exploration noise: the prefix's
-  // first node (columns 1 and 2 of the positions) identifies the group.
-  for (int depth = 1; depth <= 2; ++depth) {
-    std::unordered_map<int64_t, int64_t> index;
-    std::vector<int64_t> group(n);
-    for (size_t v = 0; v < n; ++v) {
-      int64_t key = -1;  // nodes without a scope share one group
-      if (!graph.node(static_cast<graphs::NodeId>(v)).scope.empty()) {
-        key = static_cast<int64_t>(std::llround(positions[v * kGoPositions + depth] * denominator));
-      }
-      group[v] = index.emplace(key, static_cast<int64_t>(index.size())).first->second;
-    }
-    (depth == 1 ? g.scope_group1 : g.scope_group2) = torch::tensor(group, torch::kInt64);
-    (depth == 1 ? g.num_scope_groups1 : g.num_scope_groups2) = static_cast<int64_t>(index.size());
-  }
-
-  // Colocation groups: the first member (in topological order) decides.
-  std::vector<int64_t> leader(n);
-  std::vector<float> free(n, 1.0f);
-  std::unordered_map<int32_t, int64_t> group_leader;
-  for (size_t v = 0; v < n; ++v) {
-    leader[v] = static_cast<int64_t>(v);
-    const int32_t group = graph.node(static_cast<graphs::NodeId>(v)).colocation;
-    if (group < 0) continue;
-    const auto [it, inserted] = group_leader.emplace(group, static_cast<int64_t>(v));
-    if (!inserted) {
-      leader[v] = it->second;
-      free[v] = 0.0f;
-      g.has_followers = true;
-    }
-  }
-  g.place_leader = torch::tensor(leader, torch::kInt64);
-  g.place_free = torch::tensor(free, torch::kFloat32);
-  g.scope_actions = MakeActionGrouping(graph, ActionGroups::kScope);
-  g.chunk_actions = MakeActionGrouping(graph, ActionGroups::kChunks);
-  g.roles = MakeRoleGrouping(graph, g.scope_actions);
-  return g;
 }
 
 RecurrentAttentionImpl::RecurrentAttentionImpl(int64_t model, int64_t heads, int64_t max_relative)
@@ -640,6 +343,50 @@ GoPolicyImpl::PlacementPass GoPolicyImpl::RunPlacementPass(const GoGraph& graph,
   return pass;
 }
 
+void GoPolicyImpl::MoveRoles(const RoleGrouping& roles, const torch::Tensor& node_logits, int64_t devices,
+                             const torch::Tensor& device_mask, Mode mode, Rng* rng, const GoActions* given,
+                             GoActions* actions, torch::Tensor* log_prob, torch::Tensor* entropy) {
+  const int64_t b = actions->device.size(0);
+  const int64_t n = actions->device.size(1);
+  const int64_t r = roles.count;
+  // Per role, the members' logits pooled per device, and "stay" (column
+  // max_devices): the pooled logit of each member's own (group's) device,
+  // plus the stickiness s.
+  const double s =
+      std::log(static_cast<double>(devices) * std::max(static_cast<double>(r) - options_.role_moves, 1.0) /
+               options_.role_moves);
+  const torch::Tensor z = node_logits.expand({b, n, options_.max_devices});
+  auto pool = [&](const torch::Tensor& x) {  // [B x n (x k)] -> [B x R (x k)], the mean per role
+    std::vector<int64_t> shape = x.sizes().vec();
+    shape[1] = r + 1;
+    std::vector<int64_t> view(shape.size(), 1);
+    view[1] = r + 1;
+    return (torch::zeros(shape).index_add(1, roles.role, x) / roles.size.view(view)).slice(1, 0, r);
+  };
+  torch::Tensor moves = pool(z);
+  const torch::Tensor stay = pool(z.gather(2, actions->device.unsqueeze(-1).clone()).squeeze(-1)) + s;
+  if (device_mask.defined()) moves = moves.masked_fill(device_mask, -std::numeric_limits<float>::infinity());
+  const torch::Tensor logits = torch::cat({moves, stay.unsqueeze(-1)}, -1);  // [B x R x (max_devices + 1)]
+  torch::Tensor given_roles;
+  if (mode == Mode::kGiven) {
+    given_roles = given->role;
+    if (!given_roles.defined() || given_roles.size(0) != b || given_roles.size(1) != r) {
+      throw StateError("GO: re-scoring role moves of another shape", {},
+                       "pass the GoActions returned by the sampling pass");
+    }
+  }
+  torch::Tensor role_lp = torch::zeros({b, r});
+  torch::Tensor role_ent = torch::zeros({b, r});
+  actions->role = Decide(logits, mode, rng, given_roles, &role_lp, &role_ent);
+  // Each node's role choice ("stay" for the role-less), then its device.
+  const torch::Tensor choice =
+      torch::cat({actions->role, torch::full({b, 1}, options_.max_devices, torch::kInt64)}, 1)
+          .index_select(1, roles.role);
+  actions->device.copy_(torch::where(choice == options_.max_devices, actions->device, choice));
+  log_prob->index_add_(1, roles.first, role_lp);
+  entropy->index_add_(1, roles.first, role_ent);
+}
+
 void GoPolicyImpl::Stream(const GoGraph& graph, const torch::Tensor& nodes,
                           const torch::Tensor& graph_embedding, int64_t devices, int64_t samples, Mode mode,
                           Rng* rng, const GoActions* given, GoActions* actions, const SegmentFn& on_segment,
@@ -761,48 +508,9 @@ void GoPolicyImpl::Stream(const GoGraph& graph, const torch::Tensor& nodes,
     actions->device.copy_(actions->group.index_select(1, grouping->group));
     group_log_prob = torch::zeros({b, n}).index_add(1, grouping->first, lp);
     group_entropy = torch::zeros({b, n}).index_add(1, grouping->first, ent);
-    const RoleGrouping* roles = Roles(graph);
-    if (roles != nullptr && devices > 1) {
-      // Role moves: per role, the members' logits pooled per device, and
-      // "stay" (column max_devices): the pooled logit of each member's own
-      // (group's) device, plus the stickiness s.
-      const int64_t r = roles->count;
-      const double s =
-          std::log(static_cast<double>(devices) *
-                   std::max(static_cast<double>(r) - options_.role_moves, 1.0) / options_.role_moves);
-      const torch::Tensor z = pass->node_logits.expand({b, n, options_.max_devices});
-      auto pool = [&](const torch::Tensor& x) {  // [B x n (x k)] -> [B x R (x k)], the mean per role
-        std::vector<int64_t> shape = x.sizes().vec();
-        shape[1] = r + 1;
-        std::vector<int64_t> view(shape.size(), 1);
-        view[1] = r + 1;
-        return (torch::zeros(shape).index_add(1, roles->role, x) / roles->size.view(view)).slice(1, 0, r);
-      };
-      torch::Tensor moves = pool(z);
-      const torch::Tensor stay = pool(z.gather(2, actions->device.unsqueeze(-1).clone()).squeeze(-1)) + s;
-      if (device_mask.defined())
-        moves = moves.masked_fill(device_mask, -std::numeric_limits<float>::infinity());
-      const torch::Tensor logits =
-          torch::cat({moves, stay.unsqueeze(-1)}, -1);  // [B x R x (max_devices + 1)]
-      torch::Tensor given_roles;
-      if (mode == Mode::kGiven) {
-        given_roles = given->role;
-        if (!given_roles.defined() || given_roles.size(0) != b || given_roles.size(1) != r) {
-          throw StateError("GO: re-scoring role moves of another shape", {},
-                           "pass the GoActions returned by the sampling pass");
-        }
-      }
-      torch::Tensor role_lp = torch::zeros({b, r});
-      torch::Tensor role_ent = torch::zeros({b, r});
-      actions->role = Decide(logits, mode, rng, given_roles, &role_lp, &role_ent);
-      // Each node's role choice ("stay" for the role-less), then its device.
-      const torch::Tensor choice =
-          torch::cat({actions->role, torch::full({b, 1}, options_.max_devices, torch::kInt64)}, 1)
-              .index_select(1, roles->role);
-      actions->device.copy_(torch::where(choice == options_.max_devices, actions->device, choice));
-      group_log_prob.index_add_(1, roles->first, role_lp);
-      group_entropy.index_add_(1, roles->first, role_ent);
-    }
+    if (const RoleGrouping* roles = Roles(graph); roles != nullptr && devices > 1)
+      MoveRoles(*roles, pass->node_logits, devices, device_mask, mode, rng, given, actions, &group_log_prob,
+                &group_entropy);
   }
   for (int64_t start = 0; start < n; start += segment) {
     const int64_t end = std::min(n, start + segment);
