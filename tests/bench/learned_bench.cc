@@ -10,6 +10,11 @@
 // Adam) on one thread; counters: `policy_ms` (policy forward + backward +
 // Adam per step, CPU), `sim_ms` (the simulator's share per step, CPU) and
 // `evaluations/s` (training throughput per CPU second).
+// BM_ConcurrentMatmul: the BLAS behind LibTorch called from 1 or 2
+// threads at once (torch::mm of 256 x 64 by 64 x 64, torch on 1 thread),
+// without (arg 0) and with (arg 1) agents/learned/common/torch_lock.h;
+// counters `calls` and `wrong` (results that differ from a single-thread
+// reference), summed over the threads.
 //
 //   build-learn/bench/learned_bench --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
 // Figures: docs/BENCHMARKS.md ("Learned agents").
@@ -17,12 +22,14 @@
 #include <tbb/global_control.h>
 
 #include <algorithm>
+#include <array>
 #include <ctime>
 #include <map>
 #include <memory>
 
 #include "agents/learned/common/features.h"
 #include "agents/learned/common/gnn.h"
+#include "agents/learned/common/torch_lock.h"
 #include "agents/learned/hrl/hrl_learner.h"
 #include "agents/learned/regal/regal.h"
 #include "core/allocator.h"
@@ -148,6 +155,32 @@ BENCHMARK(BM_HrlTraining)
     ->Args({1000, 0})
     ->Args({10000, 0})
     ->Unit(benchmark::kMillisecond);
+
+void BM_ConcurrentMatmul(benchmark::State& state) {
+  torch::set_num_threads(1);
+  const bool locked = state.range(0) != 0;
+  static const auto inputs = [] {
+    torch::manual_seed(1);
+    const torch::Tensor a = torch::randn({256, 64});
+    const torch::Tensor b = torch::randn({64, 64});
+    return std::array<torch::Tensor, 3>{a, b, torch::mm(a, b)};
+  }();
+  int64_t calls = 0, wrong = 0;
+  for (auto _ : state) {
+    torch::Tensor c;
+    if (locked) {
+      const auto lock = LockTorch();
+      c = torch::mm(inputs[0], inputs[1]);
+    } else {
+      c = torch::mm(inputs[0], inputs[1]);
+    }
+    ++calls;
+    if (!torch::equal(c, inputs[2])) ++wrong;
+  }
+  state.counters["calls"] = static_cast<double>(calls);
+  state.counters["wrong"] = static_cast<double>(wrong);
+}
+BENCHMARK(BM_ConcurrentMatmul)->Arg(0)->Arg(1)->Threads(1)->Threads(2)->Iterations(20000)->UseRealTime();
 
 }  // namespace
 }  // namespace gosim::agents::learned

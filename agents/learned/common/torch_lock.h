@@ -2,9 +2,10 @@
 //
 // LibTorch's CPU kernels (Linear, matmul) call the system BLAS, and the
 // BLAS that Debian installs for it (openblas-serial, 0.3.21) is not safe to
-// call from two threads at once: two threads running the same 256 x 64 x 64
-// sgemm concurrently get a wrong result in about 1 call in 10,000 (measured:
-// 4 of 40,000 calls), silently. `gosim run` with `parallel_cells: true` runs
+// call from two threads at once: two threads running the same 256 x 64 by
+// 64 x 64 torch::mm get silently wrong results in 36-656 of 40,000 calls,
+// none with this lock (BM_ConcurrentMatmul in tests/bench/learned_bench.cc,
+// docs/BENCHMARKS.md). `gosim run` with `parallel_cells: true` runs
 // cells on concurrent threads, so two learned agents there would corrupt
 // each other's forward and backward passes: two GO cells of 200 evaluations
 // ended at 261.5 and 263.9 ms where a sequential run gives 263.9 and 263.9.
