@@ -243,6 +243,7 @@ TEST_CASE("role groups: one kind of op across the action groups, by direction, c
   CHECK_THROWS_AS(MakeGo("{model: {role_moves: 2}}"), ConfigError);
   CHECK_THROWS_AS(MakeGo("{model: {action_groups: chunks, role_moves: 2}}"), ConfigError);
   CHECK_THROWS_AS(MakeGo("{model: {action_groups: scope, role_moves: -1}}"), ConfigError);
+  CHECK_THROWS_AS(MakeGo("{model: {action_groups: scope, role_calibration: true}}"), ConfigError);
 }
 
 TEST_CASE("GoPolicy: group-level placement draws one device per group from the pooled logits") {
@@ -373,6 +374,55 @@ TEST_CASE("GoPolicy: role moves send a role's members, across groups, to one dev
   CHECK_THROWS_AS(policy->forward(in, 3, 256, GoPolicyImpl::Mode::kGiven, nullptr, &without), StateError);
   const GoOutput single = policy->forward(in, 1, 4, GoPolicyImpl::Mode::kSample, &rng);
   CHECK(single.actions.device.max().item<int64_t>() == 0);
+}
+
+TEST_CASE("GoPolicy: calibrated role moves move a role k / R of the time however sure the network is") {
+  const graphs::Graph g = IndependentChains(4, 6);  // scope groups: the 4 chains; one role across them
+  GoGraph in = learned::go::MakeGoGraph(g);
+  GoModelOptions options = GroupPlacementModel();
+  options.role_moves = 0.25;
+  options.temperature = 0.5;
+  torch::manual_seed(27);
+  GoPolicy plain(options);
+  options.role_calibration = true;
+  torch::manual_seed(27);
+  GoPolicy calibrated(options);
+  // A network sure that everything belongs on device 1.
+  for (GoPolicy* policy : {&plain, &calibrated}) {
+    torch::NoGradGuard no_grad;
+    for (auto& item : (*policy)->named_parameters())
+      if (item.key() == "place_head.bias") item.value()[1] += 8.0F;
+  }
+  torch::NoGradGuard no_grad;
+  constexpr int64_t kSamples = 4000;
+  auto role_moves = [&](const GoOutput& out) {
+    const torch::Tensor choice = out.actions.role.select(1, 0);
+    return (choice != options.max_devices) & (choice != 1);  // a real move: off "stay" and off device 1
+  };
+  Rng rng(28);
+  const GoOutput greedy = calibrated->forward(in, 3, 1, GoPolicyImpl::Mode::kGreedy, nullptr);
+  REQUIRE(torch::equal(greedy.actions.device, torch::ones({1, 24}, torch::kInt64)));
+  // The plain rule: the role's "stay" is as sure as its groups, so it
+  // (almost) never moves.
+  const GoOutput before = plain->forward(in, 3, kSamples, GoPolicyImpl::Mode::kSample, &rng);
+  CHECK(role_moves(before).to(torch::kFloat).mean().item<double>() < 0.01);
+  // Calibrated from the greedy decision: one stickiness per role, and the
+  // role moves with probability k / R = 0.25, never to device 1 where all
+  // its members are.
+  CHECK_THROWS_AS(calibrated->CalibrateRoles(&in, GoActions{}, 3), StateError);
+  calibrated->CalibrateRoles(&in, greedy.actions, 3);
+  REQUIRE(in.roles.stickiness.sizes() == torch::IntArrayRef({1}));
+  const GoOutput out = calibrated->forward(in, 3, kSamples, GoPolicyImpl::Mode::kSample, &rng);
+  REQUIRE(torch::equal(out.actions.group, torch::ones({kSamples, 4}, torch::kInt64)));
+  const torch::Tensor choice = out.actions.role.select(1, 0);
+  CHECK((choice == 1).sum().item<int64_t>() == 0);
+  const double fraction = role_moves(out).to(torch::kFloat).mean().item<double>();
+  MESSAGE("calibrated role moved in ", fraction, " of the decisions");
+  CHECK(fraction == doctest::Approx(0.25).epsilon(0.2));
+  const torch::Tensor moved = choice != options.max_devices;
+  CHECK(torch::equal(out.actions.device.index({moved}), choice.index({moved}).unsqueeze(1).expand({-1, 24})));
+  const GoOutput again = calibrated->forward(in, 3, kSamples, GoPolicyImpl::Mode::kGiven, nullptr, &out.actions);
+  CHECK(torch::allclose(again.log_prob, out.log_prob, 1e-5, 1e-6));
 }
 
 TEST_CASE("GoPolicy: a temperature below 1 samples closer to the greedy decision, scored as sampled") {
@@ -886,6 +936,18 @@ TEST_CASE("go pre-training: round robin over graphs x clusters, checkpoints, exa
   auto agent = MakeGo("{checkpoint: " + uninterrupted.run_dir +
                       "/checkpoint.pt, heads: [placement], model: {segment: 16, action_groups: scope}}");
   CHECK(agent->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 9, 1)).evaluations == 9);
+  // Fine-tuning with calibrated role moves (calibrated on the zero-shot pass).
+  auto calibrated = MakeGo("{checkpoint: " + uninterrupted.run_dir +
+                           "/checkpoint.pt, heads: [placement], model: {segment: 16, action_groups: scope, "
+                           "role_moves: 1, role_calibration: true}}");
+  const AgentResult tuned = calibrated->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 9, 1));
+  CHECK(tuned.evaluations == 9);
+  CHECK(tuned.extra.at("role_groups") >= 1.0);
+  // Pre-training has no graph to calibrate on: refused, with the fix.
+  learned::TrainRequest calibrating = GoTrainRequest(base + "_f", "k80x2", 1);
+  calibrating.config["model"]["role_moves"] = 1;
+  calibrating.config["model"]["role_calibration"] = true;
+  CHECK_THROWS_AS(learned::RunTraining(calibrating), ConfigError);
   // A single preset still works; an empty list or an unknown preset does not.
   learned::RunTraining(GoTrainRequest(base + "_c", "k80x2", 1));
   CHECK(learned::TrainingCurves::Read(base + "_c/run/curves.csv").size() == 1);

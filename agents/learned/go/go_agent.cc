@@ -71,6 +71,11 @@ GoModelOptions ParseModelOptions(YamlMap& m) {
     throw ConfigError("`role_moves` needs scope groups: a role group moves off its scope groups' devices",
                       m.Where("role_moves"), "set `action_groups: scope`, or drop `role_moves`");
   }
+  o.role_calibration = m.Get<bool>("role_calibration", o.role_calibration);
+  if (o.role_calibration && o.role_moves <= 0.0) {
+    throw ConfigError("`role_calibration` sets the stickiness of role moves, which are off",
+                      m.Where("role_calibration"), "set `role_moves: k` (k > 0), or drop `role_calibration`");
+  }
   if (o.model % o.heads != 0) {
     throw ConfigError("model width " + std::to_string(o.model) + " is not a multiple of attention_heads " +
                           std::to_string(o.heads),
@@ -271,6 +276,7 @@ GoPolicy BuildPolicy(const GoAgentOptions& options, uint64_t seed) {
     shape.action_groups = model.action_groups;
     shape.node_moves = model.node_moves;
     shape.role_moves = model.role_moves;
+    shape.role_calibration = model.role_calibration;
     shape.temperature = model.temperature;
     model = shape;
   }
@@ -301,7 +307,7 @@ AgentResult RunGo(const Problem& problem, const GoAgentOptions& options, const P
   Rng rng = Rng::Derive(problem.seed, {kGoStream});
   GoPolicy policy = BuildPolicy(options, rng.Next());
   const int64_t devices = problem.cluster.num_devices();
-  const GoGraph graph = MakeGoGraph(problem.graph);
+  GoGraph graph = MakeGoGraph(problem.graph);
   const ActionGrouping* grouping = policy->Grouping(graph);
   const RoleGrouping* roles = policy->Roles(graph);
 
@@ -313,6 +319,7 @@ AgentResult RunGo(const Problem& problem, const GoAgentOptions& options, const P
     greedy = policy->forward(graph, devices, 1, GoPolicyImpl::Mode::kGreedy, nullptr);
   }
   const double forward_seconds = Seconds(start);
+  if (options.model.role_calibration) policy->CalibrateRoles(&graph, greedy.actions, devices);
   const sim::Decision zero_shot = DecodeDecision(graph, greedy.actions, 0);
   const sim::Evaluation zero_eval = tracker.Evaluate(zero_shot);
   const double zero_objective = tracker.Score(zero_eval);
@@ -347,7 +354,6 @@ AgentResult RunGo(const Problem& problem, const GoAgentOptions& options, const P
         mean_cost += cost / static_cast<double>(k);
       }
       if (ppo_steps == 0) first_cost = mean_cost;
-      last_cost = mean_cost;
       if (k >= 2) {
         PpoUpdate(policy, optimizer, graph, devices, sampled.actions, sampled.log_prob, sampled.value,
                   torch::tensor(rewards), options.ppo);
@@ -426,6 +432,11 @@ GoTrainConfig ParseTrainConfig(const TrainRequest& request) {
   {
     YamlMap model = m.Child("model");
     c.model = ParseModelOptions(model);
+    if (c.model.role_calibration) {
+      throw ConfigError("`role_calibration` calibrates a pre-trained network on one graph; pre-training has none",
+                        model.Where("role_calibration"),
+                        "drop it here and set it in the fine-tuning agent's `model` options");
+    }
   }
   ParseHeads(m, &c.model);
   {

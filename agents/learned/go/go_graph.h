@@ -65,6 +65,9 @@ struct RoleGrouping {
   torch::Tensor first;  // int64 [count]
   torch::Tensor size;   // float [count + 1]
   int64_t count = 0;
+  // Per-role stickiness [count] (GoPolicyImpl::CalibrateRoles); undefined:
+  // the one stickiness of the role_moves rule.
+  torch::Tensor stickiness;
 };
 RoleGrouping MakeRoleGrouping(const graphs::Graph& graph, const ActionGrouping& groups);
 

@@ -343,6 +343,54 @@ GoPolicyImpl::PlacementPass GoPolicyImpl::RunPlacementPass(const GoGraph& graph,
   return pass;
 }
 
+void GoPolicyImpl::RoleLogits(const RoleGrouping& roles, const torch::Tensor& z, const torch::Tensor& home,
+                              const torch::Tensor& device_mask, torch::Tensor* moves, torch::Tensor* stay) const {
+  const int64_t r = roles.count;
+  auto pool = [&](const torch::Tensor& x) {  // [B x n (x k)] -> [B x R (x k)], the mean per role
+    std::vector<int64_t> shape = x.sizes().vec();
+    shape[1] = r + 1;
+    std::vector<int64_t> view(shape.size(), 1);
+    view[1] = r + 1;
+    return (torch::zeros(shape).index_add(1, roles.role, x) / roles.size.view(view)).slice(1, 0, r);
+  };
+  *moves = pool(z);
+  if (device_mask.defined()) *moves = moves->masked_fill(device_mask, -std::numeric_limits<float>::infinity());
+  if (options_.role_calibration) {
+    // A "move" to the device every member is on already changes nothing:
+    // masked, so that the calibrated k / R counts real moves only.
+    const torch::Tensor on = pool(torch::one_hot(home, options_.max_devices).to(torch::kFloat));
+    *moves = moves->masked_fill(on > 0.9999F, -std::numeric_limits<float>::infinity());
+  }
+  *stay = pool(z.gather(2, home.unsqueeze(-1).clone()).squeeze(-1));
+}
+
+void GoPolicyImpl::CalibrateRoles(GoGraph* graph, const GoActions& home, int64_t devices) {
+  const RoleGrouping* roles = Roles(*graph);
+  const ActionGrouping* grouping = Grouping(*graph);
+  if (roles == nullptr || grouping == nullptr || devices < 2) return;
+  if (!home.group.defined() || home.group.size(1) != grouping->count) {
+    throw StateError("GO: calibrating role moves needs a grouped decision of this graph", {},
+                     "pass the GoActions of a forward pass on the same graph");
+  }
+  torch::NoGradGuard no_grad;
+  const torch::Tensor embeddings = gnn_(graph->tensors);
+  const torch::Tensor nodes = NodeInputs(*graph, embeddings);
+  const PlacementPass pass = RunPlacementPass(*graph, *grouping, nodes, embeddings.mean(0), torch::Tensor());
+  const torch::Tensor device_mask =
+      devices < options_.max_devices
+          ? (torch::arange(options_.max_devices, torch::kInt64) >= devices).view({1, 1, -1})
+          : torch::Tensor();
+  torch::Tensor moves, stay;
+  RoleLogits(*roles, pass.node_logits, home.group.slice(0, 0, 1).index_select(1, grouping->group), device_mask,
+             &moves, &stay);
+  // With temperature T, P(move) = sum_d e^(moves_d / T) /
+  // (sum_d e^(moves_d / T) + e^((stay + s) / T)) = p = min(k / R, 1/2).
+  const double p = std::min(options_.role_moves / static_cast<double>(roles->count), 0.5);
+  const double odds = (1.0 - p) / p;
+  const double t = options_.temperature;
+  graph->roles.stickiness = ((moves / t).logsumexp(-1) * t - stay).squeeze(0) + t * std::log(odds);
+}
+
 void GoPolicyImpl::MoveRoles(const RoleGrouping& roles, const torch::Tensor& node_logits, int64_t devices,
                              const torch::Tensor& device_mask, Mode mode, Rng* rng, const GoActions* given,
                              GoActions* actions, torch::Tensor* log_prob, torch::Tensor* entropy) {
@@ -352,20 +400,15 @@ void GoPolicyImpl::MoveRoles(const RoleGrouping& roles, const torch::Tensor& nod
   // Per role, the members' logits pooled per device, and "stay" (column
   // max_devices): the pooled logit of each member's own (group's) device,
   // plus the stickiness s.
-  const double s =
-      std::log(static_cast<double>(devices) * std::max(static_cast<double>(r) - options_.role_moves, 1.0) /
-               options_.role_moves);
-  const torch::Tensor z = node_logits.expand({b, n, options_.max_devices});
-  auto pool = [&](const torch::Tensor& x) {  // [B x n (x k)] -> [B x R (x k)], the mean per role
-    std::vector<int64_t> shape = x.sizes().vec();
-    shape[1] = r + 1;
-    std::vector<int64_t> view(shape.size(), 1);
-    view[1] = r + 1;
-    return (torch::zeros(shape).index_add(1, roles.role, x) / roles.size.view(view)).slice(1, 0, r);
-  };
-  torch::Tensor moves = pool(z);
-  const torch::Tensor stay = pool(z.gather(2, actions->device.unsqueeze(-1).clone()).squeeze(-1)) + s;
-  if (device_mask.defined()) moves = moves.masked_fill(device_mask, -std::numeric_limits<float>::infinity());
+  torch::Tensor moves, stay;
+  RoleLogits(roles, node_logits.expand({b, n, options_.max_devices}), actions->device, device_mask, &moves,
+             &stay);
+  if (roles.stickiness.defined()) {
+    stay = stay + roles.stickiness;
+  } else {
+    stay = stay + std::log(static_cast<double>(devices) *
+                           std::max(static_cast<double>(r) - options_.role_moves, 1.0) / options_.role_moves);
+  }
   const torch::Tensor logits = torch::cat({moves, stay.unsqueeze(-1)}, -1);  // [B x R x (max_devices + 1)]
   torch::Tensor given_roles;
   if (mode == Mode::kGiven) {

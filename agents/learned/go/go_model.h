@@ -78,7 +78,13 @@
 // devices keeps the roles with them. A move that no scope group and no
 // single node can express (one kind of op in every layer) is then one
 // action. The role's choice is part of the action (GoActions::role); its
-// log-probability sits at the role's first node.
+// log-probability sits at the role's first node. With `role_calibration`
+// the stickiness is one per role instead, set once per graph from the
+// zero-shot pass (CalibrateRoles) so that every role moves with
+// probability min(k / R, 1/2) at the start of fine-tuning whatever the
+// network's confidence, and a "move" to the device all of a role's members
+// are on already (no move at all) is masked; PPO then moves the logits as
+// usual.
 //
 // Masking: devices >= the cluster's device count are masked out of the
 // placement head (the network is built for `max_devices`); the fusion head
@@ -120,6 +126,7 @@ struct GoModelOptions {
   double node_moves = 0.0;   // group mode: nodes an untrained network moves off their group (runtime setting)
   double temperature = 1.0;  // every head samples from softmax(logits / temperature) (runtime setting)
   double role_moves = 0.0;   // scope groups: roles an untrained network moves (runtime setting)
+  bool role_calibration = false;  // role moves: per-role stickiness set from the zero-shot pass (runtime)
   bool placement = true;     // which heads decide (placement-only: GDP-style)
   bool priority = true;
   bool fusion = true;
@@ -210,6 +217,12 @@ class GoPolicyImpl : public torch::nn::Module {
   const ActionGrouping* Grouping(const GoGraph& graph) const;
   // The role groups in use for `graph` (nullptr: no role moves).
   const RoleGrouping* Roles(const GoGraph& graph) const;
+  // Role calibration: sets graph->roles.stickiness so that, with the
+  // groups on the devices of `home` (a decision of this network on
+  // `graph`, e.g. its greedy one), each role draws a move with probability
+  // min(k / R, 1/2) (k = `role_moves`, R role groups), however sure the
+  // network is of its groups' devices. No-op without role moves.
+  void CalibrateRoles(GoGraph* graph, const GoActions& home, int64_t devices);
   // Placement actions per sample: the number of groups when placement is
   // the only head and grouped without node moves, else the number of nodes
   // (PPO's per-action mean divides by it).
@@ -273,6 +286,11 @@ class GoPolicyImpl : public torch::nn::Module {
   // logits [B' x n x max_devices], moves the members of the roles that
   // leave, and adds the roles' log-probabilities and entropies at their
   // first nodes of `log_prob` and `entropy` ([B x n]).
+  // The role groups' pooled device logits `moves` [B x R x max_devices]
+  // (masked) and "stay" logits without stickiness `stay` [B x R], from the
+  // node logits z [B x n x max_devices] and each node's home device [B x n].
+  void RoleLogits(const RoleGrouping& roles, const torch::Tensor& z, const torch::Tensor& home,
+                  const torch::Tensor& device_mask, torch::Tensor* moves, torch::Tensor* stay) const;
   void MoveRoles(const RoleGrouping& roles, const torch::Tensor& node_logits, int64_t devices,
                  const torch::Tensor& device_mask, Mode mode, Rng* rng, const GoActions* given,
                  GoActions* actions, torch::Tensor* log_prob, torch::Tensor* entropy);
