@@ -421,7 +421,8 @@ TEST_CASE("GoPolicy: calibrated role moves move a role k / R of the time however
   CHECK(fraction == doctest::Approx(0.25).epsilon(0.2));
   const torch::Tensor moved = choice != options.max_devices;
   CHECK(torch::equal(out.actions.device.index({moved}), choice.index({moved}).unsqueeze(1).expand({-1, 24})));
-  const GoOutput again = calibrated->forward(in, 3, kSamples, GoPolicyImpl::Mode::kGiven, nullptr, &out.actions);
+  const GoOutput again =
+      calibrated->forward(in, 3, kSamples, GoPolicyImpl::Mode::kGiven, nullptr, &out.actions);
   CHECK(torch::allclose(again.log_prob, out.log_prob, 1e-5, 1e-6));
 }
 

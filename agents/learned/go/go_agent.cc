@@ -433,9 +433,10 @@ GoTrainConfig ParseTrainConfig(const TrainRequest& request) {
     YamlMap model = m.Child("model");
     c.model = ParseModelOptions(model);
     if (c.model.role_calibration) {
-      throw ConfigError("`role_calibration` calibrates a pre-trained network on one graph; pre-training has none",
-                        model.Where("role_calibration"),
-                        "drop it here and set it in the fine-tuning agent's `model` options");
+      throw ConfigError(
+          "`role_calibration` calibrates a pre-trained network on one graph; pre-training has none",
+          model.Where("role_calibration"),
+          "drop it here and set it in the fine-tuning agent's `model` options");
     }
   }
   ParseHeads(m, &c.model);

@@ -344,7 +344,8 @@ GoPolicyImpl::PlacementPass GoPolicyImpl::RunPlacementPass(const GoGraph& graph,
 }
 
 void GoPolicyImpl::RoleLogits(const RoleGrouping& roles, const torch::Tensor& z, const torch::Tensor& home,
-                              const torch::Tensor& device_mask, torch::Tensor* moves, torch::Tensor* stay) const {
+                              const torch::Tensor& device_mask, torch::Tensor* moves,
+                              torch::Tensor* stay) const {
   const int64_t r = roles.count;
   auto pool = [&](const torch::Tensor& x) {  // [B x n (x k)] -> [B x R (x k)], the mean per role
     std::vector<int64_t> shape = x.sizes().vec();
@@ -354,7 +355,8 @@ void GoPolicyImpl::RoleLogits(const RoleGrouping& roles, const torch::Tensor& z,
     return (torch::zeros(shape).index_add(1, roles.role, x) / roles.size.view(view)).slice(1, 0, r);
   };
   *moves = pool(z);
-  if (device_mask.defined()) *moves = moves->masked_fill(device_mask, -std::numeric_limits<float>::infinity());
+  if (device_mask.defined())
+    *moves = moves->masked_fill(device_mask, -std::numeric_limits<float>::infinity());
   if (options_.role_calibration) {
     // A "move" to the device every member is on already changes nothing:
     // masked, so that the calibrated k / R counts real moves only.
@@ -381,8 +383,8 @@ void GoPolicyImpl::CalibrateRoles(GoGraph* graph, const GoActions& home, int64_t
           ? (torch::arange(options_.max_devices, torch::kInt64) >= devices).view({1, 1, -1})
           : torch::Tensor();
   torch::Tensor moves, stay;
-  RoleLogits(*roles, pass.node_logits, home.group.slice(0, 0, 1).index_select(1, grouping->group), device_mask,
-             &moves, &stay);
+  RoleLogits(*roles, pass.node_logits, home.group.slice(0, 0, 1).index_select(1, grouping->group),
+             device_mask, &moves, &stay);
   // With temperature T, P(move) = sum_d e^(moves_d / T) /
   // (sum_d e^(moves_d / T) + e^((stay + s) / T)) = p = min(k / R, 1/2).
   const double p = std::min(options_.role_moves / static_cast<double>(roles->count), 0.5);

@@ -127,7 +127,7 @@ struct GoModelOptions {
   double temperature = 1.0;  // every head samples from softmax(logits / temperature) (runtime setting)
   double role_moves = 0.0;   // scope groups: roles an untrained network moves (runtime setting)
   bool role_calibration = false;  // role moves: per-role stickiness set from the zero-shot pass (runtime)
-  bool placement = true;     // which heads decide (placement-only: GDP-style)
+  bool placement = true;          // which heads decide (placement-only: GDP-style)
   bool priority = true;
   bool fusion = true;
 
