@@ -16,6 +16,7 @@ namespace {
 struct RunArgs {
   std::string experiment;
   std::vector<std::string> overrides;
+  std::vector<std::string> reuse;
   int64_t max_cells = -1;
   bool list = false;
   bool no_progress = false;
@@ -46,6 +47,7 @@ int Run(const RunArgs& args) {
   if (args.list) return RunList(config);
   experiments::RunOptions options;
   options.max_cells = args.max_cells;
+  options.reuse = args.reuse;
   options.progress = !args.no_progress;
   const experiments::Communicator& world = experiments::Communicator::World();
   options.comm = &world;
@@ -53,9 +55,10 @@ int Run(const RunArgs& args) {
   if (world.rank() != 0) return 0;  // rank 0 prints the table and the failures
   std::printf("%s", report.summary.ToMarkdown().c_str());
   std::printf(
-      "%lld cells: %lld already finished, %lld run now, %zu failed; results in %s/ (results.jsonl, "
+      "%lld cells: %lld already finished, %s%lld run now, %zu failed; results in %s/ (results.jsonl, "
       "curves.csv, decisions/, summary.md, summary.csv)\n",
       static_cast<long long>(report.total_cells), static_cast<long long>(report.already_finished),
+      args.reuse.empty() ? "" : (std::to_string(report.reused) + " reused, ").c_str(),
       static_cast<long long>(report.ran), report.failed.size(), report.folder.c_str());
   for (const std::string& failure : report.failed)
     std::fprintf(stderr, "gosim: failed cell %s\n", failure.c_str());
@@ -74,6 +77,10 @@ void AddRunCommand(CLI::App& root) {
                   "Overrides of the experiment's keys, applied before validation: key.path=value "
                   "(e.g. budget.evaluations=500 agents[1].options.population=64 seeds=[0,1])");
   run->add_option("--max-cells", args->max_cells, "Run at most N unfinished cells, then stop (resume later)");
+  run->add_option("--reuse", args->reuse,
+                  "Run folder of another experiment whose finished cells with the same identity (graph, "
+                  "cluster, cost model, objective, agent options, budget, seed) are copied instead of run "
+                  "(repeatable)");
   run->add_flag("--list", args->list, "List the cells and which are finished; run nothing");
   run->add_flag("--no-progress", args->no_progress, "No per-cell progress bars");
   Commands().push_back({run, [args] { return Run(*args); }, /*tune_allocator=*/true});

@@ -74,6 +74,7 @@ nlohmann::ordered_json CellRecord::ToJson() const {
   };
   // The identity keeps its canonical (sorted) key order.
   out["identity"] = nlohmann::ordered_json::parse(identity.dump());
+  if (!reused_from.empty()) out["reused_from"] = reused_from;
   return out;
 }
 
@@ -111,6 +112,7 @@ CellRecord CellRecord::FromJson(const nlohmann::json& json, const std::string& w
     r.decision = json.at("decision").get<std::string>();
     r.finished_at = json.at("finished_at").get<std::string>();
     r.identity = json.at("identity");
+    r.reused_from = json.value("reused_from", "");
   } catch (const nlohmann::json::exception& e) {
     throw StateError(std::string("malformed result line: ") + e.what(), Location{where},
                      "remove the line to run that cell again");
@@ -128,7 +130,7 @@ std::vector<agents::CurvePoint> CompressCurve(const std::vector<agents::CurvePoi
   return out;
 }
 
-ResultsLog::ResultsLog(std::string path) : path_(std::move(path)) {
+ResultsLog::ResultsLog(std::string path, bool repair) : path_(std::move(path)) {
   if (!FileExists(path_)) return;
   const std::string text = ReadFile(path_);
   size_t start = 0;
@@ -163,7 +165,7 @@ ResultsLog::ResultsLog(std::string path) : path_(std::move(path)) {
     good_end = terminated ? next : text.size();
     if (!terminated) repaired_torn_line_ = true;
   }
-  if (repaired_torn_line_) {
+  if (repaired_torn_line_ && repair) {
     std::string kept = text.substr(0, good_end);
     if (!kept.empty() && kept.back() != '\n') kept += '\n';
     WriteFileAtomic(path_, kept);

@@ -52,6 +52,8 @@ struct CellRecord {
   std::string decision;     // path relative to the run folder
   std::string finished_at;  // UTC, ISO 8601
   nlohmann::json identity;  // what the cell id hashes
+  std::string
+      reused_from;  // the run folder this result was copied from (`gosim run --reuse`); empty: run here
 
   // Keys in a fixed, readable order (format, cell, experiment, graph, ...).
   nlohmann::ordered_json ToJson() const;
@@ -68,8 +70,9 @@ class ResultsLog {
  public:
   // Reads `path` when it exists. A last line without its newline that does
   // not parse is a torn write: it is dropped (the file is rewritten without
-  // it). Any other unreadable line is a StateError with its line number.
-  explicit ResultsLog(std::string path);
+  // it, unless `repair` is false). Any other unreadable line is a StateError
+  // with its line number.
+  explicit ResultsLog(std::string path, bool repair = true);
 
   const std::vector<CellRecord>& records() const { return records_; }
   bool Has(const std::string& cell_id) const { return index_.count(cell_id) > 0; }

@@ -185,6 +185,53 @@ void CommitCell(RunState& state, const CellOutput& out) {
   WriteDerivedFiles(state);
 }
 
+// Copies the finished cells of `folders` (RunOptions::reuse) that are not
+// finished in `state`'s folder; returns how many.
+int64_t ReuseCells(RunState& state, const std::vector<std::string>& folders) {
+  int64_t reused = 0;
+  for (const std::string& folder : folders) {
+    const std::string results = folder + "/results.jsonl";
+    if (!FileExists(results)) {
+      throw IoError("no results to reuse: " + results + " does not exist", {folder},
+                    "pass the run folder of an earlier `gosim run`, the one that holds its results.jsonl");
+    }
+    if (fs::weakly_canonical(folder) == fs::weakly_canonical(state.folder)) continue;
+    const ResultsLog source(results, /*repair=*/false);
+    int64_t from_here = 0;
+    for (const Cell& cell : state.cells) {
+      if (state.log.Has(cell.id)) continue;
+      const CellRecord* found = source.Find(cell.id);
+      // The id hashes the identity; comparing it as well guards against a
+      // collision or a hand-edited line.
+      if (found == nullptr || found->identity != cell.identity) continue;
+      const std::string decision_path = folder + "/" + found->decision;
+      if (!FileExists(decision_path)) {
+        GOSIM_LOG(Warn) << "not reusing cell " << cell.id << " from " << folder << ": its decision file "
+                        << decision_path << " is missing (the cell runs here)";
+        continue;
+      }
+      CellOutput out;
+      out.decision_json = ReadFile(decision_path);
+      out.record = *found;
+      // Names are this experiment's (labels and graph names are not part of
+      // the identity); the measured fields are the source's.
+      out.record.experiment = state.config.name;
+      out.record.graph = state.config.graphs[static_cast<size_t>(cell.graph)].name;
+      out.record.cluster = state.config.clusters[static_cast<size_t>(cell.cluster)];
+      out.record.label = state.config.agents[static_cast<size_t>(cell.agent)].label;
+      out.record.decision = "decisions/" + cell.FileStem(state.config) + ".json";
+      out.record.reused_from = found->reused_from.empty() ? folder : found->reused_from;
+      CommitCell(state, out);
+      ++from_here;
+    }
+    if (from_here > 0) {
+      GOSIM_LOG(Info) << "reused " << from_here << " finished cells from " << folder;
+    }
+    reused += from_here;
+  }
+  return reused;
+}
+
 void RunCell(RunState& state, const Cell& cell, size_t position, const graphs::Graph& graph,
              const sim::Evaluator& evaluator, bool show_bar) {
   CommitCell(state, ComputeCell(state, cell, position, graph, evaluator, show_bar));
@@ -397,6 +444,7 @@ RunReport RunExperiment(const ExperimentConfig& config, const RunOptions& option
   // Cells still to run, grouped by graph (the grid is graph-major).
   std::vector<size_t> pending;
   if (primary) {
+    report.reused = ReuseCells(state, options.reuse);
     for (size_t i = 0; i < state.cells.size(); ++i) {
       if (state.log.Has(state.cells[i].id)) {
         ++report.already_finished;
@@ -404,6 +452,7 @@ RunReport RunExperiment(const ExperimentConfig& config, const RunOptions& option
         pending.push_back(i);
       }
     }
+    report.already_finished -= report.reused;  // counted apart
     if (options.max_cells >= 0 && static_cast<int64_t>(pending.size()) > options.max_cells) {
       pending.resize(static_cast<size_t>(options.max_cells));
     }

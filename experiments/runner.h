@@ -45,12 +45,20 @@ struct RunOptions {
   // lines of results.jsonl and wall times differ). null or a world of one:
   // this process runs everything.
   const Communicator* comm = nullptr;
+  // Run folders of other experiments (`gosim run --reuse DIR`): a cell not
+  // finished here whose id (a hash of everything that determines its
+  // result: graph, cluster, cost model, objective, agent and options,
+  // budget, seed) is finished in one of them is copied, decision file
+  // included, instead of run; its line records where it came from. The
+  // first folder that has the cell wins.
+  std::vector<std::string> reuse;
 };
 
 struct RunReport {
   std::string folder;               // the run folder
   int64_t total_cells = 0;          // cells of the grid
   int64_t already_finished = 0;     // skipped because results.jsonl had them
+  int64_t reused = 0;               // copied from the `reuse` folders by this call
   int64_t ran = 0;                  // finished by this call
   std::vector<std::string> failed;  // "cell id: error" of cells that threw; they run again next time
   Summary summary;                  // over every finished cell of the grid

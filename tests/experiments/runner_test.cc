@@ -5,6 +5,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <string>
@@ -191,6 +192,51 @@ TEST_CASE("max_cells stops early; a changed budget makes new cells beside the ol
   // A relabelled agent keeps its cells (labels are not part of the identity).
   CHECK(RunExperiment(LoadExperiment(path, {"agents[1].label=rs", "budget.evaluations=20"}), Quiet()).ran ==
         0);
+}
+
+TEST_CASE("--reuse copies another run's finished cells of the same identity, with their decisions") {
+  TempDir dir;
+  const std::string first_run = dir / "first";
+  const ExperimentConfig first = LoadExperiment(WriteText(dir, "a.yaml", TinyExperimentYaml(first_run)));
+  RunExperiment(first, Quiet());
+  const std::map<std::string, std::string> source = ReproducibleById(first_run);
+  REQUIRE(source.size() == 4);
+  // The same grid under another name and a new label, in another folder,
+  // plus cells of a larger budget that exist nowhere yet.
+  const std::string second_run = dir / "second";
+  const std::string second_path = WriteText(dir, "b.yaml", TinyExperimentYaml(second_run));
+  RunOptions options = Quiet();
+  options.reuse = {first_run};
+  const RunReport reused =
+      RunExperiment(LoadExperiment(second_path, {"name=second", "agents[1].label=rs"}), options);
+  CHECK(reused.reused == 4);
+  CHECK(reused.ran == 0);
+  CHECK(reused.already_finished == 0);
+  const ResultsLog log(second_run + "/results.jsonl");
+  REQUIRE(log.records().size() == 4);
+  for (const CellRecord& r : log.records()) {
+    CHECK(r.reused_from == first_run);
+    CHECK(r.experiment == "second");
+    CHECK(FileExists(second_run + "/" + r.decision));
+    // Measured fields and the decision are the source's.
+    nlohmann::ordered_json mine = nlohmann::ordered_json::parse(Reproducible(r, second_run));
+    nlohmann::ordered_json theirs = nlohmann::ordered_json::parse(source.at(r.cell));
+    for (auto* json : {&mine, &theirs}) {
+      for (const char* key : {"experiment", "label", "decision", "reused_from"}) json->erase(key);
+    }
+    CHECK(mine == theirs);
+  }
+  CHECK(std::count_if(log.records().begin(), log.records().end(),
+                      [](const CellRecord& r) { return r.label == "rs"; }) == 2);
+  // Reused lines survive a resume as they are; a changed budget has nothing
+  // to reuse and runs.
+  CHECK(RunExperiment(LoadExperiment(second_path, {"name=second"}), options).already_finished == 4);
+  const RunReport larger = RunExperiment(LoadExperiment(second_path, {"budget.evaluations=20"}), options);
+  CHECK(larger.reused == 0);
+  CHECK(larger.ran == 4);
+  // A folder without results is an error that names it.
+  options.reuse = {dir / "nowhere"};
+  CHECK_THROWS_AS(RunExperiment(LoadExperiment(second_path), options), IoError);
 }
 
 TEST_CASE("parallel_cells gives the same results as a sequential run") {
