@@ -244,6 +244,7 @@ TEST_CASE("role groups: one kind of op across the action groups, by direction, c
   CHECK_THROWS_AS(MakeGo("{model: {action_groups: chunks, role_moves: 2}}"), ConfigError);
   CHECK_THROWS_AS(MakeGo("{model: {action_groups: scope, role_moves: -1}}"), ConfigError);
   CHECK_THROWS_AS(MakeGo("{model: {action_groups: scope, role_calibration: true}}"), ConfigError);
+  CHECK_THROWS_AS(MakeGo("{role_sweep: -1}"), ConfigError);
 }
 
 TEST_CASE("GoPolicy: group-level placement draws one device per group from the pooled logits") {
@@ -424,6 +425,33 @@ TEST_CASE("GoPolicy: calibrated role moves move a role k / R of the time however
   const GoOutput again =
       calibrated->forward(in, 3, kSamples, GoPolicyImpl::Mode::kGiven, nullptr, &out.actions);
   CHECK(torch::allclose(again.log_prob, out.log_prob, 1e-5, 1e-6));
+}
+
+TEST_CASE("GoPolicy: role moves ranked from a placement, never to where a role's members all are") {
+  const graphs::Graph g = IndependentChains(4, 6);  // one role across the 4 chains
+  const GoGraph in = learned::go::MakeGoGraph(g);
+  torch::manual_seed(29);
+  GoPolicy policy(GroupPlacementModel());  // role moves off: the ranking does not need them
+  const torch::Tensor home = torch::ones({1, 24}, torch::kInt64);
+  const std::vector<GoPolicyImpl::RoleMove> moves = policy->RankRoleMoves(in, home, 3);
+  REQUIRE(moves.size() == 1);
+  CHECK(moves[0].role == 0);
+  CHECK(moves[0].device != 1);  // all members are on device 1
+  CHECK(moves[0].device < 3);   // device 3 of max_devices is not in the cluster
+  CHECK(std::isfinite(moves[0].score));
+  // The score is the best other device's pooled logit minus the members'
+  // average logit for device 1: a bias for device 1 lowers it by as much.
+  {
+    torch::NoGradGuard no_grad;
+    for (auto& item : policy->named_parameters())
+      if (item.key() == "place_head.bias") item.value()[1] += 2.0F;
+  }
+  const std::vector<GoPolicyImpl::RoleMove> biased = policy->RankRoleMoves(in, home, 3);
+  REQUIRE(biased.size() == 1);
+  CHECK(biased[0].device == moves[0].device);
+  CHECK(biased[0].score == doctest::Approx(moves[0].score - 2.0).epsilon(1e-4));
+  CHECK(policy->RankRoleMoves(in, home, 1).empty());  // one device: nowhere to move
+  CHECK_THROWS_AS(policy->RankRoleMoves(in, torch::ones({2, 24}, torch::kInt64), 3), StateError);
 }
 
 TEST_CASE("GoPolicy: a temperature below 1 samples closer to the greedy decision, scored as sampled") {
@@ -944,6 +972,15 @@ TEST_CASE("go pre-training: round robin over graphs x clusters, checkpoints, exa
   const AgentResult tuned = calibrated->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 9, 1));
   CHECK(tuned.evaluations == 9);
   CHECK(tuned.extra.at("role_groups") >= 1.0);
+  // The role sweep: one evaluation per role (here one), from the budget.
+  auto sweeping = MakeGo("{checkpoint: " + uninterrupted.run_dir +
+                         "/checkpoint.pt, heads: [placement], role_sweep: 8, model: {segment: 16, "
+                         "action_groups: scope}}");
+  const AgentResult swept = sweeping->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 9, 1));
+  CHECK(swept.evaluations == 9);
+  CHECK(swept.extra.at("role_sweep_evaluations") == 1.0);
+  CHECK(swept.extra.at("role_sweep_best_objective") <= swept.extra.at("zero_shot_objective"));
+  CHECK(swept.best_objective <= swept.extra.at("role_sweep_best_objective"));
   // Pre-training has no graph to calibrate on: refused, with the fix.
   learned::TrainRequest calibrating = GoTrainRequest(base + "_f", "k80x2", 1);
   calibrating.config["model"]["role_moves"] = 1;

@@ -140,6 +140,7 @@ GoAgentOptions GoAgentOptions::Parse(YamlMap& options) {
     o.ppo = ParsePpoOptions(ppo);
   }
   o.torch_threads = GetInt(options, "torch_threads", o.torch_threads, 0, 1024);
+  o.role_sweep = GetInt(options, "role_sweep", o.role_sweep, 0, int64_t{1} << 40);
   options.Finish();
   return o;
 }
@@ -326,6 +327,29 @@ AgentResult RunGo(const Problem& problem, const GoAgentOptions& options, const P
   double reference = 0.0;
   CostOf(zero_objective, zero_eval.feasible, options.ppo.infeasible_penalty, &reference);
 
+  // The role sweep: single role moves from the zero-shot decision, the
+  // network's likeliest first.
+  int64_t swept = 0;
+  double sweep_best = zero_objective;
+  if (options.role_sweep > 0 && !tracker.Done()) {
+    std::vector<GoPolicyImpl::RoleMove> moves = policy->RankRoleMoves(graph, greedy.actions.device, devices);
+    moves.resize(std::min<size_t>(
+        moves.size(), static_cast<size_t>(std::min<int64_t>(options.role_sweep, tracker.Remaining()))));
+    std::vector<sim::Decision> decisions;
+    for (const GoPolicyImpl::RoleMove& move : moves) {
+      GoActions actions = greedy.actions;
+      actions.device =
+          greedy.actions.device.masked_fill(graph.roles.role.unsqueeze(0) == move.role, move.device);
+      decisions.push_back(DecodeDecision(graph, actions, 0));
+    }
+    std::vector<sim::Evaluation> evaluations(decisions.size());
+    if (!decisions.empty()) tracker.EvaluateBatch(decisions, evaluations);
+    for (const sim::Evaluation& e : evaluations) {
+      if (e.feasible) sweep_best = std::min(sweep_best, tracker.Score(e));
+    }
+    swept = static_cast<int64_t>(decisions.size());
+  }
+
   // Fine-tuning with PPO while the budget lasts.
   int64_t ppo_steps = 0;
   double first_cost = 0.0, last_cost = 0.0;
@@ -368,7 +392,9 @@ AgentResult RunGo(const Problem& problem, const GoAgentOptions& options, const P
                          {"first_mean_cost", first_cost},
                          {"last_mean_cost", last_cost},
                          {"action_groups", static_cast<double>(grouping != nullptr ? grouping->count : 0)},
-                         {"role_groups", static_cast<double>(roles != nullptr ? roles->count : 0)}});
+                         {"role_groups", static_cast<double>(roles != nullptr ? roles->count : 0)},
+                         {"role_sweep_evaluations", static_cast<double>(swept)},
+                         {"role_sweep_best_objective", sweep_best}});
 }
 
 // ---------------------------------------------------------------------------

@@ -51,6 +51,10 @@ struct GoAgentOptions {
   GoModelOptions model;     // shape (ignored when a checkpoint gives it) and heads
   PpoOptions ppo;
   int64_t torch_threads = 0;  // 0: leave LibTorch's setting
+  // Role sweep: before PPO, up to this many single role moves from the
+  // zero-shot decision, in the order of GoPolicyImpl::RankRoleMoves, are
+  // evaluated (one evaluation each, from the same budget); 0: none.
+  int64_t role_sweep = 0;
   static GoAgentOptions Parse(YamlMap& options);
 };
 

@@ -1,5 +1,6 @@
 #include "agents/learned/go/go_model.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -344,7 +345,7 @@ GoPolicyImpl::PlacementPass GoPolicyImpl::RunPlacementPass(const GoGraph& graph,
 }
 
 void GoPolicyImpl::RoleLogits(const RoleGrouping& roles, const torch::Tensor& z, const torch::Tensor& home,
-                              const torch::Tensor& device_mask, torch::Tensor* moves,
+                              const torch::Tensor& device_mask, bool mask_noops, torch::Tensor* moves,
                               torch::Tensor* stay) const {
   const int64_t r = roles.count;
   auto pool = [&](const torch::Tensor& x) {  // [B x n (x k)] -> [B x R (x k)], the mean per role
@@ -357,7 +358,7 @@ void GoPolicyImpl::RoleLogits(const RoleGrouping& roles, const torch::Tensor& z,
   *moves = pool(z);
   if (device_mask.defined())
     *moves = moves->masked_fill(device_mask, -std::numeric_limits<float>::infinity());
-  if (options_.role_calibration) {
+  if (mask_noops) {
     // A "move" to the device every member is on already changes nothing:
     // masked, so that the calibrated k / R counts real moves only.
     const torch::Tensor on = pool(torch::one_hot(home, options_.max_devices).to(torch::kFloat));
@@ -384,13 +385,46 @@ void GoPolicyImpl::CalibrateRoles(GoGraph* graph, const GoActions& home, int64_t
           : torch::Tensor();
   torch::Tensor moves, stay;
   RoleLogits(*roles, pass.node_logits, home.group.slice(0, 0, 1).index_select(1, grouping->group),
-             device_mask, &moves, &stay);
+             device_mask, /*mask_noops=*/true, &moves, &stay);
   // With temperature T, P(move) = sum_d e^(moves_d / T) /
   // (sum_d e^(moves_d / T) + e^((stay + s) / T)) = p = min(k / R, 1/2).
   const double p = std::min(options_.role_moves / static_cast<double>(roles->count), 0.5);
   const double odds = (1.0 - p) / p;
   const double t = options_.temperature;
   graph->roles.stickiness = ((moves / t).logsumexp(-1) * t - stay).squeeze(0) + t * std::log(odds);
+}
+
+std::vector<GoPolicyImpl::RoleMove> GoPolicyImpl::RankRoleMoves(const GoGraph& graph,
+                                                                const torch::Tensor& home, int64_t devices) {
+  const RoleGrouping& roles = graph.roles;
+  if (roles.count == 0 || devices < 2) return {};
+  if (home.dim() != 2 || home.size(0) != 1 || home.size(1) != graph.num_nodes) {
+    throw StateError("GO: ranking role moves needs one placement of this graph [1 x n]", {},
+                     "pass the device actions of a greedy pass on the same graph");
+  }
+  torch::NoGradGuard no_grad;
+  const torch::Tensor embeddings = gnn_(graph.tensors);
+  std::vector<torch::Tensor> logits;
+  PlacementTrunk(
+      graph, NodeInputs(graph, embeddings), embeddings.mean(0), torch::Tensor(),
+      [&](int64_t, int64_t, const torch::Tensor&, const torch::Tensor& z) { logits.push_back(z); });
+  const torch::Tensor device_mask =
+      devices < options_.max_devices
+          ? (torch::arange(options_.max_devices, torch::kInt64) >= devices).view({1, 1, -1})
+          : torch::Tensor();
+  torch::Tensor moves, stay;
+  RoleLogits(roles, torch::cat(logits, 1), home, device_mask, /*mask_noops=*/true, &moves, &stay);
+  const auto [best, device] = moves.squeeze(0).max(-1);  // [R]
+  const torch::Tensor score = (best - stay.squeeze(0)).contiguous();
+  const torch::Tensor target = device.contiguous();
+  std::vector<RoleMove> out;
+  for (int64_t r = 0; r < roles.count; ++r) {
+    const double value = score[r].item<double>();
+    if (std::isfinite(value)) out.push_back({r, target[r].item<int64_t>(), value});
+  }
+  std::stable_sort(out.begin(), out.end(),
+                   [](const RoleMove& a, const RoleMove& b) { return a.score > b.score; });
+  return out;
 }
 
 void GoPolicyImpl::MoveRoles(const RoleGrouping& roles, const torch::Tensor& node_logits, int64_t devices,
@@ -403,8 +437,8 @@ void GoPolicyImpl::MoveRoles(const RoleGrouping& roles, const torch::Tensor& nod
   // max_devices): the pooled logit of each member's own (group's) device,
   // plus the stickiness s.
   torch::Tensor moves, stay;
-  RoleLogits(roles, node_logits.expand({b, n, options_.max_devices}), actions->device, device_mask, &moves,
-             &stay);
+  RoleLogits(roles, node_logits.expand({b, n, options_.max_devices}), actions->device, device_mask,
+             options_.role_calibration, &moves, &stay);
   if (roles.stickiness.defined()) {
     stay = stay + roles.stickiness;
   } else {

@@ -223,6 +223,18 @@ class GoPolicyImpl : public torch::nn::Module {
   // min(k / R, 1/2) (k = `role_moves`, R role groups), however sure the
   // network is of its groups' devices. No-op without role moves.
   void CalibrateRoles(GoGraph* graph, const GoActions& home, int64_t devices);
+  // The role groups' single moves from the placement `home` ([1 x n]
+  // devices), most likely first: per role (MakeRoleGrouping, whether or
+  // not `role_moves` is on) the device other than the one all its members
+  // are on with the highest pooled placement logit, scored by that logit
+  // minus the members' average logit for their own devices (the "stay"
+  // logit without stickiness). For the role sweep of fine-tuning.
+  struct RoleMove {
+    int64_t role = 0;
+    int64_t device = 0;
+    double score = 0.0;
+  };
+  std::vector<RoleMove> RankRoleMoves(const GoGraph& graph, const torch::Tensor& home, int64_t devices);
   // Placement actions per sample: the number of groups when placement is
   // the only head and grouped without node moves, else the number of nodes
   // (PPO's per-action mean divides by it).
@@ -290,7 +302,8 @@ class GoPolicyImpl : public torch::nn::Module {
   // (masked) and "stay" logits without stickiness `stay` [B x R], from the
   // node logits z [B x n x max_devices] and each node's home device [B x n].
   void RoleLogits(const RoleGrouping& roles, const torch::Tensor& z, const torch::Tensor& home,
-                  const torch::Tensor& device_mask, torch::Tensor* moves, torch::Tensor* stay) const;
+                  const torch::Tensor& device_mask, bool mask_noops, torch::Tensor* moves,
+                  torch::Tensor* stay) const;
   void MoveRoles(const RoleGrouping& roles, const torch::Tensor& node_logits, int64_t devices,
                  const torch::Tensor& device_mask, Mode mode, Rng* rng, const GoActions* given,
                  GoActions* actions, torch::Tensor* log_prob, torch::Tensor* entropy);
