@@ -344,6 +344,12 @@ GoPolicyImpl::PlacementPass GoPolicyImpl::RunPlacementPass(const GoGraph& graph,
   return pass;
 }
 
+torch::Tensor GoPolicyImpl::DeviceMask(int64_t devices) const {
+  return devices < options_.max_devices
+             ? (torch::arange(options_.max_devices, torch::kInt64) >= devices).view({1, 1, -1})
+             : torch::Tensor();
+}
+
 void GoPolicyImpl::RoleLogits(const RoleGrouping& roles, const torch::Tensor& z, const torch::Tensor& home,
                               const torch::Tensor& device_mask, bool mask_noops, torch::Tensor* moves,
                               torch::Tensor* stay) const {
@@ -379,10 +385,7 @@ void GoPolicyImpl::CalibrateRoles(GoGraph* graph, const GoActions& home, int64_t
   const torch::Tensor embeddings = gnn_(graph->tensors);
   const torch::Tensor nodes = NodeInputs(*graph, embeddings);
   const PlacementPass pass = RunPlacementPass(*graph, *grouping, nodes, embeddings.mean(0), torch::Tensor());
-  const torch::Tensor device_mask =
-      devices < options_.max_devices
-          ? (torch::arange(options_.max_devices, torch::kInt64) >= devices).view({1, 1, -1})
-          : torch::Tensor();
+  const torch::Tensor device_mask = DeviceMask(devices);
   torch::Tensor moves, stay;
   RoleLogits(*roles, pass.node_logits, home.group.slice(0, 0, 1).index_select(1, grouping->group),
              device_mask, /*mask_noops=*/true, &moves, &stay);
@@ -408,10 +411,7 @@ std::vector<GoPolicyImpl::RoleMove> GoPolicyImpl::RankRoleMoves(const GoGraph& g
   PlacementTrunk(
       graph, NodeInputs(graph, embeddings), embeddings.mean(0), torch::Tensor(),
       [&](int64_t, int64_t, const torch::Tensor&, const torch::Tensor& z) { logits.push_back(z); });
-  const torch::Tensor device_mask =
-      devices < options_.max_devices
-          ? (torch::arange(options_.max_devices, torch::kInt64) >= devices).view({1, 1, -1})
-          : torch::Tensor();
+  const torch::Tensor device_mask = DeviceMask(devices);
   torch::Tensor moves, stay;
   RoleLogits(roles, torch::cat(logits, 1), home, device_mask, /*mask_noops=*/true, &moves, &stay);
   const auto [best, device] = moves.squeeze(0).max(-1);  // [R]
@@ -491,10 +491,7 @@ void GoPolicyImpl::Stream(const GoGraph& graph, const torch::Tensor& nodes,
     gamma[l] = FilmOf(l, graph_embedding, false, batch);
     beta[l] = FilmOf(l, graph_embedding, true, batch);
   }
-  const torch::Tensor device_mask =
-      devices < options_.max_devices
-          ? (torch::arange(options_.max_devices, torch::kInt64) >= devices).view({1, 1, -1})
-          : torch::Tensor();
+  const torch::Tensor device_mask = DeviceMask(devices);
   actions->device = torch::empty({b, n}, torch::kInt64);
   actions->priority = options_.priority ? torch::empty({b, n}, torch::kInt64) : torch::Tensor();
   actions->fuse = options_.fusion ? torch::empty({b, n}, torch::kInt64) : torch::Tensor();

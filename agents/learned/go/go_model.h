@@ -298,6 +298,9 @@ class GoPolicyImpl : public torch::nn::Module {
   // logits [B' x n x max_devices], moves the members of the roles that
   // leave, and adds the roles' log-probabilities and entropies at their
   // first nodes of `log_prob` and `entropy` ([B x n]).
+  // [1 x 1 x max_devices], true at the devices >= `devices` (not in the
+  // cluster); undefined when the cluster has max_devices devices.
+  torch::Tensor DeviceMask(int64_t devices) const;
   // The role groups' pooled device logits `moves` [B x R x max_devices]
   // (masked) and "stay" logits without stickiness `stay` [B x R], from the
   // node logits z [B x n x max_devices] and each node's home device [B x n].
