@@ -454,6 +454,29 @@ TEST_CASE("GoPolicy: role moves ranked from a placement, never to where a role's
   CHECK_THROWS_AS(policy->RankRoleMoves(in, torch::ones({2, 24}, torch::kInt64), 3), StateError);
 }
 
+TEST_CASE("go role sweep: a moved role keeps its priorities and no fusion across devices") {
+  const graphs::Graph g = IndependentChains(2, 3);  // c0: nodes 0 -> 1 -> 2; c1: 3 -> 4 -> 5
+  GoGraph in = learned::go::MakeGoGraph(g);
+  // One role by hand: node 1 alone; the others have none (= count).
+  in.roles.role = torch::tensor({1, 0, 1, 1, 1, 1}, torch::kInt64);
+  in.roles.count = 1;
+  GoActions all;
+  all.device = torch::zeros({2, 6}, torch::kInt64);
+  all.priority = torch::full({2, 6}, 3, torch::kInt64);
+  all.fuse = torch::ones({2, 6}, torch::kInt64);  // every chain fused into one kernel
+  const GoActions moved = learned::go::MoveRole(in, all, 0, 2);
+  CHECK(torch::equal(moved.device, torch::tensor({0, 2, 0, 0, 0, 0}, torch::kInt64).unsqueeze(0)));
+  CHECK(torch::equal(moved.priority, all.priority.slice(0, 0, 1)));
+  // Node 1 left its producer's device and node 2 its producer's: unfused;
+  // chain c1 stays fused.
+  CHECK(torch::equal(moved.fuse, torch::tensor({1, 0, 0, 1, 1, 1}, torch::kInt64).unsqueeze(0)));
+  CHECK_NOTHROW(sim::ValidateDecision(learned::go::DecodeDecision(in, moved, 0), g, MakeCluster(4)));
+  // Without the unfusing the decision would be refused.
+  GoActions kept = moved;
+  kept.fuse = all.fuse.slice(0, 0, 1);
+  CHECK_THROWS(sim::ValidateDecision(learned::go::DecodeDecision(in, kept, 0), g, MakeCluster(4)));
+}
+
 TEST_CASE("GoPolicy: a temperature below 1 samples closer to the greedy decision, scored as sampled") {
   const graphs::Graph g = IndependentChains(4, 6);
   const GoGraph in = learned::go::MakeGoGraph(g);
@@ -972,6 +995,8 @@ TEST_CASE("go pre-training: round robin over graphs x clusters, checkpoints, exa
   const AgentResult tuned = calibrated->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 9, 1));
   CHECK(tuned.evaluations == 9);
   CHECK(tuned.extra.at("role_groups") >= 1.0);
+  CHECK(tuned.extra.at("first_mean_cost") > 0.0);  // mean cost of the first and last PPO batches
+  CHECK(tuned.extra.at("last_mean_cost") > 0.0);
   // The role sweep: one evaluation per role (here one), from the budget.
   auto sweeping = MakeGo("{checkpoint: " + uninterrupted.run_dir +
                          "/checkpoint.pt, heads: [placement], role_sweep: 8, model: {segment: 16, "

@@ -190,6 +190,17 @@ GoModelOptions ModelOptionsFromSignature(const std::string& signature, const std
   return o;
 }
 
+GoActions MoveRole(const GoGraph& graph, const GoActions& actions, int64_t role, int64_t device) {
+  GoActions out;
+  out.device = actions.device.slice(0, 0, 1).masked_fill(graph.roles.role.unsqueeze(0) == role, device);
+  if (actions.priority.defined()) out.priority = actions.priority.slice(0, 0, 1).clone();
+  if (actions.fuse.defined()) {
+    const torch::Tensor producer = out.device.index_select(1, graph.fuse_src);
+    out.fuse = actions.fuse.slice(0, 0, 1).masked_fill(out.device != producer, 0);
+  }
+  return out;
+}
+
 sim::Decision DecodeDecision(const GoGraph& graph, const GoActions& actions, int64_t index) {
   const int64_t n = graph.num_nodes;
   sim::Decision d;
@@ -336,12 +347,8 @@ AgentResult RunGo(const Problem& problem, const GoAgentOptions& options, const P
     moves.resize(std::min<size_t>(
         moves.size(), static_cast<size_t>(std::min<int64_t>(options.role_sweep, tracker.Remaining()))));
     std::vector<sim::Decision> decisions;
-    for (const GoPolicyImpl::RoleMove& move : moves) {
-      GoActions actions = greedy.actions;
-      actions.device =
-          greedy.actions.device.masked_fill(graph.roles.role.unsqueeze(0) == move.role, move.device);
-      decisions.push_back(DecodeDecision(graph, actions, 0));
-    }
+    for (const GoPolicyImpl::RoleMove& move : moves)
+      decisions.push_back(DecodeDecision(graph, MoveRole(graph, greedy.actions, move.role, move.device), 0));
     std::vector<sim::Evaluation> evaluations(decisions.size());
     if (!decisions.empty()) tracker.EvaluateBatch(decisions, evaluations);
     for (const sim::Evaluation& e : evaluations) {
@@ -378,6 +385,7 @@ AgentResult RunGo(const Problem& problem, const GoAgentOptions& options, const P
         mean_cost += cost / static_cast<double>(k);
       }
       if (ppo_steps == 0) first_cost = mean_cost;
+      last_cost = mean_cost;
       if (k >= 2) {
         PpoUpdate(policy, optimizer, graph, devices, sampled.actions, sampled.log_prob, sampled.value,
                   torch::tensor(rewards), options.ppo);

@@ -68,6 +68,12 @@ PpoOptions ParsePpoOptions(YamlMap& ppo);
 // Signature); StateError when it is not a GO signature.
 GoModelOptions ModelOptionsFromSignature(const std::string& signature, const std::string& source);
 
+// Sample 0 of `actions` with the members of role group `role` of
+// graph.roles moved to `device`; "fuse with the producer" choices whose
+// producer ends on another device are dropped (a fusion group runs on one
+// device). The role sweep's candidates.
+GoActions MoveRole(const GoGraph& graph, const GoActions& actions, int64_t role, int64_t device);
+
 // Turns sample `index` of `actions` into a decision for `graph`.
 sim::Decision DecodeDecision(const GoGraph& graph, const GoActions& actions, int64_t index);
 
