@@ -92,6 +92,15 @@ $py analysis/plot_timeline.py "$work/trace.json" --out "$work/timeline.png" > /d
 $py analysis/fuse_chains.py "$work/g1.json" --out "$work/fused.json" > /dev/null
 "$gosim" simulate --graph "$work/g1.json" --cluster tests/experiments/data/two_gpus.yaml \
   --decision "$work/fused.json" > /dev/null || { echo "FAIL: fuse_chains.py's decision does not simulate"; exit 1; }
+$py analysis/role_moves.py gen:wavenet:stacks=1,layers_per_stack=3,samples=1000,batch=1,training=true \
+  --cluster tests/experiments/data/two_gpus.yaml --gosim "$gosim" --top 3 > "$work/roles.txt"
+grep -q "one GPU .* ms; [0-9]* roles" "$work/roles.txt" || { echo "FAIL: role_moves.py printed no header"; exit 1; }
+[ "$(grep -c ' ms (' "$work/roles.txt")" -eq 3 ] || { echo "FAIL: role_moves.py printed no moves"; cat "$work/roles.txt"; exit 1; }
+if $py analysis/role_moves.py gen:nope --cluster tests/experiments/data/two_gpus.yaml --gosim "$gosim" \
+  2> "$work/err_roles.txt"; then
+  echo "FAIL: role_moves.py accepted an unknown generator"; exit 1
+fi
+[ "$(wc -l < "$work/err_roles.txt")" -eq 1 ] || { echo "FAIL: role_moves.py's error is not one line"; exit 1; }
 $py analysis/plot_placement.py "$work/g1.json" "$decision" --out "$work/placement.png" > /dev/null
 $py analysis/plot_placement.py "$work/g1.json" "$decision" --out "$work/strip.png" --max-nodes 10 > /dev/null
 "$gosim" calibrate --trace ../shared/data/traces/kineto_v100_resnet50.json.gz --predictions "$work/pred.csv" \
