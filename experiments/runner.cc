@@ -121,6 +121,16 @@ struct CellOutput {
   std::string decision_json;
 };
 
+// The fields of `record` that name `cell` in `config` (not part of its
+// identity): experiment, graph entry, cluster, label, decision file.
+void NameRecord(const ExperimentConfig& config, const Cell& cell, CellRecord* record) {
+  record->experiment = config.name;
+  record->graph = config.graphs[static_cast<size_t>(cell.graph)].name;
+  record->cluster = config.clusters[static_cast<size_t>(cell.cluster)];
+  record->label = config.agents[static_cast<size_t>(cell.agent)].label;
+  record->decision = "decisions/" + cell.FileStem(config) + ".json";
+}
+
 // Runs one cell. Writes nothing; thread-safe.
 CellOutput ComputeCell(const RunState& state, const Cell& cell, size_t position, const graphs::Graph& graph,
                        const sim::Evaluator& evaluator, bool show_bar) {
@@ -142,14 +152,11 @@ CellOutput ComputeCell(const RunState& state, const Cell& cell, size_t position,
   out.decision_json = sim::DecisionToJson(solved.result.best, graph, cluster);
   CellRecord& record = out.record;
   record.cell = cell.id;
-  record.experiment = config.name;
-  record.graph = config.graphs[static_cast<size_t>(cell.graph)].name;
+  NameRecord(config, cell, &record);
   record.nodes = graph.num_nodes();
   record.edges = graph.num_edges();
-  record.cluster = cluster_name;
   record.devices = cluster.num_devices();
   record.agent = spec.name;
-  record.label = spec.label;
   record.seed = cell.seed;
   record.budget = cell.budget;
   record.objective = ObjectiveKindName(config.objective.kind);
@@ -163,7 +170,6 @@ CellOutput ComputeCell(const RunState& state, const Cell& cell, size_t position,
   record.wall_seconds = solved.wall_seconds;
   record.extra = solved.result.extra;
   record.curve = CompressCurve(solved.result.curve);
-  record.decision = "decisions/" + cell.FileStem(config) + ".json";
   record.finished_at = UtcNow();
   record.identity = cell.identity;
 
@@ -177,17 +183,24 @@ CellOutput ComputeCell(const RunState& state, const Cell& cell, size_t position,
 }
 
 // Writes a finished cell's decision file, then appends its line (the order
-// that makes a crash leave either a whole cell or none). Thread-safe.
-void CommitCell(RunState& state, const CellOutput& out) {
-  std::lock_guard<std::mutex> lock(state.write_mutex);
+// that makes a crash leave either a whole cell or none). The caller holds
+// state.write_mutex.
+void WriteCell(RunState& state, const CellOutput& out) {
   WriteFileAtomic(state.folder + "/" + out.record.decision, out.decision_json);
   state.log.Append(out.record);
+}
+
+// WriteCell, then the derived files. Thread-safe.
+void CommitCell(RunState& state, const CellOutput& out) {
+  std::lock_guard<std::mutex> lock(state.write_mutex);
+  WriteCell(state, out);
   WriteDerivedFiles(state);
 }
 
 // Copies the finished cells of `folders` (RunOptions::reuse) that are not
 // finished in `state`'s folder; returns how many.
 int64_t ReuseCells(RunState& state, const std::vector<std::string>& folders) {
+  std::lock_guard<std::mutex> lock(state.write_mutex);  // no cell runs yet; the writers share it all the same
   int64_t reused = 0;
   for (const std::string& folder : folders) {
     const std::string results = folder + "/results.jsonl";
@@ -215,13 +228,9 @@ int64_t ReuseCells(RunState& state, const std::vector<std::string>& folders) {
       out.record = *found;
       // Names are this experiment's (labels and graph names are not part of
       // the identity); the measured fields are the source's.
-      out.record.experiment = state.config.name;
-      out.record.graph = state.config.graphs[static_cast<size_t>(cell.graph)].name;
-      out.record.cluster = state.config.clusters[static_cast<size_t>(cell.cluster)];
-      out.record.label = state.config.agents[static_cast<size_t>(cell.agent)].label;
-      out.record.decision = "decisions/" + cell.FileStem(state.config) + ".json";
+      NameRecord(state.config, cell, &out.record);
       out.record.reused_from = found->reused_from.empty() ? folder : found->reused_from;
-      CommitCell(state, out);
+      WriteCell(state, out);
       ++from_here;
     }
     if (from_here > 0) {
@@ -229,6 +238,7 @@ int64_t ReuseCells(RunState& state, const std::vector<std::string>& folders) {
     }
     reused += from_here;
   }
+  if (reused > 0) WriteDerivedFiles(state);  // once, after every copied line
   return reused;
 }
 

@@ -145,7 +145,8 @@ GoAgentOptions GoAgentOptions::Parse(YamlMap& options) {
   return o;
 }
 
-GoModelOptions ModelOptionsFromSignature(const std::string& signature, const std::string& source) {
+GoModelOptions ModelOptionsFromSignature(const std::string& signature, const std::string& source,
+                                         const GoModelOptions& runtime) {
   const std::string prefix = "go/v2:";
   if (signature.rfind("go/v1:", 0) == 0) {
     throw StateError("checkpoint was written by an older version of the GO network (go/v1)", Location{source},
@@ -171,7 +172,7 @@ GoModelOptions ModelOptionsFromSignature(const std::string& signature, const std
     }
     return it->second;
   };
-  GoModelOptions o;
+  GoModelOptions o = runtime;
   o.gnn.hidden = get("gnn_hidden");
   o.gnn.layers = get("gnn_layers");
   o.gnn.op_embedding = get("op_embedding");
@@ -279,18 +280,8 @@ GoPolicy BuildPolicy(const GoAgentOptions& options, uint64_t seed) {
   GoModelOptions model = options.model;
   if (!options.checkpoint.empty()) {
     const std::string signature = ReadCheckpointSignature(options.checkpoint);
-    GoModelOptions shape = ModelOptionsFromSignature(signature, options.checkpoint);
-    shape.segment = model.segment;  // runtime settings stay the agent's
-    shape.placement = model.placement;
-    shape.priority = model.priority;
-    shape.fusion = model.fusion;
-    shape.colocate = model.colocate;
-    shape.action_groups = model.action_groups;
-    shape.node_moves = model.node_moves;
-    shape.role_moves = model.role_moves;
-    shape.role_calibration = model.role_calibration;
-    shape.temperature = model.temperature;
-    model = shape;
+    model =
+        ModelOptionsFromSignature(signature, options.checkpoint, model);  // runtime settings stay the agent's
   }
   torch::manual_seed(seed);
   GoPolicy policy(model);

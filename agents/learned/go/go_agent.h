@@ -66,7 +66,10 @@ PpoOptions ParsePpoOptions(YamlMap& ppo);
 
 // The model options written in signature `signature` (GoModelOptions::
 // Signature); StateError when it is not a GO signature.
-GoModelOptions ModelOptionsFromSignature(const std::string& signature, const std::string& source);
+// The settings a signature does not fix (segment, heads in use, action
+// groups, moves, temperature: the runtime settings) are `runtime`'s.
+GoModelOptions ModelOptionsFromSignature(const std::string& signature, const std::string& source,
+                                         const GoModelOptions& runtime = {});
 
 // Sample 0 of `actions` with the members of role group `role` of
 // graph.roles moved to `device`; "fuse with the producer" choices whose

@@ -373,6 +373,16 @@ void GoPolicyImpl::RoleLogits(const RoleGrouping& roles, const torch::Tensor& z,
   *stay = pool(z.gather(2, home.unsqueeze(-1).clone()).squeeze(-1));
 }
 
+void GoPolicyImpl::RoleLogitsAt(const GoGraph& graph, const torch::Tensor& home, int64_t devices,
+                                torch::Tensor* moves, torch::Tensor* stay) {
+  const torch::Tensor embeddings = gnn_(graph.tensors);
+  std::vector<torch::Tensor> logits;
+  PlacementTrunk(
+      graph, NodeInputs(graph, embeddings), embeddings.mean(0), torch::Tensor(),
+      [&](int64_t, int64_t, const torch::Tensor&, const torch::Tensor& z) { logits.push_back(z); });
+  RoleLogits(graph.roles, torch::cat(logits, 1), home, DeviceMask(devices), /*mask_noops=*/true, moves, stay);
+}
+
 void GoPolicyImpl::CalibrateRoles(GoGraph* graph, const GoActions& home, int64_t devices) {
   const RoleGrouping* roles = Roles(*graph);
   const ActionGrouping* grouping = Grouping(*graph);
@@ -382,13 +392,8 @@ void GoPolicyImpl::CalibrateRoles(GoGraph* graph, const GoActions& home, int64_t
                      "pass the GoActions of a forward pass on the same graph");
   }
   torch::NoGradGuard no_grad;
-  const torch::Tensor embeddings = gnn_(graph->tensors);
-  const torch::Tensor nodes = NodeInputs(*graph, embeddings);
-  const PlacementPass pass = RunPlacementPass(*graph, *grouping, nodes, embeddings.mean(0), torch::Tensor());
-  const torch::Tensor device_mask = DeviceMask(devices);
   torch::Tensor moves, stay;
-  RoleLogits(*roles, pass.node_logits, home.group.slice(0, 0, 1).index_select(1, grouping->group),
-             device_mask, /*mask_noops=*/true, &moves, &stay);
+  RoleLogitsAt(*graph, home.group.slice(0, 0, 1).index_select(1, grouping->group), devices, &moves, &stay);
   // With temperature T, P(move) = sum_d e^(moves_d / T) /
   // (sum_d e^(moves_d / T) + e^((stay + s) / T)) = p = min(k / R, 1/2).
   const double p = std::min(options_.role_moves / static_cast<double>(roles->count), 0.5);
@@ -406,14 +411,8 @@ std::vector<GoPolicyImpl::RoleMove> GoPolicyImpl::RankRoleMoves(const GoGraph& g
                      "pass the device actions of a greedy pass on the same graph");
   }
   torch::NoGradGuard no_grad;
-  const torch::Tensor embeddings = gnn_(graph.tensors);
-  std::vector<torch::Tensor> logits;
-  PlacementTrunk(
-      graph, NodeInputs(graph, embeddings), embeddings.mean(0), torch::Tensor(),
-      [&](int64_t, int64_t, const torch::Tensor&, const torch::Tensor& z) { logits.push_back(z); });
-  const torch::Tensor device_mask = DeviceMask(devices);
   torch::Tensor moves, stay;
-  RoleLogits(roles, torch::cat(logits, 1), home, device_mask, /*mask_noops=*/true, &moves, &stay);
+  RoleLogitsAt(graph, home, devices, &moves, &stay);
   const auto [best, device] = moves.squeeze(0).max(-1);  // [R]
   const torch::Tensor score = (best - stay.squeeze(0)).contiguous();
   const torch::Tensor target = device.contiguous();
