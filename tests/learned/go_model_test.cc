@@ -1,26 +1,20 @@
-// Tests of GO (agents/learned/go/): the fusion eligibility of the inputs, the
-// shapes and masks of every module, segment recurrence against a direct
-// full-attention computation, the decoding into valid decisions, checkpoint
-// round trips, zero-shot mode, option errors and a learning smoke test on a
-// tiny graph whose best placement is known.
-#include <algorithm>
+// Tests of GO's network (agents/learned/go/go_model.h): the shapes and masks
+// of every module, group-level placement, node and role moves, temperature,
+// colocation and exploration noise, segment recurrence against a direct
+// full-attention computation, the segment-by-segment backward pass, and
+// checkpoint round trips.
 #include <cmath>
 #include <filesystem>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "agents/learned/common/checkpoint.h"
-#include "agents/learned/common/curves.h"
-#include "agents/learned/common/train.h"
 #include "agents/learned/go/go_agent.h"
 #include "agents/learned/go/go_model.h"
-#include "agents/learned/register.h"
 #include "core/error.h"
 #include "core/io.h"
-#include "core/yaml.h"
 #include "tests/agents/test_util.h"
-#include "tests/learned/train_util.h"
+#include "tests/learned/go_test_util.h"
 
 // glog, which torch includes, defines a CHECK macro; doctest's must win here.
 #undef CHECK
@@ -29,6 +23,8 @@
 namespace gosim::agents {
 namespace {
 
+using go_testing::MakeGo;
+using go_testing::ScopedWithColocation;
 using learned::go::GoActions;
 using learned::go::GoGraph;
 using learned::go::GoModelOptions;
@@ -39,29 +35,6 @@ using learned::go::RecurrentAttention;
 using testing::Fixture;
 using testing::IndependentChains;
 using testing::MakeCluster;
-
-std::unique_ptr<Agent> MakeGo(const std::string& yaml) {
-  RegisterLearnedAgents();
-  YAML::Node node = LoadYamlString(yaml, "test");
-  YamlMap options = YamlMap::Root(node, "test");
-  return MakeAgent("go", options);
-}
-
-// a -> b -> c, a -> d, c -> e, d -> e.
-graphs::Graph Diamond() {
-  graphs::GraphBuilder b("diamond");
-  const int a = b.AddNode(testing::Op("a", 1.0, 400));
-  const int bb = b.AddNode(testing::Op("b", 1.0, 400));
-  const int c = b.AddNode(testing::Op("c", 1.0, 400));
-  const int d = b.AddNode(testing::Op("d", 1.0, 400));
-  const int e = b.AddNode(testing::Op("e", 1.0, 400));
-  b.AddEdge(a, bb, 0);
-  b.AddEdge(bb, c, 0);
-  b.AddEdge(a, d, 0);
-  b.AddEdge(c, e, 0);
-  b.AddEdge(d, e, 0);
-  return b.Build();
-}
 
 GoModelOptions SmallModel() {
   GoModelOptions o;
@@ -75,176 +48,6 @@ GoModelOptions SmallModel() {
   o.max_devices = 4;
   o.priority_levels = 3;
   return o;
-}
-
-TEST_CASE("MakeGoGraph: a node may fuse with its producer only on a single-producer, single-consumer link") {
-  const graphs::Graph g = Diamond();
-  const GoGraph in = learned::go::MakeGoGraph(g);
-  const auto id = [&](const char* name) { return static_cast<size_t>(*g.FindNode(name)); };
-  CHECK(in.num_nodes == 5);
-  CHECK(in.fuse_producer[id("a")] == -1);  // no producer
-  CHECK(in.fuse_producer[id("b")] == -1);  // a has two consumers
-  CHECK(in.fuse_producer[id("c")] == static_cast<int64_t>(id("b")));
-  CHECK(in.fuse_producer[id("d")] == -1);
-  CHECK(in.fuse_producer[id("e")] == -1);  // two producers
-  CHECK(in.fuse_eligible.sum().item<int64_t>() == 1);
-}
-
-// w (a weight) -> x -> y -> g -> u, w -> g; u is w's optimizer update
-// (same colocation group); g keeps x's scope, as gradient ops do.
-graphs::Graph ScopedWithColocation() {
-  graphs::GraphBuilder b("scoped");
-  auto op = [&](const char* name, const char* scope, const char* group) {
-    graphs::NodeSpec s = testing::Op(name, 1.0, 400, scope);
-    s.colocation = group;
-    return b.AddNode(s);
-  };
-  const int w = op("w", "enc/l1", "w");
-  const int x = op("x", "enc/l1/mm", "");
-  const int y = op("y", "dec/l1", "");
-  const int g = op("g", "enc/l1/mm", "");
-  const int u = op("u", "enc/l1", "w");
-  b.AddEdge(w, x, 0);
-  b.AddEdge(x, y, 0);
-  b.AddEdge(y, g, 0);
-  b.AddEdge(w, g, 0);
-  b.AddEdge(g, u, 0);
-  return b.Build();
-}
-
-TEST_CASE("MakeGoGraph: scope-prefix positions and colocation leaders") {
-  const graphs::Graph g = ScopedWithColocation();
-  const GoGraph in = learned::go::MakeGoGraph(g);
-  REQUIRE(in.positions.sizes() == torch::IntArrayRef({5, learned::go::kGoPositions}));
-  const auto row = [&](const char* name) {
-    const torch::Tensor r = in.positions[*g.FindNode(name)];
-    return std::vector<float>(r.data_ptr<float>(), r.data_ptr<float>() + r.numel());
-  };
-  // Own position, then the first node of "enc" / "dec", "enc/l1" / "dec/l1", the full scope.
-  CHECK(row("x") == std::vector<float>{0.25f, 0.0f, 0.0f, 0.25f});
-  CHECK(row("y") == std::vector<float>{0.5f, 0.5f, 0.5f, 0.5f});
-  CHECK(row("g") == std::vector<float>{0.75f, 0.0f, 0.0f, 0.25f});  // beside its forward op x
-  CHECK(row("u") == std::vector<float>{1.0f, 0.0f, 0.0f, 0.0f});
-  CHECK(in.has_followers);
-  CHECK(torch::equal(in.place_leader, torch::tensor(std::vector<int64_t>{0, 1, 2, 3, 0})));
-  CHECK(torch::equal(in.place_free, torch::tensor(std::vector<float>{1, 1, 1, 1, 0})));
-  CHECK(!learned::go::MakeGoGraph(IndependentChains(2, 3)).has_followers);
-  // Scope groups: "enc" / "dec"; "enc/l1" / "dec/l1" (x's "enc/l1/mm" counts as "enc/l1").
-  CHECK(in.num_scope_groups1 == 2);
-  CHECK(in.num_scope_groups2 == 2);
-  CHECK(torch::equal(in.scope_group1, torch::tensor(std::vector<int64_t>{0, 0, 1, 0, 0})));
-  CHECK(torch::equal(in.scope_group2, torch::tensor(std::vector<int64_t>{0, 0, 1, 0, 0})));
-}
-
-// A chain of 40 ops: 0-17 in "net/l1", 18-35 in "net/l2/mm", 36-39 without a
-// scope; 36 is colocated with 17.
-graphs::Graph TwoLayersAndLoose() {
-  graphs::GraphBuilder b("layers");
-  int prev = -1;
-  for (int i = 0; i < 40; ++i) {
-    graphs::NodeSpec s = testing::Op("n" + std::to_string(i), 1.0, 400,
-                                     i < 18   ? "net/l1"
-                                     : i < 36 ? "net/l2/mm"
-                                              : "");
-    if (i == 17 || i == 36) s.colocation = "v";
-    const int id = b.AddNode(s);
-    if (prev >= 0) b.AddEdge(prev, id, 0);
-    prev = id;
-  }
-  return b.Build();
-}
-
-std::vector<int64_t> ToVector(const torch::Tensor& t) {
-  const torch::Tensor c = t.contiguous();
-  return std::vector<int64_t>(c.data_ptr<int64_t>(), c.data_ptr<int64_t>() + c.numel());
-}
-
-TEST_CASE("action groups: scope prefixes refined while too large, runs, chunks, colocation") {
-  using learned::go::ActionGroups;
-  using learned::go::MakeActionGrouping;
-  {
-    // 5 nodes, at most 16 per group: "enc" and "dec".
-    const learned::go::ActionGrouping a = MakeActionGrouping(ScopedWithColocation(), ActionGroups::kScope);
-    CHECK(a.count == 2);
-    CHECK(ToVector(a.group) == std::vector<int64_t>{0, 0, 1, 0, 0});
-    CHECK(ToVector(a.first) == std::vector<int64_t>{0, 2});
-    CHECK(torch::equal(a.size, torch::tensor(std::vector<float>{4, 1})));
-  }
-  {
-    // 40 nodes, at most 16 per group: "net" (36) splits into "net/l1" and
-    // "net/l2" (18 each); "net/l1" cannot be refined and is cut into runs
-    // of 16 and 2, "net/l2" is refined to "net/l2/mm" (18), cut likewise;
-    // the unscoped 37-39 form one run; 36 joins 17's group.
-    const graphs::Graph g = TwoLayersAndLoose();
-    const learned::go::ActionGrouping a = MakeActionGrouping(g, ActionGroups::kScope);
-    std::vector<int64_t> expected(40);
-    for (int i = 0; i < 40; ++i)
-      expected[static_cast<size_t>(i)] = i < 16 ? 0 : i < 18 ? 1 : i < 34 ? 2 : i < 36 ? 3 : 4;
-    expected[36] = 1;
-    CHECK(a.count == 5);
-    CHECK(ToVector(a.group) == expected);
-    CHECK(ToVector(a.first) == std::vector<int64_t>{0, 16, 18, 34, 37});
-    CHECK(a.size.sum().item<float>() == 40.0f);
-    CHECK(a.size[1].item<float>() == 3.0f);
-    // Chunks of ceil(40 / 64) = 1 node; the colocated pair shares one.
-    const learned::go::ActionGrouping c = MakeActionGrouping(g, ActionGroups::kChunks);
-    CHECK(c.count == 39);
-    CHECK(c.group[36].item<int64_t>() == c.group[17].item<int64_t>());
-    CHECK(MakeActionGrouping(g, ActionGroups::kNone).count == 0);
-    // Both kinds come with the network inputs.
-    const GoGraph in = learned::go::MakeGoGraph(g);
-    CHECK(in.scope_actions.count == 5);
-    CHECK(in.chunk_actions.count == 39);
-  }
-  CHECK(learned::go::ParseActionGroups("scope") == ActionGroups::kScope);
-  CHECK_THROWS_AS(learned::go::ParseActionGroups("layers"), ConfigError);
-  CHECK_THROWS_AS(MakeGo("{model: {action_groups: nodes}}"), ConfigError);
-}
-
-TEST_CASE("role groups: one kind of op across the action groups, by direction, colocation followers") {
-  // 0 w1 "net/l1" (colocation v), 1 x "net/l1/mm", 2 w2 "net/l2", 3 y
-  // "net/l2/mm", 4 z "head/out", 5 loose (no scope), 6 gy and 7 gx (the
-  // gradients of y and x), 8 u1 "opt/x" (colocated with w1).
-  graphs::GraphBuilder b("roles");
-  auto op = [&](const char* name, const char* scope, const char* group) {
-    graphs::NodeSpec s = testing::Op(name, 1.0, 400, scope);
-    s.colocation = group;
-    return b.AddNode(s);
-  };
-  const std::vector<int> ids{op("w1", "net/l1", "v"),
-                             op("x", "net/l1/mm", ""),
-                             op("w2", "net/l2", ""),
-                             op("y", "net/l2/mm", ""),
-                             op("z", "head/out", ""),
-                             op("loose", "", ""),
-                             op("gradients/net/l2/mm_grad", "net/l2/mm", ""),
-                             op("gradients/net/l1/mm_grad", "net/l1/mm", ""),
-                             op("u1", "opt/x", "v")};
-  for (size_t i = 1; i < ids.size(); ++i) b.AddEdge(ids[i - 1], ids[i], 0);
-  const graphs::Graph g = b.Build();
-  // Action groups: layer 1, layer 2, z, the loose node.
-  learned::go::ActionGrouping groups;
-  groups.group = torch::tensor(std::vector<int64_t>{0, 0, 1, 1, 2, 3, 1, 0, 0}, torch::kInt64);
-  groups.count = 4;
-  const learned::go::RoleGrouping r = learned::go::MakeRoleGrouping(g, groups);
-  // Roles "f:net/l" (w1, w2 and w1's follower u1), "f:net/l/mm" (x, y),
-  // "b:net/l/mm" (gy, gx); z's role has one member and is dropped.
-  CHECK(r.count == 3);
-  CHECK(ToVector(r.role) == std::vector<int64_t>{0, 1, 0, 1, 3, 3, 2, 2, 0});
-  CHECK(ToVector(r.first) == std::vector<int64_t>{0, 1, 6});
-  CHECK(torch::equal(r.size, torch::tensor(std::vector<float>{3, 2, 2, 2})));
-  // A role whose members share one action group is dropped too.
-  groups.group = torch::tensor(std::vector<int64_t>{0, 0, 0, 0, 2, 3, 1, 1, 0}, torch::kInt64);
-  const learned::go::RoleGrouping same = learned::go::MakeRoleGrouping(g, groups);
-  CHECK(same.count == 0);
-  CHECK(ToVector(same.role) == std::vector<int64_t>(9, 0));
-  // The network inputs carry the roles across the scope groups.
-  CHECK(learned::go::MakeGoGraph(IndependentChains(4, 6)).roles.count == 1);  // "chain_/op_"
-  CHECK_THROWS_AS(MakeGo("{model: {role_moves: 2}}"), ConfigError);
-  CHECK_THROWS_AS(MakeGo("{model: {action_groups: chunks, role_moves: 2}}"), ConfigError);
-  CHECK_THROWS_AS(MakeGo("{model: {action_groups: scope, role_moves: -1}}"), ConfigError);
-  CHECK_THROWS_AS(MakeGo("{model: {action_groups: scope, role_calibration: true}}"), ConfigError);
-  CHECK_THROWS_AS(MakeGo("{role_sweep: -1}"), ConfigError);
 }
 
 TEST_CASE("GoPolicy: group-level placement draws one device per group from the pooled logits") {
@@ -452,29 +255,6 @@ TEST_CASE("GoPolicy: role moves ranked from a placement, never to where a role's
   CHECK(biased[0].score == doctest::Approx(moves[0].score - 2.0).epsilon(1e-4));
   CHECK(policy->RankRoleMoves(in, home, 1).empty());  // one device: nowhere to move
   CHECK_THROWS_AS(policy->RankRoleMoves(in, torch::ones({2, 24}, torch::kInt64), 3), StateError);
-}
-
-TEST_CASE("go role sweep: a moved role keeps its priorities and no fusion across devices") {
-  const graphs::Graph g = IndependentChains(2, 3);  // c0: nodes 0 -> 1 -> 2; c1: 3 -> 4 -> 5
-  GoGraph in = learned::go::MakeGoGraph(g);
-  // One role by hand: node 1 alone; the others have none (= count).
-  in.roles.role = torch::tensor({1, 0, 1, 1, 1, 1}, torch::kInt64);
-  in.roles.count = 1;
-  GoActions all;
-  all.device = torch::zeros({2, 6}, torch::kInt64);
-  all.priority = torch::full({2, 6}, 3, torch::kInt64);
-  all.fuse = torch::ones({2, 6}, torch::kInt64);  // every chain fused into one kernel
-  const GoActions moved = learned::go::MoveRole(in, all, 0, 2);
-  CHECK(torch::equal(moved.device, torch::tensor({0, 2, 0, 0, 0, 0}, torch::kInt64).unsqueeze(0)));
-  CHECK(torch::equal(moved.priority, all.priority.slice(0, 0, 1)));
-  // Node 1 left its producer's device and node 2 its producer's: unfused;
-  // chain c1 stays fused.
-  CHECK(torch::equal(moved.fuse, torch::tensor({1, 0, 0, 1, 1, 1}, torch::kInt64).unsqueeze(0)));
-  CHECK_NOTHROW(sim::ValidateDecision(learned::go::DecodeDecision(in, moved, 0), g, MakeCluster(4)));
-  // Without the unfusing the decision would be refused.
-  GoActions kept = moved;
-  kept.fuse = all.fuse.slice(0, 0, 1);
-  CHECK_THROWS(sim::ValidateDecision(learned::go::DecodeDecision(in, kept, 0), g, MakeCluster(4)));
 }
 
 TEST_CASE("GoPolicy: a temperature below 1 samples closer to the greedy decision, scored as sampled") {
@@ -817,205 +597,6 @@ TEST_CASE("GO checkpoints: save / load round trip and signature checks") {
   const AgentResult r = agent->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 1, 1));
   CHECK(r.evaluations == 1);
   std::filesystem::remove_all(dir);
-}
-
-TEST_CASE("go agents on concurrent threads give the results of running one after another (torch_lock.h)") {
-  // parallel_cells runs cells on threads; LibTorch's BLAS (openblas-serial)
-  // is not thread-safe, so without the lock concurrent GO runs corrupt each
-  // other's matrix products now and then.
-  const std::string options =
-      "{heads: [placement], model: {segment: 64}, ppo: {samples: 16, epochs: 2, learning_rate: 0.01}}";
-  auto run = [&](const Fixture& f, uint64_t seed) {
-    return MakeGo(options)->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 96, seed));
-  };
-  const Fixture a(IndependentChains(8, 30), MakeCluster(4));
-  const Fixture b(IndependentChains(6, 40), MakeCluster(4));
-  const AgentResult alone_a = run(a, 5);
-  const AgentResult alone_b = run(b, 6);
-  for (int round = 0; round < 2; ++round) {
-    AgentResult together_a, together_b;
-    std::thread first([&] { together_a = run(a, 5); });
-    std::thread second([&] { together_b = run(b, 6); });
-    first.join();
-    second.join();
-    CHECK(together_a.best_objective == alone_a.best_objective);
-    CHECK(together_b.best_objective == alone_b.best_objective);
-    CHECK(together_a.extra.at("last_mean_cost") == alone_a.extra.at("last_mean_cost"));
-    CHECK(together_b.extra.at("last_mean_cost") == alone_b.extra.at("last_mean_cost"));
-  }
-}
-
-TEST_CASE("go agent: zero-shot is one forward pass and one evaluation; bad options are ConfigErrors") {
-  Fixture f(IndependentChains(3, 4), MakeCluster(2));
-  auto agent = MakeGo("{model: {gnn_hidden: 16, model: 16, attention_heads: 2, layers: 1}}");
-  const AgentResult r = agent->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 0, 1));
-  CHECK(r.evaluations == 1);
-  CHECK(r.extra.at("ppo_steps") == 0);
-  CHECK(r.best_objective == doctest::Approx(r.extra.at("zero_shot_objective")));
-  CHECK_THROWS_AS(MakeGo("{heads: [priority]}"), ConfigError);
-  CHECK_THROWS_AS(MakeGo("{heads: [placement, sched]}"), ConfigError);
-  CHECK_THROWS_AS(MakeGo("{model: {model: 10, attention_heads: 4}}"), ConfigError);
-  CHECK_THROWS_AS(MakeGo("{ppo: {clip: -1}}"), ConfigError);
-  CHECK_THROWS_AS(MakeGo("{modle: {}}"), ConfigError);
-  CHECK_THROWS_AS(MakeGo("{model: {node_moves: 2}}"), ConfigError);  // needs action groups
-  CHECK_THROWS_AS(MakeGo("{model: {action_groups: scope, node_moves: -1}}"), ConfigError);
-  auto missing = MakeGo("{checkpoint: /nonexistent/go.pt}");
-  CHECK_THROWS_AS(missing->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 0, 1)), IoError);
-}
-
-// The learning curve of a GO run in the test log: mean sampled step time of
-// the first and last PPO step (x the zero-shot decision), best and zero-shot.
-void ReportLearning(const char* label, const AgentResult& r) {
-  MESSAGE(std::string(label), " mean step time (x zero-shot), first step ", r.extra.at("first_mean_cost"),
-          ", last step ", r.extra.at("last_mean_cost"), "; best ", r.best_objective, " s, zero-shot ",
-          r.extra.at("zero_shot_objective"), " s");
-}
-
-// One chain of 8 ops (1 ms each) on 2 devices whose transfers cost 1 ms of
-// latency: the best decision keeps the chain on one device, 8 ms; a random
-// per-node placement pays about 3.5 ms of transfers. (On 4 chains, where the
-// optimum needs whole chains dealt 2 and 2, GO's per-node heads did not
-// improve their mean within a test-sized budget; see docs/RESULTS.md.)
-TEST_CASE("go learns: PPO lowers the mean step time and finds the 8 ms decision") {
-  Fixture f(IndependentChains(1, 8), MakeCluster(2, int64_t{1} << 34, 1e10, 1e-3));
-  auto agent = MakeGo(
-      "{heads: [placement], model: {gnn_hidden: 32, model: 32, attention_heads: 2, layers: 1, segment: 8},"
-      " ppo: {samples: 16, epochs: 4, learning_rate: 0.03, entropy_weight: 0.001}}");
-  const AgentResult r = agent->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 481, 3));
-  CHECK(r.evaluations == 481);
-  CHECK(r.extra.at("ppo_steps") == 30);
-  ReportLearning("go", r);
-  CHECK(r.extra.at("last_mean_cost") < 0.9 * r.extra.at("first_mean_cost"));
-  CHECK(r.best_objective == doctest::Approx(0.008).epsilon(1e-6));
-}
-
-// 4 independent chains of 6 ops on 2 devices with 1 ms transfer latency:
-// the best decision deals whole chains 2 and 2 (12 ms). Per-node sampling
-// did not learn this within a test-sized budget (docs/RESULTS.md); with the
-// per-sample structured noise a sample moves whole scope groups (chains),
-// and PPO raises the probability of the good splits.
-TEST_CASE("go learns with structured exploration noise: whole chains dealt 2 and 2") {
-  Fixture f(IndependentChains(4, 6), MakeCluster(2, int64_t{1} << 34, 1e10, 1e-3));
-  auto agent = MakeGo(
-      "{heads: [placement], model: {gnn_hidden: 16, op_embedding: 4, model: 16, attention_heads: 2, layers: "
-      "1,"
-      " segment: 24, exploration_noise: 1.0}, ppo: {samples: 16, epochs: 2, learning_rate: 0.03}}");
-  const AgentResult r = agent->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 321, 5));
-  CHECK(r.extra.at("ppo_steps") == 20);
-  ReportLearning("go (noise)", r);
-  CHECK(r.best_objective == doctest::Approx(0.012).epsilon(1e-6));
-  CHECK(r.extra.at("last_mean_cost") < 0.9 * r.extra.at("first_mean_cost"));
-}
-
-// The same 4 chains with group-level placement (one device per chain, no
-// noise): a genuine categorical per chain, so PPO's gradient does not
-// saturate and the mean sampled step time falls clearly.
-TEST_CASE("go learns with group-level placement: whole chains dealt 2 and 2") {
-  Fixture f(IndependentChains(4, 6), MakeCluster(2, int64_t{1} << 34, 1e10, 1e-3));
-  auto agent = MakeGo(
-      "{heads: [placement], model: {gnn_hidden: 16, op_embedding: 4, model: 16, attention_heads: 2, layers: "
-      "1, segment: 24, action_groups: scope}, ppo: {samples: 16, epochs: 2, learning_rate: 0.03}}");
-  const AgentResult r = agent->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 321, 5));
-  CHECK(r.extra.at("ppo_steps") == 20);
-  CHECK(r.extra.at("action_groups") == 4);
-  ReportLearning("go (groups)", r);
-  CHECK(r.best_objective == doctest::Approx(0.012).epsilon(1e-6));
-  CHECK(r.extra.at("last_mean_cost") < 0.8 * r.extra.at("first_mean_cost"));
-}
-
-// A fork a -> {b, c} -> d in one scope ("block"), b and c 10 ms each, on 2
-// devices with 1 ms transfer latency. One device per group runs it in 22
-// ms; the best decision overlaps b and c: one branch with a (or d) on the
-// other device, 13 ms. Group actions cannot express that; node moves can,
-// and PPO learns to move.
-TEST_CASE("go learns with node moves: one op leaves its group") {
-  graphs::GraphBuilder b("fork");
-  const int a = b.AddNode(testing::Op("a", 1.0, 4, "block/a"));
-  const int x = b.AddNode(testing::Op("b", 10.0, 4, "block/b"));
-  const int y = b.AddNode(testing::Op("c", 10.0, 4, "block/c"));
-  const int d = b.AddNode(testing::Op("d", 1.0, 4, "block/d"));
-  b.AddEdge(a, x, 0);
-  b.AddEdge(a, y, 0);
-  b.AddEdge(x, d, 0);
-  b.AddEdge(y, d, 0);
-  Fixture f(b.Build(), MakeCluster(2, int64_t{1} << 34, 1e10, 1e-3));
-  const std::string model =
-      "{heads: [placement], model: {gnn_hidden: 16, op_embedding: 4, model: 16, attention_heads: 2, layers: "
-      "1, "
-      "segment: 4, action_groups: scope";
-  const std::string ppo = "}, ppo: {samples: 16, epochs: 2, learning_rate: 0.03}}";
-  const AgentResult groups = MakeGo(model + ppo)->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 161, 7));
-  CHECK(groups.best_objective == doctest::Approx(0.022).epsilon(1e-6));
-  const AgentResult moves =
-      MakeGo(model + ", node_moves: 1" + ppo)->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 161, 7));
-  ReportLearning("go (node moves)", moves);
-  CHECK(moves.best_objective == doctest::Approx(0.013).epsilon(1e-6));
-  CHECK(moves.extra.at("last_mean_cost") < 0.8 * moves.extra.at("first_mean_cost"));
-}
-
-// `gosim train` with agent go on a suite of two small train graphs; `cluster`
-// is one preset or a list. In `dir`/run.
-learned::TrainRequest GoTrainRequest(const std::string& dir, const std::string& cluster, int64_t steps) {
-  return testing::MakeTrainRequest(
-      dir,
-      "name: two\ngraphs:\n"
-      "  - {name: g1, generator: regal_random, params: {nodes: 30, seed: 5}, split: train}\n"
-      "  - {name: g2, generator: regal_random, params: {nodes: 40, seed: 6}, split: train}\n",
-      "agent: go\ncluster: " + cluster + "\nsteps: " + std::to_string(steps) +
-          "\ncheckpoint_every: 2\nseed: 3\nheads: [placement]\n"
-          "model: {gnn_hidden: 8, op_embedding: 4, model: 8, attention_heads: 2, layers: 1, "
-          "segment: 16, action_groups: scope}\nppo: {samples: 4, epochs: 1}\n",
-      "go_train_config");
-}
-
-TEST_CASE("go pre-training: round robin over graphs x clusters, checkpoints, exact resume, bad clusters") {
-  RegisterLearnedAgents();
-  const std::string base = (std::filesystem::temp_directory_path() / "gosim_go_train").string();
-  // Two clusters of 2 and 4 devices: 4 training items, each graph on each.
-  const learned::TrainRequest uninterrupted = GoTrainRequest(base + "_a", "[k80x2, p100x4_pcie]", 6);
-  learned::RunTraining(uninterrupted);
-  // Killed after step 3 (the last checkpoint is step 2), then resumed.
-  const learned::TrainRequest resumed = testing::KillAndResume(
-      GoTrainRequest(base + "_b", "[k80x2, p100x4_pcie]", 6), 3, [](const learned::TrainRequest&) {});
-  REQUIRE(testing::CompareCurves(uninterrupted, resumed, 6) == "");
-  const auto curve = learned::TrainingCurves::Read(uninterrupted.run_dir + "/curves.csv");
-  for (size_t i = 0; i < curve.size(); ++i) {
-    CHECK(curve[i].extra.at(0) == static_cast<double>(i % 4));  // the training item of the step
-    CHECK(curve[i].evaluations == 4 * curve[i].step);
-  }
-  // The checkpoint fine-tunes on either cluster's device count.
-  Fixture f(IndependentChains(2, 4), MakeCluster(4));
-  auto agent = MakeGo("{checkpoint: " + uninterrupted.run_dir +
-                      "/checkpoint.pt, heads: [placement], model: {segment: 16, action_groups: scope}}");
-  CHECK(agent->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 9, 1)).evaluations == 9);
-  // Fine-tuning with calibrated role moves (calibrated on the zero-shot pass).
-  auto calibrated = MakeGo("{checkpoint: " + uninterrupted.run_dir +
-                           "/checkpoint.pt, heads: [placement], model: {segment: 16, action_groups: scope, "
-                           "role_moves: 1, role_calibration: true}}");
-  const AgentResult tuned = calibrated->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 9, 1));
-  CHECK(tuned.evaluations == 9);
-  CHECK(tuned.extra.at("role_groups") >= 1.0);
-  CHECK(tuned.extra.at("first_mean_cost") > 0.0);  // mean cost of the first and last PPO batches
-  CHECK(tuned.extra.at("last_mean_cost") > 0.0);
-  // The role sweep: one evaluation per role (here one), from the budget.
-  auto sweeping = MakeGo("{checkpoint: " + uninterrupted.run_dir +
-                         "/checkpoint.pt, heads: [placement], role_sweep: 8, model: {segment: 16, "
-                         "action_groups: scope}}");
-  const AgentResult swept = sweeping->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 9, 1));
-  CHECK(swept.evaluations == 9);
-  CHECK(swept.extra.at("role_sweep_evaluations") == 1.0);
-  CHECK(swept.extra.at("role_sweep_best_objective") <= swept.extra.at("zero_shot_objective"));
-  CHECK(swept.best_objective <= swept.extra.at("role_sweep_best_objective"));
-  // Pre-training has no graph to calibrate on: refused, with the fix.
-  learned::TrainRequest calibrating = GoTrainRequest(base + "_f", "k80x2", 1);
-  calibrating.config["model"]["role_moves"] = 1;
-  calibrating.config["model"]["role_calibration"] = true;
-  CHECK_THROWS_AS(learned::RunTraining(calibrating), ConfigError);
-  // A single preset still works; an empty list or an unknown preset does not.
-  learned::RunTraining(GoTrainRequest(base + "_c", "k80x2", 1));
-  CHECK(learned::TrainingCurves::Read(base + "_c/run/curves.csv").size() == 1);
-  CHECK_THROWS_AS(learned::RunTraining(GoTrainRequest(base + "_d", "[]", 1)), ConfigError);
-  CHECK_THROWS_AS(learned::RunTraining(GoTrainRequest(base + "_e", "[k80x2, nope_cluster]", 1)), ConfigError);
 }
 
 }  // namespace

@@ -1,0 +1,49 @@
+// Helpers shared by the GO tests (go_graph_test.cc, go_model_test.cc,
+// go_agent_test.cc).
+#ifndef GOSIM_TESTS_LEARNED_GO_TEST_UTIL_H_
+#define GOSIM_TESTS_LEARNED_GO_TEST_UTIL_H_
+
+#include <memory>
+#include <string>
+
+#include "agents/agent.h"
+#include "agents/learned/register.h"
+#include "core/yaml.h"
+#include "graphs/graph.h"
+#include "tests/agents/test_util.h"
+
+namespace gosim::agents::go_testing {
+
+// The `go` agent of the YAML options `yaml`.
+inline std::unique_ptr<Agent> MakeGo(const std::string& yaml) {
+  RegisterLearnedAgents();
+  YAML::Node node = LoadYamlString(yaml, "test");
+  YamlMap options = YamlMap::Root(node, "test");
+  return MakeAgent("go", options);
+}
+
+// w (a weight) -> x -> y -> g -> u, w -> g; u is w's optimizer update
+// (same colocation group); g keeps x's scope, as gradient ops do.
+inline graphs::Graph ScopedWithColocation() {
+  graphs::GraphBuilder b("scoped");
+  auto op = [&](const char* name, const char* scope, const char* group) {
+    graphs::NodeSpec s = testing::Op(name, 1.0, 400, scope);
+    s.colocation = group;
+    return b.AddNode(s);
+  };
+  const int w = op("w", "enc/l1", "w");
+  const int x = op("x", "enc/l1/mm", "");
+  const int y = op("y", "dec/l1", "");
+  const int g = op("g", "enc/l1/mm", "");
+  const int u = op("u", "enc/l1", "w");
+  b.AddEdge(w, x, 0);
+  b.AddEdge(x, y, 0);
+  b.AddEdge(y, g, 0);
+  b.AddEdge(w, g, 0);
+  b.AddEdge(g, u, 0);
+  return b.Build();
+}
+
+}  // namespace gosim::agents::go_testing
+
+#endif  // GOSIM_TESTS_LEARNED_GO_TEST_UTIL_H_
