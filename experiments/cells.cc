@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "core/io.h"
 #include "core/rng.h"
 
 namespace gosim::experiments {
@@ -93,6 +94,14 @@ std::string Cell::FileStem(const ExperimentConfig& config) const {
   return SafeFileName(stem) + "." + id;
 }
 
+nlohmann::json CheckpointDigest(const nlohmann::json& options) {
+  const auto it = options.find("checkpoint");
+  if (it == options.end() || !it->is_string() || it->get<std::string>().empty()) return nullptr;
+  const std::string& path = it->get_ref<const std::string&>();
+  if (!FileExists(path)) return "missing";
+  return HashHex(ReadFile(path));
+}
+
 std::vector<Cell> ExpandGrid(const ExperimentConfig& config) {
   const nlohmann::json cost_model = {{"name", config.cost_model},
                                      {"options", YamlToJson(config.cost_model_options)}};
@@ -105,6 +114,7 @@ std::vector<Cell> ExpandGrid(const ExperimentConfig& config) {
         const AgentSpec& agent = config.agents[a];
         nlohmann::json options = YamlToJson(agent.options);
         if (options.is_null()) options = nlohmann::json::object();
+        const nlohmann::json checkpoint = CheckpointDigest(options);
         for (const uint64_t seed : agent.seeds) {
           Cell cell;
           cell.graph = static_cast<int32_t>(g);
@@ -123,6 +133,7 @@ std::vector<Cell> ExpandGrid(const ExperimentConfig& config) {
               {"budget",
                {{"evaluations", agent.budget.evaluations}, {"wall_seconds", agent.budget.wall_seconds}}},
           };
+          if (!checkpoint.is_null()) cell.identity["checkpoint_digest"] = checkpoint;
           cell.id = HashHex(cell.identity.dump());
           cells.push_back(std::move(cell));
         }

@@ -4,9 +4,11 @@
 // is a 64-bit hash of everything that changes its result: the graph entry
 // (generator and parameters, or file path), the cluster as written, the cost
 // model and its options, the simulator options, the objective, the agent's
-// name and options, the seed and the budget. Labels and the experiment name
-// are not part of it, so renaming never re-runs anything, while changing a
-// budget or an option makes new cells beside the old ones.
+// name and options, the digest of a checkpoint the options name, the seed
+// and the budget. Labels and the experiment name are not part of it, so
+// renaming never re-runs anything, while changing a budget or an option, or
+// training a new network into the same checkpoint file, makes new cells
+// beside the old ones.
 #ifndef GOSIM_EXPERIMENTS_CELLS_H_
 #define GOSIM_EXPERIMENTS_CELLS_H_
 
@@ -40,6 +42,13 @@ std::vector<Cell> ExpandGrid(const ExperimentConfig& config);
 // A YAML tree as JSON with typed scalars (null, bool, integer, number,
 // string) and sorted keys; used for identities and the results lines.
 nlohmann::json YamlToJson(const YAML::Node& node);
+
+// What a cell's identity records of a checkpoint named in agent options
+// (the `checkpoint` key of GO and REGAL): the digest of the file's
+// contents, "missing" if there is no such file yet, or null when the
+// options name no checkpoint (such cells keep the identity they had before
+// checkpoints were digested).
+nlohmann::json CheckpointDigest(const nlohmann::json& options);
 
 // FNV-1a 64 of `text` followed by a SplitMix64 finalizer, as 16 hex digits.
 std::string HashHex(const std::string& text);

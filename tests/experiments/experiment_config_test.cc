@@ -192,6 +192,33 @@ TEST_CASE("Per-agent budget and seeds override the experiment's") {
   CHECK(ExpandGrid(config).size() == 4);
 }
 
+TEST_CASE("A checkpoint named in agent options is part of the cell identity by its contents") {
+  TempDir dir;
+  const std::string path = WriteText(dir, "exp.yaml", TinyExperimentYaml(dir / "run", 1));
+  ExperimentConfig config = LoadExperiment(path);
+  const std::vector<Cell> before = ExpandGrid(config);
+  CHECK(CheckpointDigest(YamlToJson(config.agents[1].options)).is_null());
+  CHECK_FALSE(before[1].identity.contains("checkpoint_digest"));
+  // The agent is built at load time, so the option goes in afterwards: the
+  // identity is computed from the options as given.
+  const std::string checkpoint = dir / "net.pt";
+  config.agents[1].options["checkpoint"] = checkpoint;
+  const std::vector<Cell> missing = ExpandGrid(config);
+  CHECK(missing[1].identity["checkpoint_digest"] == "missing");
+  WriteText(dir, "net.pt", "first network");
+  const std::vector<Cell> first = ExpandGrid(config);
+  WriteText(dir, "net.pt", "second network");
+  const std::vector<Cell> second = ExpandGrid(config);
+  CHECK(first[1].identity["checkpoint_digest"] == HashHex("first network"));
+  CHECK(first[1].id != missing[1].id);
+  CHECK(second[1].id != first[1].id);  // same path, new contents: a new cell
+  WriteText(dir, "net.pt", "first network");
+  CHECK(ExpandGrid(config)[1].id == first[1].id);
+  // Cells of agents without a checkpoint keep their identity.
+  CHECK(second[0].id == before[0].id);
+  CHECK(CheckpointDigest(nlohmann::json{{"checkpoint", ""}}).is_null());
+}
+
 TEST_CASE("Weighted objectives and display units") {
   TempDir dir;
   const std::string path = WriteText(dir, "exp.yaml", TinyExperimentYaml(dir / "run"));
