@@ -9,6 +9,7 @@ import gzip
 import json
 import math
 import os
+import sys
 
 import pandas as pd
 
@@ -56,7 +57,10 @@ def load_results(run_dir):
     agent, label, seed, objective, best_objective, feasible, step_time,
     peak_memory, evaluations, wall_seconds, decision, ...) plus
     budget_evaluations and the `extra` fields as extra_<key>. A cell that
-    appears twice keeps its last line (as gosim does).
+    appears twice keeps its last line (as gosim does). So does a (graph,
+    cluster, label, seed) finished under two identities, e.g. a run resumed
+    after a checkpoint was trained again (the new cells are appended after
+    the old ones), with a warning on stderr.
     """
     path = os.path.join(run_dir, "results.jsonl")
     rows = {}
@@ -76,6 +80,7 @@ def load_results(run_dir):
                 for key, value in r.get("extra", {}).items():
                     row["extra_" + key] = value
                 row["run"] = run_dir
+                row["line"] = number
                 rows[r["cell"]] = row
     except OSError as e:
         raise AnalysisError(f"{path}: cannot read: {e.strerror or e} (give a gosim run folder)") from e
@@ -83,7 +88,14 @@ def load_results(run_dir):
         raise AnalysisError(f"{path}: a line lacks the field {e}") from e
     if not rows:
         raise AnalysisError(f"{path}: no finished cells yet")
-    return pd.DataFrame(list(rows.values()))
+    frame = pd.DataFrame(list(rows.values())).sort_values("line")
+    key = [k for k in ("graph", "cluster", "label", "seed") if k in frame.columns]
+    latest = frame.drop_duplicates(subset=key, keep="last")
+    if len(latest) < len(frame):
+        print(f"warning: {path}: {len(frame) - len(latest)} cell(s) superseded by a later line of the same "
+              f"graph, cluster, label and seed under another identity; the later ones are used",
+              file=sys.stderr)
+    return latest.drop(columns="line").reset_index(drop=True)
 
 
 def load_curves(run_dir):

@@ -83,6 +83,16 @@ test -s "$work/tables/test_grid.tex" && grep -q 'tabular' "$work/tables/test_gri
 # The random search row of the regal table: 0 improvement over itself.
 grep -q "^| random | +0.00 |" "$work/regal.md" || { echo "FAIL: reference row"; cat "$work/regal.md"; exit 1; }
 
+# A cell of the same graph, cluster, label and seed under a new identity
+# (e.g. after its checkpoint was trained again) supersedes the earlier line.
+cp -r "$work/run" "$work/rerun"
+grep '"label":"random_search"' "$work/run/results.jsonl" | grep '"graph":"g1"' | grep '"seed":0' |
+  sed -e 's/"cell":"[0-9a-f]*"/"cell":"00000000000000ff"/' -e 's/"step_time":[0-9.e+-]*/"step_time":9.25/' \
+  >> "$work/rerun/results.jsonl"
+$py analysis/tables.py "$work/layout.yaml" "$work/rerun" --out "$work/tables2" > "$work/grid2.md" 2> "$work/warn.txt"
+grep -q "superseded" "$work/warn.txt" || { echo "FAIL: no warning for a superseded cell"; exit 1; }
+grep -q "^| G1 | [0-9.]* | 4,6[0-9][0-9] (" "$work/grid2.md" ||
+  { echo "FAIL: the later line of a cell is not the one used"; cat "$work/grid2.md"; exit 1; }
 $py analysis/plot_convergence.py "$work/run" --out "$work/conv.png" > /dev/null
 "$gosim" graphs export gen:regal_random:nodes=60,seed=1 --out "$work/g1.json" > /dev/null
 decision=$(ls "$work"/run/decisions/g1.*brkga.s0.*.json)
