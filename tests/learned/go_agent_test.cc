@@ -48,6 +48,11 @@ TEST_CASE("go role sweep: a moved role keeps its priorities and no fusion across
   // chain c1 stays fused.
   CHECK(torch::equal(moved.fuse, torch::tensor({1, 0, 0, 1, 1, 1}, torch::kInt64).unsqueeze(0)));
   CHECK_NOTHROW(sim::ValidateDecision(learned::go::DecodeDecision(in, moved, 0), g, MakeCluster(4)));
+  // Another grouping, given explicitly (as the sweep gives graph.name_roles).
+  learned::go::RoleGrouping other = in.roles;
+  other.role = torch::tensor({1, 1, 1, 1, 0, 1}, torch::kInt64);
+  CHECK(torch::equal(learned::go::MoveRole(in, all, 0, 3, &other).device,
+                     torch::tensor({0, 0, 0, 0, 3, 0}, torch::kInt64).unsqueeze(0)));
   // Without the unfusing the decision would be refused.
   GoActions kept = moved;
   kept.fuse = all.fuse.slice(0, 0, 1);
@@ -241,6 +246,13 @@ TEST_CASE("go pre-training: round robin over graphs x clusters, checkpoints, exa
   CHECK(swept.extra.at("role_sweep_evaluations") == 1.0);
   CHECK(swept.extra.at("role_sweep_best_objective") <= swept.extra.at("zero_shot_objective"));
   CHECK(swept.best_objective <= swept.extra.at("role_sweep_best_objective"));
+  // Keyed by name ("c<c>_<i>" -> "c_"): again one role, one evaluation.
+  auto by_name = MakeGo("{checkpoint: " + uninterrupted.run_dir +
+                        "/checkpoint.pt, heads: [placement], role_sweep: 8, role_sweep_by: name, "
+                        "model: {segment: 16, action_groups: scope}}");
+  const AgentResult named = by_name->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 9, 1));
+  CHECK(named.evaluations == 9);
+  CHECK(named.extra.at("role_sweep_evaluations") == 1.0);
   // Pre-training has no graph to calibrate on: refused, with the fix.
   learned::TrainRequest calibrating = GoTrainRequest(base + "_f", "k80x2", 1);
   calibrating.config["model"]["role_moves"] = 1;

@@ -173,6 +173,14 @@ TEST_CASE("role groups: one kind of op across the action groups, by direction, c
   CHECK(ToVector(r.role) == std::vector<int64_t>{0, 1, 0, 1, 3, 3, 2, 2, 0});
   CHECK(ToVector(r.first) == std::vector<int64_t>{0, 1, 6});
   CHECK(torch::equal(r.size, torch::tensor(std::vector<float>{3, 2, 2, 2})));
+  // Keyed by name: "f:w" (w1, w2 and w1's follower u1) and
+  // "b:gradients/net/l/mm_grad" (gy, gx); x, y and z are alone in theirs,
+  // and the loose node has no scope.
+  const learned::go::RoleGrouping named = learned::go::MakeRoleGrouping(g, groups, learned::go::RoleKey::kName);
+  CHECK(named.count == 2);
+  CHECK(ToVector(named.role) == std::vector<int64_t>{0, 2, 0, 2, 2, 2, 1, 1, 0});
+  CHECK(ToVector(named.first) == std::vector<int64_t>{0, 6});
+  CHECK(torch::equal(named.size, torch::tensor(std::vector<float>{3, 2, 4})));
   // A role whose members share one action group is dropped too.
   groups.group = torch::tensor(std::vector<int64_t>{0, 0, 0, 0, 2, 3, 1, 1, 0}, torch::kInt64);
   const learned::go::RoleGrouping same = learned::go::MakeRoleGrouping(g, groups);
@@ -185,6 +193,8 @@ TEST_CASE("role groups: one kind of op across the action groups, by direction, c
   CHECK_THROWS_AS(MakeGo("{model: {action_groups: scope, role_moves: -1}}"), ConfigError);
   CHECK_THROWS_AS(MakeGo("{model: {action_groups: scope, role_calibration: true}}"), ConfigError);
   CHECK_THROWS_AS(MakeGo("{role_sweep: -1}"), ConfigError);
+  CHECK_THROWS_AS(MakeGo("{role_sweep: 4, role_sweep_by: names}"), ConfigError);
+  CHECK_NOTHROW(MakeGo("{role_sweep: 4, role_sweep_by: name}"));
 }
 
 }  // namespace

@@ -141,6 +141,16 @@ GoAgentOptions GoAgentOptions::Parse(YamlMap& options) {
   }
   o.torch_threads = GetInt(options, "torch_threads", o.torch_threads, 0, 1024);
   o.role_sweep = GetInt(options, "role_sweep", o.role_sweep, 0, int64_t{1} << 40);
+  if (options.Has("role_sweep_by")) {
+    const std::string by = options.Get<std::string>("role_sweep_by", "scope");
+    if (by == "name") {
+      o.role_sweep_by = RoleKey::kName;
+    } else if (by != "scope") {
+      options.Fail("role_sweep_by", "unknown role key '" + by + "'",
+                   "use scope (an op's scope without digits, the roles of role_moves) or name (its whole name "
+                   "without digits: one op of each layer)");
+    }
+  }
   options.Finish();
   return o;
 }
@@ -191,9 +201,11 @@ GoModelOptions ModelOptionsFromSignature(const std::string& signature, const std
   return o;
 }
 
-GoActions MoveRole(const GoGraph& graph, const GoActions& actions, int64_t role, int64_t device) {
+GoActions MoveRole(const GoGraph& graph, const GoActions& actions, int64_t role, int64_t device,
+                   const RoleGrouping* roles) {
+  const RoleGrouping& grouping = roles != nullptr ? *roles : graph.roles;
   GoActions out;
-  out.device = actions.device.slice(0, 0, 1).masked_fill(graph.roles.role.unsqueeze(0) == role, device);
+  out.device = actions.device.slice(0, 0, 1).masked_fill(grouping.role.unsqueeze(0) == role, device);
   if (actions.priority.defined()) out.priority = actions.priority.slice(0, 0, 1).clone();
   if (actions.fuse.defined()) {
     const torch::Tensor producer = out.device.index_select(1, graph.fuse_src);
@@ -334,12 +346,15 @@ AgentResult RunGo(const Problem& problem, const GoAgentOptions& options, const P
   int64_t swept = 0;
   double sweep_best = zero_objective;
   if (options.role_sweep > 0 && !tracker.Done()) {
-    std::vector<GoPolicyImpl::RoleMove> moves = policy->RankRoleMoves(graph, greedy.actions.device, devices);
+    const RoleGrouping& sweep_roles = options.role_sweep_by == RoleKey::kName ? graph.name_roles : graph.roles;
+    std::vector<GoPolicyImpl::RoleMove> moves =
+        policy->RankRoleMoves(graph, greedy.actions.device, devices, &sweep_roles);
     moves.resize(std::min<size_t>(
         moves.size(), static_cast<size_t>(std::min<int64_t>(options.role_sweep, tracker.Remaining()))));
     std::vector<sim::Decision> decisions;
     for (const GoPolicyImpl::RoleMove& move : moves)
-      decisions.push_back(DecodeDecision(graph, MoveRole(graph, greedy.actions, move.role, move.device), 0));
+      decisions.push_back(
+          DecodeDecision(graph, MoveRole(graph, greedy.actions, move.role, move.device, &sweep_roles), 0));
     std::vector<sim::Evaluation> evaluations(decisions.size());
     if (!decisions.empty()) tracker.EvaluateBatch(decisions, evaluations);
     for (const sim::Evaluation& e : evaluations) {

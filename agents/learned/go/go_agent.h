@@ -55,6 +55,9 @@ struct GoAgentOptions {
   // zero-shot decision, in the order of GoPolicyImpl::RankRoleMoves, are
   // evaluated (one evaluation each, from the same budget); 0: none.
   int64_t role_sweep = 0;
+  // The sweep's roles: RoleKey::kScope (graph.roles, the roles of
+  // `role_moves`) or kName (graph.name_roles, one op of each layer).
+  RoleKey role_sweep_by = RoleKey::kScope;
   static GoAgentOptions Parse(YamlMap& options);
 };
 
@@ -71,11 +74,12 @@ PpoOptions ParsePpoOptions(YamlMap& ppo);
 GoModelOptions ModelOptionsFromSignature(const std::string& signature, const std::string& source,
                                          const GoModelOptions& runtime = {});
 
-// Sample 0 of `actions` with the members of role group `role` of
-// graph.roles moved to `device`; "fuse with the producer" choices whose
-// producer ends on another device are dropped (a fusion group runs on one
-// device). The role sweep's candidates.
-GoActions MoveRole(const GoGraph& graph, const GoActions& actions, int64_t role, int64_t device);
+// Sample 0 of `actions` with the members of role group `role` of `roles`
+// (graph.roles when null) moved to `device`; "fuse with the producer"
+// choices whose producer ends on another device are dropped (a fusion
+// group runs on one device). The role sweep's candidates.
+GoActions MoveRole(const GoGraph& graph, const GoActions& actions, int64_t role, int64_t device,
+                   const RoleGrouping* roles = nullptr);
 
 // Turns sample `index` of `actions` into a decision for `graph`.
 sim::Decision DecodeDecision(const GoGraph& graph, const GoActions& actions, int64_t index);

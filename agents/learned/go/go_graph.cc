@@ -147,7 +147,7 @@ ActionGrouping MakeActionGrouping(const graphs::Graph& graph, ActionGroups kind)
   return out;
 }
 
-RoleGrouping MakeRoleGrouping(const graphs::Graph& graph, const ActionGrouping& groups) {
+RoleGrouping MakeRoleGrouping(const graphs::Graph& graph, const ActionGrouping& groups, RoleKey key_kind) {
   RoleGrouping out;
   const int64_t n = static_cast<int64_t>(graph.num_nodes());
   if (n == 0) return out;
@@ -157,15 +157,16 @@ RoleGrouping MakeRoleGrouping(const graphs::Graph& graph, const ActionGrouping& 
     group_of.assign(g.data_ptr<int64_t>(), g.data_ptr<int64_t>() + g.numel());
   }
   // The role key: "b:" for backward ops (TensorFlow's "gradients/" name
-  // prefix), then the scope with every run of digits removed, so
-  // "dilated_stack/layer22/skip" and "dilated_stack/layer7/skip" share one.
+  // prefix), then the scope (or, RoleKey::kName, the whole name) with every
+  // run of digits removed, so "dilated_stack/layer22/skip" and
+  // "dilated_stack/layer7/skip" share one.
   std::unordered_map<std::string, int64_t> index;
   std::vector<int64_t> role(static_cast<size_t>(n), -1);
   for (int64_t v = 0; v < n; ++v) {
     const graphs::Node& node = graph.node(static_cast<graphs::NodeId>(v));
     if (node.scope.empty()) continue;
     std::string key = node.name.rfind("gradients/", 0) == 0 ? "b:" : "f:";
-    for (const char c : node.scope)
+    for (const char c : key_kind == RoleKey::kName ? node.name : node.scope)
       if (c < '0' || c > '9') key.push_back(c);
     role[static_cast<size_t>(v)] =
         index.emplace(std::move(key), static_cast<int64_t>(index.size())).first->second;
@@ -290,6 +291,7 @@ GoGraph MakeGoGraph(const graphs::Graph& graph) {
   g.scope_actions = MakeActionGrouping(graph, ActionGroups::kScope);
   g.chunk_actions = MakeActionGrouping(graph, ActionGroups::kChunks);
   g.roles = MakeRoleGrouping(graph, g.scope_actions);
+  g.name_roles = MakeRoleGrouping(graph, g.scope_actions, RoleKey::kName);
   return g;
 }
 

@@ -60,6 +60,11 @@ ActionGrouping MakeActionGrouping(const graphs::Graph& graph, ActionGroups kind)
 // take their leader's role. role[v] in [0, count], count = no role; first[r]
 // is role r's first node; size has count + 1 entries (the last: the number
 // of role-less nodes, at least 1).
+// With RoleKey::kName the key is the node's whole name with every run of
+// digits removed instead of its scope: one op of each layer (e.g. one of a
+// layer's attention gradients) rather than a whole sub-scope (the role
+// sweep's `role_sweep_by: name`).
+enum class RoleKey { kScope, kName };
 struct RoleGrouping {
   torch::Tensor role;   // int64 [n]
   torch::Tensor first;  // int64 [count]
@@ -69,7 +74,8 @@ struct RoleGrouping {
   // the one stickiness of the role_moves rule.
   torch::Tensor stickiness;
 };
-RoleGrouping MakeRoleGrouping(const graphs::Graph& graph, const ActionGrouping& groups);
+RoleGrouping MakeRoleGrouping(const graphs::Graph& graph, const ActionGrouping& groups,
+                              RoleKey key = RoleKey::kScope);
 
 // A graph's inputs to the network, built once per graph.
 struct GoGraph {
@@ -96,8 +102,10 @@ struct GoGraph {
   // Action groups of both kinds (the policy's `action_groups` picks one).
   ActionGrouping scope_actions;
   ActionGrouping chunk_actions;
-  // Role groups across the scope action groups (`role_moves`).
+  // Role groups across the scope action groups (`role_moves`), and the
+  // finer ones keyed by name (`role_sweep_by: name`).
   RoleGrouping roles;
+  RoleGrouping name_roles;
 };
 GoGraph MakeGoGraph(const graphs::Graph& graph);
 

@@ -373,14 +373,14 @@ void GoPolicyImpl::RoleLogits(const RoleGrouping& roles, const torch::Tensor& z,
   *stay = pool(z.gather(2, home.unsqueeze(-1).clone()).squeeze(-1));
 }
 
-void GoPolicyImpl::RoleLogitsAt(const GoGraph& graph, const torch::Tensor& home, int64_t devices,
-                                torch::Tensor* moves, torch::Tensor* stay) {
+void GoPolicyImpl::RoleLogitsAt(const GoGraph& graph, const RoleGrouping& roles, const torch::Tensor& home,
+                                int64_t devices, torch::Tensor* moves, torch::Tensor* stay) {
   const torch::Tensor embeddings = gnn_(graph.tensors);
   std::vector<torch::Tensor> logits;
   PlacementTrunk(
       graph, NodeInputs(graph, embeddings), embeddings.mean(0), torch::Tensor(),
       [&](int64_t, int64_t, const torch::Tensor&, const torch::Tensor& z) { logits.push_back(z); });
-  RoleLogits(graph.roles, torch::cat(logits, 1), home, DeviceMask(devices), /*mask_noops=*/true, moves, stay);
+  RoleLogits(roles, torch::cat(logits, 1), home, DeviceMask(devices), /*mask_noops=*/true, moves, stay);
 }
 
 void GoPolicyImpl::CalibrateRoles(GoGraph* graph, const GoActions& home, int64_t devices) {
@@ -393,7 +393,7 @@ void GoPolicyImpl::CalibrateRoles(GoGraph* graph, const GoActions& home, int64_t
   }
   torch::NoGradGuard no_grad;
   torch::Tensor moves, stay;
-  RoleLogitsAt(*graph, home.group.slice(0, 0, 1).index_select(1, grouping->group), devices, &moves, &stay);
+  RoleLogitsAt(*graph, graph->roles, home.group.slice(0, 0, 1).index_select(1, grouping->group), devices, &moves, &stay);
   // With temperature T, P(move) = sum_d e^(moves_d / T) /
   // (sum_d e^(moves_d / T) + e^((stay + s) / T)) = p = min(k / R, 1/2).
   const double p = std::min(options_.role_moves / static_cast<double>(roles->count), 0.5);
@@ -402,9 +402,9 @@ void GoPolicyImpl::CalibrateRoles(GoGraph* graph, const GoActions& home, int64_t
   graph->roles.stickiness = ((moves / t).logsumexp(-1) * t - stay).squeeze(0) + t * std::log(odds);
 }
 
-std::vector<GoPolicyImpl::RoleMove> GoPolicyImpl::RankRoleMoves(const GoGraph& graph,
-                                                                const torch::Tensor& home, int64_t devices) {
-  const RoleGrouping& roles = graph.roles;
+std::vector<GoPolicyImpl::RoleMove> GoPolicyImpl::RankRoleMoves(const GoGraph& graph, const torch::Tensor& home,
+                                                                int64_t devices, const RoleGrouping* grouping) {
+  const RoleGrouping& roles = grouping != nullptr ? *grouping : graph.roles;
   if (roles.count == 0 || devices < 2) return {};
   if (home.dim() != 2 || home.size(0) != 1 || home.size(1) != graph.num_nodes) {
     throw StateError("GO: ranking role moves needs one placement of this graph [1 x n]", {},
@@ -412,7 +412,7 @@ std::vector<GoPolicyImpl::RoleMove> GoPolicyImpl::RankRoleMoves(const GoGraph& g
   }
   torch::NoGradGuard no_grad;
   torch::Tensor moves, stay;
-  RoleLogitsAt(graph, home, devices, &moves, &stay);
+  RoleLogitsAt(graph, roles, home, devices, &moves, &stay);
   const auto [best, device] = moves.squeeze(0).max(-1);  // [R]
   const torch::Tensor score = (best - stay.squeeze(0)).contiguous();
   const torch::Tensor target = device.contiguous();

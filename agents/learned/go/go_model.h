@@ -228,13 +228,15 @@ class GoPolicyImpl : public torch::nn::Module {
   // not `role_moves` is on) the device other than the one all its members
   // are on with the highest pooled placement logit, scored by that logit
   // minus the members' average logit for their own devices (the "stay"
-  // logit without stickiness). For the role sweep of fine-tuning.
+  // logit without stickiness). For the role sweep of fine-tuning. `roles`:
+  // graph.roles when null (else e.g. graph.name_roles).
   struct RoleMove {
     int64_t role = 0;
     int64_t device = 0;
     double score = 0.0;
   };
-  std::vector<RoleMove> RankRoleMoves(const GoGraph& graph, const torch::Tensor& home, int64_t devices);
+  std::vector<RoleMove> RankRoleMoves(const GoGraph& graph, const torch::Tensor& home, int64_t devices,
+                                      const RoleGrouping* roles = nullptr);
   // Placement actions per sample: the number of groups when placement is
   // the only head and grouped without node moves, else the number of nodes
   // (PPO's per-action mean divides by it).
@@ -307,12 +309,12 @@ class GoPolicyImpl : public torch::nn::Module {
   void RoleLogits(const RoleGrouping& roles, const torch::Tensor& z, const torch::Tensor& home,
                   const torch::Tensor& device_mask, bool mask_noops, torch::Tensor* moves,
                   torch::Tensor* stay) const;
-  // RoleLogits of graph.roles from the network's placement logits over the
+  // RoleLogits of `roles` from the network's placement logits over the
   // whole graph (one pass, batch 1, no exploration noise), with the nodes on
   // `home` [1 x n] and no-op moves masked. For CalibrateRoles and
   // RankRoleMoves; the caller disables gradients.
-  void RoleLogitsAt(const GoGraph& graph, const torch::Tensor& home, int64_t devices, torch::Tensor* moves,
-                    torch::Tensor* stay);
+  void RoleLogitsAt(const GoGraph& graph, const RoleGrouping& roles, const torch::Tensor& home, int64_t devices,
+                    torch::Tensor* moves, torch::Tensor* stay);
   void MoveRoles(const RoleGrouping& roles, const torch::Tensor& node_logits, int64_t devices,
                  const torch::Tensor& device_mask, Mode mode, Rng* rng, const GoActions* given,
                  GoActions* actions, torch::Tensor* log_prob, torch::Tensor* entropy);
