@@ -7,10 +7,13 @@ grouping of GO's `role_moves`, agents/learned/go/go_graph.h; here only roles
 whose members lie under two or more top-level scopes count, an approximation
 of "two or more scope groups"). For each role and each other device, the
 graph runs on device 0 except the role's members, and the step time is
-printed against one GPU's, best first.
+printed against one GPU's, best first. With `--by name` the key is the
+op's whole name with every digit removed instead: one op of each layer
+rather than a whole sub-scope of it (finer than GO's roles).
 
     analysis/role_moves.py configs/suites/go_broad.yaml --entry bert8 --cluster p100x4_pcie
     analysis/role_moves.py gen:wavenet:stacks=5,layers_per_stack=10 --cluster p100x4_pcie --top 5
+    analysis/role_moves.py configs/suites/paper_small.yaml --entry transformer_xl --cluster p100x4_pcie --by name
 
 Needs build/bin/gosim (or --gosim PATH). Exits 1 with one line on a bad
 graph, cluster or gosim.
@@ -44,6 +47,9 @@ def main():
     parser.add_argument("--entry", help="the suite entry")
     parser.add_argument("--cluster", required=True, help="cluster preset or YAML file")
     parser.add_argument("--top", type=int, default=8, help="moves to print (default 8)")
+    parser.add_argument("--by", choices=["scope", "name"], default="scope",
+                        help="role key: the op's scope without digits (GO's roles, default) or its whole "
+                             "name without digits (one op kind of a layer, finer)")
     parser.add_argument("--all-devices", action="store_true",
                         help="try every other device (default: device 1 only; devices of a preset are alike)")
     parser.add_argument("--gosim", default=os.path.join(os.path.dirname(__file__), "..", "build", "bin", "gosim"))
@@ -66,7 +72,7 @@ def main():
             if not scope:
                 continue
             backward = node["name"].startswith("gradients/")
-            key = ("b:" if backward else "f:") + re.sub(r"\d", "", scope)
+            key = ("b:" if backward else "f:") + re.sub(r"\d", "", scope if args.by == "scope" else node["name"])
             roles[key].append(node["name"])
             tops[key].add("/".join(re.sub(r"^gradients/", "", scope).split("/")[:2]))
         candidates = sorted(r for r in roles if len(tops[r]) >= 2)
