@@ -106,6 +106,9 @@ $py analysis/role_moves.py gen:wavenet:stacks=1,layers_per_stack=3,samples=1000,
   --cluster tests/experiments/data/two_gpus.yaml --gosim "$gosim" --top 3 > "$work/roles.txt"
 grep -q "one GPU .* ms; [0-9]* roles" "$work/roles.txt" || { echo "FAIL: role_moves.py printed no header"; exit 1; }
 [ "$(grep -c ' ms (' "$work/roles.txt")" -eq 3 ] || { echo "FAIL: role_moves.py printed no moves"; cat "$work/roles.txt"; exit 1; }
+$py analysis/role_moves.py gen:wavenet:stacks=1,layers_per_stack=3,samples=1000,batch=1,training=true \
+  --cluster tests/experiments/data/two_gpus.yaml --gosim "$gosim" --top 2 --by name > "$work/roles_name.txt"
+grep -q "ConvDBackprop" "$work/roles_name.txt" || { echo "FAIL: role_moves.py --by name"; cat "$work/roles_name.txt"; exit 1; }
 if $py analysis/role_moves.py gen:nope --cluster tests/experiments/data/two_gpus.yaml --gosim "$gosim" \
   2> "$work/err_roles.txt"; then
   echo "FAIL: role_moves.py accepted an unknown generator"; exit 1
