@@ -237,22 +237,20 @@ TEST_CASE("go pre-training: round robin over graphs x clusters, checkpoints, exa
   CHECK(tuned.extra.at("role_groups") >= 1.0);
   CHECK(tuned.extra.at("first_mean_cost") > 0.0);  // mean cost of the first and last PPO batches
   CHECK(tuned.extra.at("last_mean_cost") > 0.0);
-  // The role sweep: one evaluation per role (here one), from the budget.
-  auto sweeping = MakeGo("{checkpoint: " + uninterrupted.run_dir +
-                         "/checkpoint.pt, heads: [placement], role_sweep: 8, model: {segment: 16, "
-                         "action_groups: scope}}");
-  const AgentResult swept = sweeping->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 9, 1));
-  CHECK(swept.evaluations == 9);
-  CHECK(swept.extra.at("role_sweep_evaluations") == 1.0);
-  CHECK(swept.extra.at("role_sweep_best_objective") <= swept.extra.at("zero_shot_objective"));
-  CHECK(swept.best_objective <= swept.extra.at("role_sweep_best_objective"));
-  // Keyed by name ("c<c>_<i>" -> "c_"): again one role, one evaluation.
-  auto by_name = MakeGo("{checkpoint: " + uninterrupted.run_dir +
-                        "/checkpoint.pt, heads: [placement], role_sweep: 8, role_sweep_by: name, "
-                        "model: {segment: 16, action_groups: scope}}");
-  const AgentResult named = by_name->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 9, 1));
-  CHECK(named.evaluations == 9);
-  CHECK(named.extra.at("role_sweep_evaluations") == 1.0);
+  // The role sweep: one evaluation per role (here one), from the budget;
+  // keyed by scope ("chain_<c>/op_<i>") or by name ("c<c>_<i>"): one role
+  // either way.
+  for (const std::string by : {"scope", "name"}) {
+    CAPTURE(by);
+    auto sweeping = MakeGo("{checkpoint: " + uninterrupted.run_dir +
+                           "/checkpoint.pt, heads: [placement], role_sweep: 8, role_sweep_by: " + by +
+                           ", model: {segment: 16, action_groups: scope}}");
+    const AgentResult swept = sweeping->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 9, 1));
+    CHECK(swept.evaluations == 9);
+    CHECK(swept.extra.at("role_sweep_evaluations") == 1.0);
+    CHECK(swept.extra.at("role_sweep_best_objective") <= swept.extra.at("zero_shot_objective"));
+    CHECK(swept.best_objective <= swept.extra.at("role_sweep_best_objective"));
+  }
   // Pre-training has no graph to calibrate on: refused, with the fix.
   learned::TrainRequest calibrating = GoTrainRequest(base + "_f", "k80x2", 1);
   calibrating.config["model"]["role_moves"] = 1;

@@ -146,9 +146,10 @@ GoAgentOptions GoAgentOptions::Parse(YamlMap& options) {
     if (by == "name") {
       o.role_sweep_by = RoleKey::kName;
     } else if (by != "scope") {
-      options.Fail("role_sweep_by", "unknown role key '" + by + "'",
-                   "use scope (an op's scope without digits, the roles of role_moves) or name (its whole name "
-                   "without digits: one op of each layer)");
+      options.Fail(
+          "role_sweep_by", "unknown role key '" + by + "'",
+          "use scope (an op's scope without digits, the roles of role_moves) or name (its whole name "
+          "without digits: one op of each layer)");
     }
   }
   options.Finish();
@@ -346,7 +347,8 @@ AgentResult RunGo(const Problem& problem, const GoAgentOptions& options, const P
   int64_t swept = 0;
   double sweep_best = zero_objective;
   if (options.role_sweep > 0 && !tracker.Done()) {
-    const RoleGrouping& sweep_roles = options.role_sweep_by == RoleKey::kName ? graph.name_roles : graph.roles;
+    const RoleGrouping& sweep_roles =
+        options.role_sweep_by == RoleKey::kName ? graph.name_roles : graph.roles;
     std::vector<GoPolicyImpl::RoleMove> moves =
         policy->RankRoleMoves(graph, greedy.actions.device, devices, &sweep_roles);
     moves.resize(std::min<size_t>(
