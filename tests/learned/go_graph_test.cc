@@ -176,7 +176,8 @@ TEST_CASE("role groups: one kind of op across the action groups, by direction, c
   // Keyed by name: "f:w" (w1, w2 and w1's follower u1) and
   // "b:gradients/net/l/mm_grad" (gy, gx); x, y and z are alone in theirs,
   // and the loose node has no scope.
-  const learned::go::RoleGrouping named = learned::go::MakeRoleGrouping(g, groups, learned::go::RoleKey::kName);
+  const learned::go::RoleGrouping named =
+      learned::go::MakeRoleGrouping(g, groups, learned::go::RoleKey::kName);
   CHECK(named.count == 2);
   CHECK(ToVector(named.role) == std::vector<int64_t>{0, 2, 0, 2, 2, 2, 1, 1, 0});
   CHECK(ToVector(named.first) == std::vector<int64_t>{0, 6});

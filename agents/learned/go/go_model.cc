@@ -393,7 +393,8 @@ void GoPolicyImpl::CalibrateRoles(GoGraph* graph, const GoActions& home, int64_t
   }
   torch::NoGradGuard no_grad;
   torch::Tensor moves, stay;
-  RoleLogitsAt(*graph, graph->roles, home.group.slice(0, 0, 1).index_select(1, grouping->group), devices, &moves, &stay);
+  RoleLogitsAt(*graph, graph->roles, home.group.slice(0, 0, 1).index_select(1, grouping->group), devices,
+               &moves, &stay);
   // With temperature T, P(move) = sum_d e^(moves_d / T) /
   // (sum_d e^(moves_d / T) + e^((stay + s) / T)) = p = min(k / R, 1/2).
   const double p = std::min(options_.role_moves / static_cast<double>(roles->count), 0.5);
@@ -402,8 +403,9 @@ void GoPolicyImpl::CalibrateRoles(GoGraph* graph, const GoActions& home, int64_t
   graph->roles.stickiness = ((moves / t).logsumexp(-1) * t - stay).squeeze(0) + t * std::log(odds);
 }
 
-std::vector<GoPolicyImpl::RoleMove> GoPolicyImpl::RankRoleMoves(const GoGraph& graph, const torch::Tensor& home,
-                                                                int64_t devices, const RoleGrouping* grouping) {
+std::vector<GoPolicyImpl::RoleMove> GoPolicyImpl::RankRoleMoves(const GoGraph& graph,
+                                                                const torch::Tensor& home, int64_t devices,
+                                                                const RoleGrouping* grouping) {
   const RoleGrouping& roles = grouping != nullptr ? *grouping : graph.roles;
   if (roles.count == 0 || devices < 2) return {};
   if (home.dim() != 2 || home.size(0) != 1 || home.size(1) != graph.num_nodes) {

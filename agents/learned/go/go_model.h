@@ -313,8 +313,8 @@ class GoPolicyImpl : public torch::nn::Module {
   // whole graph (one pass, batch 1, no exploration noise), with the nodes on
   // `home` [1 x n] and no-op moves masked. For CalibrateRoles and
   // RankRoleMoves; the caller disables gradients.
-  void RoleLogitsAt(const GoGraph& graph, const RoleGrouping& roles, const torch::Tensor& home, int64_t devices,
-                    torch::Tensor* moves, torch::Tensor* stay);
+  void RoleLogitsAt(const GoGraph& graph, const RoleGrouping& roles, const torch::Tensor& home,
+                    int64_t devices, torch::Tensor* moves, torch::Tensor* stay);
   void MoveRoles(const RoleGrouping& roles, const torch::Tensor& node_logits, int64_t devices,
                  const torch::Tensor& device_mask, Mode mode, Rng* rng, const GoActions* given,
                  GoActions* actions, torch::Tensor* log_prob, torch::Tensor* entropy);
