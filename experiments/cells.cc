@@ -96,8 +96,9 @@ std::string Cell::FileStem(const ExperimentConfig& config) const {
 
 nlohmann::json CheckpointDigest(const nlohmann::json& options) {
   const auto it = options.find("checkpoint");
-  if (it == options.end() || !it->is_string() || it->get<std::string>().empty()) return nullptr;
+  if (it == options.end() || !it->is_string()) return nullptr;
   const std::string& path = it->get_ref<const std::string&>();
+  if (path.empty()) return nullptr;
   if (!FileExists(path)) return "missing";
   return HashHex(ReadFile(path));
 }
@@ -107,14 +108,22 @@ std::vector<Cell> ExpandGrid(const ExperimentConfig& config) {
                                      {"options", YamlToJson(config.cost_model_options)}};
   const nlohmann::json sim_options = SimOptionsJson(config.sim);
   const nlohmann::json objective = ObjectiveJson(config.objective);
+  // Per agent, once: its options as JSON and its checkpoint's digest (a
+  // file read), the same for every graph and cluster.
+  std::vector<nlohmann::json> options_of, checkpoint_of;
+  for (const AgentSpec& agent : config.agents) {
+    nlohmann::json options = YamlToJson(agent.options);
+    if (options.is_null()) options = nlohmann::json::object();
+    checkpoint_of.push_back(CheckpointDigest(options));
+    options_of.push_back(std::move(options));
+  }
   std::vector<Cell> cells;
   for (size_t g = 0; g < config.graphs.size(); ++g) {
     for (size_t c = 0; c < config.clusters.size(); ++c) {
       for (size_t a = 0; a < config.agents.size(); ++a) {
         const AgentSpec& agent = config.agents[a];
-        nlohmann::json options = YamlToJson(agent.options);
-        if (options.is_null()) options = nlohmann::json::object();
-        const nlohmann::json checkpoint = CheckpointDigest(options);
+        const nlohmann::json& options = options_of[a];
+        const nlohmann::json& checkpoint = checkpoint_of[a];
         for (const uint64_t seed : agent.seeds) {
           Cell cell;
           cell.graph = static_cast<int32_t>(g);

@@ -52,8 +52,9 @@ struct CellRecord {
   std::string decision;     // path relative to the run folder
   std::string finished_at;  // UTC, ISO 8601
   nlohmann::json identity;  // what the cell id hashes
-  std::string
-      reused_from;  // the run folder this result was copied from (`gosim run --reuse`); empty: run here
+  // The run folder this result was copied from (`gosim run --reuse`);
+  // empty: run here.
+  std::string reused_from;
 
   // Keys in a fixed, readable order (format, cell, experiment, graph, ...).
   nlohmann::ordered_json ToJson() const;

@@ -48,7 +48,7 @@ TEST_CASE("go role sweep: a moved role keeps its priorities and no fusion across
   // chain c1 stays fused.
   CHECK(torch::equal(moved.fuse, torch::tensor({1, 0, 0, 1, 1, 1}, torch::kInt64).unsqueeze(0)));
   CHECK_NOTHROW(sim::ValidateDecision(learned::go::DecodeDecision(in, moved, 0), g, MakeCluster(4)));
-  // Another grouping, given explicitly (as the sweep gives graph.name_roles).
+  // Another grouping, given explicitly (as the sweep gives its name-keyed roles).
   learned::go::RoleGrouping other = in.roles;
   other.role = torch::tensor({1, 1, 1, 1, 0, 1}, torch::kInt64);
   CHECK(torch::equal(learned::go::MoveRole(in, all, 0, 3, &other).device,

@@ -141,16 +141,13 @@ GoAgentOptions GoAgentOptions::Parse(YamlMap& options) {
   }
   o.torch_threads = GetInt(options, "torch_threads", o.torch_threads, 0, 1024);
   o.role_sweep = GetInt(options, "role_sweep", o.role_sweep, 0, int64_t{1} << 40);
-  if (options.Has("role_sweep_by")) {
-    const std::string by = options.Get<std::string>("role_sweep_by", "scope");
-    if (by == "name") {
-      o.role_sweep_by = RoleKey::kName;
-    } else if (by != "scope") {
-      options.Fail(
-          "role_sweep_by", "unknown role key '" + by + "'",
-          "use scope (an op's scope without digits, the roles of role_moves) or name (its whole name "
-          "without digits: one op of each layer)");
-    }
+  const std::string by = options.Get<std::string>("role_sweep_by", "scope");
+  if (by == "name") {
+    o.role_sweep_by = RoleKey::kName;
+  } else if (by != "scope") {
+    options.Fail("role_sweep_by", "unknown role key '" + by + "'",
+                 "use scope (an op's scope without digits, the roles of role_moves) or name (its whole name "
+                 "without digits: one op of each layer)");
   }
   options.Finish();
   return o;
@@ -293,8 +290,8 @@ GoPolicy BuildPolicy(const GoAgentOptions& options, uint64_t seed) {
   GoModelOptions model = options.model;
   if (!options.checkpoint.empty()) {
     const std::string signature = ReadCheckpointSignature(options.checkpoint);
-    model =
-        ModelOptionsFromSignature(signature, options.checkpoint, model);  // runtime settings stay the agent's
+    // The shape is the checkpoint's; the runtime settings stay the agent's.
+    model = ModelOptionsFromSignature(signature, options.checkpoint, model);
   }
   torch::manual_seed(seed);
   GoPolicy policy(model);
@@ -347,8 +344,11 @@ AgentResult RunGo(const Problem& problem, const GoAgentOptions& options, const P
   int64_t swept = 0;
   double sweep_best = zero_objective;
   if (options.role_sweep > 0 && !tracker.Done()) {
-    const RoleGrouping& sweep_roles =
-        options.role_sweep_by == RoleKey::kName ? graph.name_roles : graph.roles;
+    // Name-keyed roles are built here, only for a sweep that uses them.
+    RoleGrouping name_roles;
+    if (options.role_sweep_by == RoleKey::kName)
+      name_roles = MakeRoleGrouping(problem.graph, graph.scope_actions, RoleKey::kName);
+    const RoleGrouping& sweep_roles = options.role_sweep_by == RoleKey::kName ? name_roles : graph.roles;
     std::vector<GoPolicyImpl::RoleMove> moves =
         policy->RankRoleMoves(graph, greedy.actions.device, devices, &sweep_roles);
     moves.resize(std::min<size_t>(

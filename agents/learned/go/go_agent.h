@@ -56,7 +56,8 @@ struct GoAgentOptions {
   // evaluated (one evaluation each, from the same budget); 0: none.
   int64_t role_sweep = 0;
   // The sweep's roles: RoleKey::kScope (graph.roles, the roles of
-  // `role_moves`) or kName (graph.name_roles, one op of each layer).
+  // `role_moves`) or kName (keyed by name, one op of each layer; built for
+  // the sweep).
   RoleKey role_sweep_by = RoleKey::kScope;
   static GoAgentOptions Parse(YamlMap& options);
 };

@@ -291,7 +291,6 @@ GoGraph MakeGoGraph(const graphs::Graph& graph) {
   g.scope_actions = MakeActionGrouping(graph, ActionGroups::kScope);
   g.chunk_actions = MakeActionGrouping(graph, ActionGroups::kChunks);
   g.roles = MakeRoleGrouping(graph, g.scope_actions);
-  g.name_roles = MakeRoleGrouping(graph, g.scope_actions, RoleKey::kName);
   return g;
 }
 

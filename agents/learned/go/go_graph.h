@@ -102,10 +102,8 @@ struct GoGraph {
   // Action groups of both kinds (the policy's `action_groups` picks one).
   ActionGrouping scope_actions;
   ActionGrouping chunk_actions;
-  // Role groups across the scope action groups (`role_moves`), and the
-  // finer ones keyed by name (`role_sweep_by: name`).
+  // Role groups across the scope action groups (`role_moves`).
   RoleGrouping roles;
-  RoleGrouping name_roles;
 };
 GoGraph MakeGoGraph(const graphs::Graph& graph);
 

@@ -229,7 +229,7 @@ class GoPolicyImpl : public torch::nn::Module {
   // are on with the highest pooled placement logit, scored by that logit
   // minus the members' average logit for their own devices (the "stay"
   // logit without stickiness). For the role sweep of fine-tuning. `roles`:
-  // graph.roles when null (else e.g. graph.name_roles).
+  // graph.roles when null (else e.g. a grouping keyed by name).
   struct RoleMove {
     int64_t role = 0;
     int64_t device = 0;
