@@ -8,11 +8,16 @@ if(GOSIM_SANITIZE)
   target_link_options(gosim_options INTERFACE -fsanitize=address,undefined)
 endif()
 
-# gosim_module(NAME SOURCES ... DEPS ...): a static library gosim_NAME with the
-# alias gosim::NAME, the repository root on its include path.
+# gosim_module(NAME SOURCES ... DEPS ...): a shared library gosim_NAME with the
+# alias gosim::NAME, the repository root on its include path. Shared, so that
+# the program, the LibTorch plugin and the Python module all use one copy of
+# each module (one agent registry, one cost-model registry), and so that
+# programs that never touch LibTorch never load it. Libraries go to
+# build/lib.
 function(gosim_module name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
-  add_library(gosim_${name} STATIC ${ARG_SOURCES})
+  add_library(gosim_${name} SHARED ${ARG_SOURCES})
+  set_target_properties(gosim_${name} PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/lib)
   add_library(gosim::${name} ALIAS gosim_${name})
   target_include_directories(gosim_${name} PUBLIC ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR})
   target_link_libraries(gosim_${name} PUBLIC ${ARG_DEPS} PRIVATE gosim_options)
