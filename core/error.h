@@ -9,12 +9,15 @@
 // (0 when unknown), a byte offset (for binary or single-line files), and a
 // YAML/JSON path such as `agents[2].budget`. what() renders all of it as
 //   file:line:col: [path] message (hint)
+// on one line: control characters in any part (a newline or an ANSI escape
+// echoed from a user's file) are written as escapes such as `\n`, `\x1b`.
 #ifndef GOSIM_CORE_ERROR_H_
 #define GOSIM_CORE_ERROR_H_
 
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 
 namespace gosim {
@@ -25,11 +28,11 @@ struct Location {
   Location(std::string file_name, int line_number = 0, int column_number = 0)  // NOLINT: implicit by design
       : file(std::move(file_name)), line(line_number), column(column_number) {}
 
-  std::string file;         // path as the user gave it
-  int line = 0;             // 1-based; 0 = unknown
-  int column = 0;           // 1-based; 0 = unknown
-  int64_t byte_offset = -1; // -1 = unknown
-  std::string path;         // YAML/JSON path, e.g. "clusters[0].links[3].bandwidth"
+  std::string file;          // path as the user gave it
+  int line = 0;              // 1-based; 0 = unknown
+  int column = 0;            // 1-based; 0 = unknown
+  int64_t byte_offset = -1;  // -1 = unknown
+  std::string path;          // YAML/JSON path, e.g. "clusters[0].links[3].bandwidth"
 
   // "file:line:col" / "file:byte N" / "" with the path appended in brackets.
   std::string ToString() const;
@@ -47,18 +50,17 @@ class Error : public std::runtime_error {
   virtual const char* kind() const { return "error"; }
 
  private:
-  static std::string Render(const std::string& message, const Location& where,
-                            const std::string& hint);
+  static std::string Render(const std::string& message, const Location& where, const std::string& hint);
   std::string message_;
   Location where_;
   std::string hint_;
 };
 
-#define GOSIM_DEFINE_ERROR(Name, kind_text)                   \
-  class Name : public Error {                                 \
-   public:                                                    \
-    using Error::Error;                                       \
-    const char* kind() const override { return kind_text; }   \
+#define GOSIM_DEFINE_ERROR(Name, kind_text)                 \
+  class Name : public Error {                               \
+   public:                                                  \
+    using Error::Error;                                     \
+    const char* kind() const override { return kind_text; } \
   };
 
 // A YAML configuration or command-line option is invalid.
@@ -75,6 +77,12 @@ GOSIM_DEFINE_ERROR(IoError, "i/o error")
 GOSIM_DEFINE_ERROR(StateError, "state error")
 
 #undef GOSIM_DEFINE_ERROR
+
+// `text` with every control character (C0, DEL and the C1 range U+0080-U+009F
+// in UTF-8) written as a visible escape (`\n`, `\t`, `\r`, `\x1b`,
+// `\u009b`), so that it prints as one line and cannot drive a terminal. Other
+// bytes, UTF-8 letters included, are kept.
+std::string EscapeControl(std::string_view text);
 
 }  // namespace gosim
 

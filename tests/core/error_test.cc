@@ -33,4 +33,23 @@ TEST_CASE("Error subclasses are caught as gosim::Error") {
   CHECK(caught);
 }
 
+TEST_CASE("Control characters echoed from user input are escaped: one line, no terminal codes") {
+  // A node name with a newline, an ANSI "clear screen" and a C1 CSI (U+009B).
+  Location where{"g\nraph.json", 3, 1};
+  where.path = "nodes[0].name";
+  GraphError e(
+      "duplicate node name 'a\nb\x1b[2J\tc\r\x7f\xc2\x9b"
+      "d'",
+      where, "rename one\x07");
+  CHECK(std::string(e.what()) ==
+        "g\\nraph.json:3:1: [nodes[0].name]: duplicate node name "
+        "'a\\nb\\x1b[2J\\tc\\r\\x7f\\u009bd' (rename one\\x07)");
+  // The raw parts stay available to code that needs them.
+  CHECK(e.message().find('\n') != std::string::npos);
+  // UTF-8 letters and backslashes are kept as they are.
+  CHECK(EscapeControl("caf\xc3\xa9 \\ \xe2\x80\x94") == "caf\xc3\xa9 \\ \xe2\x80\x94");
+  CHECK(EscapeControl(std::string("a\0b", 3)) == "a\\x00b");
+  CHECK(EscapeControl("end\xc2") == "end\xc2");  // a lone lead byte at the end is not a C1 control
+}
+
 }  // namespace gosim
