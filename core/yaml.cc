@@ -1,5 +1,6 @@
 #include "core/yaml.h"
 
+#include <charconv>
 #include <fstream>
 #include <sstream>
 
@@ -45,21 +46,39 @@ void ApplyOverride(YAML::Node& root, const std::string& assignment) {
   }
   const std::string key_path = assignment.substr(0, eq);
   const YAML::Node value = LoadYamlString(assignment.substr(eq + 1), "override " + key_path);
+  const auto fail = [&](const std::string& what, const std::string& hint = {}) {
+    throw ConfigError("override '" + assignment + "': " + what, {}, hint);
+  };
+  if (!root || root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
+  if (!root.IsMap()) fail("the configuration is not a mapping of key: value pairs");
   // Walk with a vector of node handles: yaml-cpp's operator= on a Node
   // rebinds it, so children must be reached through their parents each step.
   std::vector<YAML::Node> chain{root};
-  for (const std::string& part : Split(key_path, '.')) {
-    if (part.empty()) throw ConfigError("override '" + assignment + "' has an empty key component");
+  const std::vector<std::string> parts = Split(key_path, '.');
+  for (size_t p = 0; p < parts.size(); ++p) {
+    const std::string& part = parts[p];
     std::string name = part;
-    int index = -1;
+    int64_t index = -1;
     const size_t bracket = part.find('[');
     if (bracket != std::string::npos) {
       name = part.substr(0, bracket);
-      try {
-        index = std::stoi(part.substr(bracket + 1));
-      } catch (...) {
-        throw ConfigError("override '" + assignment + "' has a bad index in '" + part + "'");
+      const std::string digits = part.substr(bracket + 1, part.size() - bracket - 2);
+      const bool closed = part.back() == ']' && part.size() > bracket + 1;
+      const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), index);
+      if (!closed || digits.empty() || ec != std::errc() || end != digits.data() + digits.size() ||
+          index < 0) {
+        fail("bad index in '" + part + "'", "write a list element as key[0]");
       }
+    }
+    if (name.empty()) fail("empty key in '" + key_path + "'", "write e.g. budget.evaluations=1000");
+    if (chain.back().IsScalar()) {
+      // `budget: 1000` with `budget.evaluations=500`: the scalar (short) form
+      // is replaced by the mapping form, here `budget: {evaluations: 500}`.
+      // (Assigning to a node handle assigns to the node in the tree.)
+      chain.back() = YAML::Node(YAML::NodeType::Map);
+    } else if (chain.back().IsSequence()) {
+      fail("'" + parts[p - 1] + "' is a list, not a mapping",
+           "write an element as " + parts[p - 1] + "[0]." + part);
     }
     YAML::Node parent = chain.back();
     YAML::Node child = parent[name];
@@ -67,11 +86,11 @@ void ApplyOverride(YAML::Node& root, const std::string& assignment) {
       chain.push_back(child);
       continue;
     }
-    if (!child.IsSequence() || index >= static_cast<int>(child.size())) {
-      throw ConfigError("override '" + assignment + "': '" + name + "' has no element " +
-                        std::to_string(index));
+    if (!child.IsSequence() || index >= static_cast<int64_t>(child.size())) {
+      fail("'" + name + "' has no element " + std::to_string(index),
+           child.IsSequence() ? "it has " + std::to_string(child.size()) + " elements" : "it is not a list");
     }
-    chain.push_back(child[index]);
+    chain.push_back(child[static_cast<size_t>(index)]);
   }
   chain.back() = value;
 }
@@ -137,8 +156,7 @@ void YamlMap::Finish() const {
   }
 }
 
-void YamlMap::Fail(const std::string& key, const std::string& message,
-                   const std::string& hint) const {
+void YamlMap::Fail(const std::string& key, const std::string& message, const std::string& hint) const {
   throw ConfigError(message, Where(key), hint);
 }
 

@@ -69,4 +69,42 @@ TEST_CASE("ApplyOverride sets nested and indexed keys") {
   CHECK_THROWS_AS(ApplyOverride(root, "agents[5].budget=1"), ConfigError);
 }
 
+TEST_CASE("An override into a scalar replaces the short form by the mapping form") {
+  // budget: 1000 is shorthand for budget: {evaluations: 1000}; the documented
+  // override budget.evaluations=500 once failed inside yaml-cpp.
+  YAML::Node root = LoadYamlString("budget: 1000\nagents:\n  - name: brkga\n    budget: 10\n");
+  ApplyOverride(root, "budget.evaluations=500");
+  REQUIRE(root["budget"].IsMap());
+  CHECK(root["budget"].size() == 1);
+  CHECK(root["budget"]["evaluations"].as<int>() == 500);
+  ApplyOverride(root, "agents[0].budget.wall_seconds=2.5");
+  REQUIRE(root["agents"][0]["budget"].IsMap());
+  CHECK(root["agents"][0]["budget"]["wall_seconds"].as<double>() == 2.5);
+  CHECK(root["agents"][0]["name"].as<std::string>() == "brkga");
+}
+
+TEST_CASE("Malformed overrides are one-line ConfigErrors") {
+  YAML::Node root = LoadYamlString("seeds: [0, 1]\nagents:\n  - name: brkga\n");
+  for (const char* bad :
+       {"seeds.x=1", "agents[-1].name=x", "agents[1x].name=x", "agents[0.name=x", "agents[].name=x", "a..b=1",
+        ".a=1", "agents[99999999999999999999].name=x", "=1", "agents[1].name=x"}) {
+    CAPTURE(bad);
+    try {
+      ApplyOverride(root, bad);
+      FAIL("expected a ConfigError");
+    } catch (const ConfigError& e) {
+      const std::string what = e.what();
+      CHECK(what.find('\n') == std::string::npos);
+      CHECK(what.find("override") != std::string::npos);
+    }
+  }
+  CHECK(root["agents"][0]["name"].as<std::string>() == "brkga");
+  CHECK(root["seeds"].size() == 2);
+  YAML::Node scalar_root = LoadYamlString("42");
+  CHECK_THROWS_AS(ApplyOverride(scalar_root, "a=1"), ConfigError);
+  YAML::Node empty_root = LoadYamlString("");
+  ApplyOverride(empty_root, "a.b=1");
+  CHECK(empty_root["a"]["b"].as<int>() == 1);
+}
+
 }  // namespace gosim
