@@ -6,6 +6,8 @@
 #include <zlib.h>
 
 #include <cerrno>
+#include <charconv>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -22,32 +24,66 @@ bool IsGzip(std::string_view data) {
          static_cast<unsigned char>(data[1]) == 0x8b;
 }
 
+int64_t MaxInflatedBytes() {
+  const char* text = std::getenv("GOSIM_MAX_INFLATED_BYTES");
+  if (text == nullptr || *text == '\0') return kDefaultMaxInflatedBytes;
+  const std::string_view value(text);
+  int64_t limit = 0;
+  const auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), limit);
+  if (ec != std::errc() || end != value.data() + value.size() || limit <= 0) {
+    throw ConfigError(
+        "GOSIM_MAX_INFLATED_BYTES='" + std::string(value) + "' is not a positive number of bytes",
+        Location{"environment"}, "e.g. GOSIM_MAX_INFLATED_BYTES=4294967296 for 4 GiB");
+  }
+  return limit;
+}
+
 std::string Gunzip(std::string_view data, const std::string& name) {
+  const int64_t limit = MaxInflatedBytes();
   z_stream stream{};
   if (inflateInit2(&stream, 15 + 32) != Z_OK) throw IoError("zlib initialization failed", {name});
+  const auto fail = [&](const std::string& what, int64_t offset, const std::string& hint) {
+    inflateEnd(&stream);
+    Location where{name};
+    where.byte_offset = offset;
+    throw IoError(what, where, hint);
+  };
   std::string out;
   char buffer[1 << 16];
   stream.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(data.data()));
   stream.avail_in = static_cast<uInt>(data.size());
-  int status = Z_OK;
-  while (status != Z_STREAM_END) {
+  for (;;) {
     stream.next_out = reinterpret_cast<Bytef*>(buffer);
     stream.avail_out = sizeof(buffer);
-    status = inflate(&stream, Z_NO_FLUSH);
+    const int status = inflate(&stream, Z_NO_FLUSH);
     if (status != Z_OK && status != Z_STREAM_END) {
-      const int64_t offset = static_cast<int64_t>(stream.total_in);
-      inflateEnd(&stream);
-      Location where{name};
-      where.byte_offset = offset;
-      throw IoError(status == Z_BUF_ERROR ? "gzip data is truncated" : "gzip data is corrupt", where,
-                    "re-create or re-download the file");
+      fail(status == Z_BUF_ERROR ? "gzip data is truncated" : "gzip data is corrupt",
+           static_cast<int64_t>(data.size() - stream.avail_in), "re-create or re-download the file");
     }
-    out.append(buffer, sizeof(buffer) - stream.avail_out);
-    if (status == Z_OK && stream.avail_in == 0 && stream.avail_out != 0) {
-      inflateEnd(&stream);
-      Location where{name};
-      where.byte_offset = static_cast<int64_t>(data.size());
-      throw IoError("gzip data is truncated", where, "re-create or re-download the file");
+    const size_t produced = sizeof(buffer) - stream.avail_out;
+    if (static_cast<int64_t>(out.size() + produced) > limit) {
+      fail("gzip data inflates to more than " + std::to_string(limit) + " bytes (" +
+               FormatBytes(static_cast<double>(limit)) + ", the decompression limit)",
+           static_cast<int64_t>(data.size() - stream.avail_in),
+           "if the file is genuine, raise the limit with the environment variable GOSIM_MAX_INFLATED_BYTES "
+           "(in bytes)");
+    }
+    out.append(buffer, produced);
+    if (status == Z_STREAM_END) {
+      // gzip allows several members one after the other (`cat a.gz b.gz`):
+      // the data is their concatenation. Anything else after a member is
+      // refused rather than silently ignored.
+      if (stream.avail_in == 0) break;
+      const int64_t offset = static_cast<int64_t>(data.size() - stream.avail_in);
+      if (!IsGzip(data.substr(static_cast<size_t>(offset)))) {
+        fail("data after the end of the gzip stream", offset,
+             "the file holds something besides gzip data; re-create or re-download it");
+      }
+      if (inflateReset(&stream) != Z_OK) fail("zlib reset failed", offset, "");
+      continue;
+    }
+    if (stream.avail_in == 0 && stream.avail_out != 0) {
+      fail("gzip data is truncated", static_cast<int64_t>(data.size()), "re-create or re-download the file");
     }
   }
   inflateEnd(&stream);
@@ -75,8 +111,7 @@ std::string Gzip(std::string_view data) {
 std::string ReadFile(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
-    throw IoError(std::string("cannot open file: ") + std::strerror(errno), {path},
-                  "check the path");
+    throw IoError(std::string("cannot open file: ") + std::strerror(errno), {path}, "check the path");
   }
   std::ostringstream buffer;
   buffer << in.rdbuf();
