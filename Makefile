@@ -14,7 +14,7 @@ GOSIM := $(BUILD_DIR)/bin/gosim
 # python3-pandas, python3-matplotlib, python3-yaml: the analysis scripts (analysis/), which make test runs.
 DEBIAN_PACKAGES := build-essential cmake pkg-config libtorch-dev libboost-graph-dev \
   libeigen3-dev libtbb-dev libyaml-cpp-dev libbenchmark-dev doctest-dev nlohmann-json3-dev \
-  libcli11-dev zlib1g-dev libopenmpi-dev openmpi-bin libmetis-dev libscotch-dev libgecode-dev \
+  libcli11-dev zlib1g-dev libopenmpi-dev openmpi-bin libmetis-dev libscotch-dev \
   coinor-libcbc-dev libonnx-dev libprotobuf-dev protobuf-compiler libopenblas0-serial \
   python3-pandas python3-matplotlib python3-yaml
 # Only for exporting real models (graphs/export/).
