@@ -54,13 +54,24 @@ struct ExperimentConfig {
   std::string reference;        // label of the agent the summary compares against
   std::string output;           // run folder; default runs/<name>
   bool parallel_cells = false;  // run independent cells concurrently (results identical)
-  YAML::Node resolved;          // the whole YAML after overrides (copied to the run folder)
+  // "full" or "quick" (`mode:`): quick runs are pipeline checks at toy sizes
+  // and budgets; the mode is part of every cell's identity and quick tables
+  // say so in their header.
+  std::string mode = "full";
+  YAML::Node resolved;  // the whole YAML after overrides (copied to the run folder)
 };
 
 // Reads `path`, applies `overrides` ("a.b[1].c=value", values parsed as
 // YAML) in order, then parses and validates. Every problem is a ConfigError
-// with file, line and YAML path.
+// with file, line and YAML path. Overrides that do not name the run folder
+// (`output=DIR`) send the run to a sub-folder of the default one keyed by
+// the resolved configuration, OverrideFolder(), so that a run with other
+// settings never shares results.jsonl with the plain one.
 ExperimentConfig LoadExperiment(const std::string& path, const std::vector<std::string>& overrides = {});
+
+// "with-<8 hex digits>": the digest of the resolved configuration, `output`
+// left out (a sub-folder name of the default run folder).
+std::string OverrideFolder(const YAML::Node& resolved);
 
 // Parses and validates an already-loaded tree; `source` names it in errors.
 ExperimentConfig ParseExperiment(const YAML::Node& root, const std::string& source);

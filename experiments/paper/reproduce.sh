@@ -65,7 +65,13 @@ if [ "$np" -gt 1 ]; then
 fi
 
 say() { echo "== reproduce.sh $table: $*"; }
-run_grid() { "${launch[@]}" "$GOSIM" run "$@"; }
+# Quick mode marks every cell (`mode: quick`, part of its identity) so that
+# tables of it say "quick mode: pipeline check, not a result".
+run_grid() {
+  local mode=()
+  [ $quick = 0 ] || mode=(mode=quick)
+  "${launch[@]}" "$GOSIM" run "$@" "${mode[@]}"
+}
 
 # decision_of RUN_DIR GRAPH LABEL: "graph_spec cluster decision_path" of that cell.
 decision_of() {
