@@ -18,6 +18,7 @@ struct RunArgs {
   std::vector<std::string> overrides;
   std::vector<std::string> reuse;
   bool reuse_other_code = false;
+  bool final = false;
   int64_t max_cells = -1;
   bool list = false;
   bool no_progress = false;
@@ -50,6 +51,7 @@ int Run(const RunArgs& args) {
   options.max_cells = args.max_cells;
   options.reuse = args.reuse;
   options.reuse_other_code = args.reuse_other_code;
+  options.final = args.final;
   options.progress = !args.no_progress;
   const experiments::Communicator& world = experiments::Communicator::World();
   options.comm = &world;
@@ -87,6 +89,9 @@ void AddRunCommand(CLI::App& root) {
   run->add_flag("--reuse-other-code", args->reuse_other_code,
                 "With --reuse: also copy cells produced by another build of gosim (their lines keep "
                 "that code version, and the summary lists the versions)");
+  run->add_flag("--final", args->final,
+                "Allow test graphs (a test split, or a graph of any suite's test split): a final evaluation, "
+                "logged in the run folder's final_runs.jsonl");
   run->add_flag("--list", args->list, "List the cells and which are finished; run nothing");
   run->add_flag("--no-progress", args->no_progress, "No per-cell progress bars");
   Commands().push_back({run, [args] { return Run(*args); }, /*tune_allocator=*/true});

@@ -9,6 +9,7 @@
 #include "core/log.h"
 #include "core/strings.h"
 #include "experiments/cells.h"
+#include "experiments/splits.h"
 #include "sim/cluster.h"
 #include "sim/cost_model.h"
 
@@ -240,6 +241,13 @@ ExperimentConfig ParseExperiment(const YAML::Node& root, const std::string& sour
       config.graphs.push_back(std::move(entry));
     }
   }
+  TestGraphIndex index = ProjectTestGraphs();  // and the experiment's own test entries
+  for (const GraphEntry& entry : config.graphs) {
+    if (entry.split == "test") {
+      index.Add(entry.entry,
+                "entry '" + entry.name + "' of the test split of " + (has_suite ? config.suite : source));
+    }
+  }
   if (!config.splits.empty()) {
     std::set<std::string> present;
     for (const GraphEntry& entry : config.graphs) present.insert(entry.split);
@@ -255,6 +263,17 @@ ExperimentConfig ParseExperiment(const YAML::Node& root, const std::string& sour
     });
   }
   if (config.graphs.empty()) map.Fail(has_suite ? "suite" : "graphs", "the experiment has no graphs");
+  {
+    // Sealed test sets: no train or valid graph may be a test graph of any
+    // suite, and the test graphs are listed for RunExperiment's --final check.
+    for (GraphEntry& entry : config.graphs) {
+      CheckNoLeak(entry.entry, index, "experiment " + config.name);
+      entry.test_source = entry.split == "test" ? "the test split of " + (has_suite ? config.suite : source)
+                                                : index.TestSourceOf(entry.entry);
+      if (!entry.test_source.empty())
+        config.test_graphs.push_back(entry.name + " (" + entry.test_source + ")");
+    }
+  }
   std::set<std::string> graph_names;
   for (const GraphEntry& entry : config.graphs) {
     if (!graph_names.insert(entry.name).second) {

@@ -7,7 +7,9 @@
 // did-you-mean and the line), then checks what can be checked without running
 // anything: cluster files load, the suite loads, agent names exist and their
 // options are accepted by the agent, labels are unique, the reference agent
-// exists. Graphs are materialized later, one at a time, by the runner.
+// exists, and no graph of a train or valid split is a test graph of any
+// suite in configs/suites (experiments/splits.h). Graphs are materialized
+// later, one at a time, by the runner.
 #ifndef GOSIM_EXPERIMENTS_EXPERIMENT_CONFIG_H_
 #define GOSIM_EXPERIMENTS_EXPERIMENT_CONFIG_H_
 
@@ -38,11 +40,14 @@ struct AgentSpec {
 };
 
 struct ExperimentConfig {
-  std::string name;                   // names the run folder and the results
-  std::string source;                 // the experiment file ("" when parsed from text)
-  std::string suite;                  // suite file, "" when the graphs are listed inline
-  std::vector<std::string> splits;    // keep only suite entries of these splits; empty = all
-  std::vector<GraphEntry> graphs;     // after the split filter, in file order
+  std::string name;                 // names the run folder and the results
+  std::string source;               // the experiment file ("" when parsed from text)
+  std::string suite;                // suite file, "" when the graphs are listed inline
+  std::vector<std::string> splits;  // keep only suite entries of these splits; empty = all
+  std::vector<GraphEntry> graphs;   // after the split filter, in file order
+  // "name (where it is a test entry)" of every test graph among `graphs`
+  // (experiments/splits.h); running them needs RunOptions::final.
+  std::vector<std::string> test_graphs;
   std::vector<std::string> clusters;  // preset names or paths, as written
   std::string cost_model = "roofline";
   YAML::Node cost_model_options;  // a mapping (may be empty)

@@ -25,6 +25,7 @@
 #include "core/progress.h"
 #include "core/strings.h"
 #include "core/version.h"
+#include "experiments/splits.h"
 #include "sim/cost_model.h"
 #include "sim/decision.h"
 
@@ -466,6 +467,19 @@ std::vector<CellStatus> ListCells(const ExperimentConfig& config) {
 RunReport RunExperiment(const ExperimentConfig& config, const RunOptions& options) {
   RunReport report;
   report.folder = config.output;
+  if (!config.test_graphs.empty() && !options.final) {
+    const size_t shown = std::min<size_t>(config.test_graphs.size(), 2);
+    std::string names = Join(std::vector<std::string>(config.test_graphs.begin(),
+                                                      config.test_graphs.begin() + static_cast<long>(shown)),
+                             "; ");
+    if (config.test_graphs.size() > shown)
+      names += "; and " + std::to_string(config.test_graphs.size() - shown) + " more";
+    throw ConfigError("experiment " + config.name + " runs on " + std::to_string(config.test_graphs.size()) +
+                          " test graph(s): " + names,
+                      Location{config.source},
+                      "pass --final for a final evaluation (each is logged in the run folder's "
+                      "final_runs.jsonl), or select split: train / valid");
+  }
   const Communicator* comm = options.comm != nullptr && options.comm->distributed() ? options.comm : nullptr;
   const bool primary = comm == nullptr || comm->rank() == 0;
   // Only rank 0 touches the run folder; the others learn the pending cells from it.
@@ -478,6 +492,12 @@ RunReport RunExperiment(const ExperimentConfig& config, const RunOptions& option
                     "set output: elsewhere");
     lock = std::make_unique<FolderLock>(config.output);
     WriteConfigCopy(config, config.output);
+    if (!config.test_graphs.empty()) {
+      const int64_t count =
+          AppendFinalRun(config.output, config.resolved, config.test_graphs, "gosim run " + config.source);
+      GOSIM_LOG(Info) << "final run " << count << " on the test graphs of " << config.output
+                      << " (logged in final_runs.jsonl)";
+    }
   }
 
   RunState state{config,  config.output,      {},

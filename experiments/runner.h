@@ -58,6 +58,11 @@ struct RunOptions {
   // produced it (the summary lists the versions of its cells).
   std::vector<std::string> reuse;
   bool reuse_other_code = false;
+  // `--final`: the experiment may run on test graphs
+  // (ExperimentConfig::test_graphs). Without it such an experiment is a
+  // ConfigError; with it, the run is appended to the run folder's
+  // final_runs.jsonl (experiments/splits.h) before any cell runs.
+  bool final = false;
 };
 
 struct RunReport {

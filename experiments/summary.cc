@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "core/strings.h"
+#include "experiments/splits.h"
 
 namespace gosim::experiments {
 
@@ -51,6 +52,8 @@ Summary Summarize(const ExperimentConfig& config, const std::vector<Cell>& cells
   summary.reference = config.reference;
   summary.objective = ObjectiveKindName(config.objective.kind);
   summary.mode = config.mode;
+  summary.test_graphs = static_cast<int>(config.test_graphs.size());
+  summary.final_runs = CountFinalRuns(config.output);
   const DisplayMetric probe = ObjectiveDisplay(config.objective, 0.0, 0.0, 0.0);
 
   // (cluster, graph, agent) -> entry index
@@ -150,6 +153,10 @@ std::string Summary::ToMarkdown() const {
       first = false;
     }
     out << (code_versions.size() > 1 ? " -- cells of several builds (--reuse-other-code)" : "") << "\n\n";
+  }
+  if (test_graphs > 0) {
+    out << "Test split: " << test_graphs << " test graph(s), used in " << final_runs
+        << " final run(s) of this folder (final_runs.jsonl)\n\n";
   }
   size_t i = 0;
   for (const std::string& cluster : clusters) {

@@ -46,6 +46,8 @@ struct Summary {
   // Code version -> finished cells of the grid it produced (several when
   // `--reuse-other-code` copied cells of another build).
   std::map<std::string, int> code_versions;
+  int test_graphs = 0;                // graphs of the grid that are test graphs (experiments/splits.h)
+  int64_t final_runs = 0;             // lines of the run folder's final_runs.jsonl
   std::string reference;              // label
   std::string objective;              // "step_time", ...
   std::vector<SummaryEntry> entries;  // cluster-major, then graph, then agent (config order)
