@@ -38,7 +38,7 @@ build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 
 run: build
-	$(GOSIM) run configs/experiments/quickstart.yaml
+	$(GOSIM) run configs/experiments/quickstart.yaml --final
 
 test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)

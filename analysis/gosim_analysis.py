@@ -61,9 +61,24 @@ def load_results(run_dir):
     cluster, label, seed) finished under two identities, e.g. a run resumed
     after a checkpoint was trained again (the new cells are appended after
     the old ones), with a warning on stderr.
+
+    When the folder has cells.txt (the ids of the grid `gosim run` last ran
+    there), only those cells are kept: lines that another configuration or
+    another build of gosim left in the folder never reach a table. Columns
+    `mode` ("full" or "quick") and `code` (the git commit of the build, with
+    "-dirty" when its tree had changes) come from the cell's identity.
     """
     path = os.path.join(run_dir, "results.jsonl")
+    grid = None
+    try:
+        with open(os.path.join(run_dir, "cells.txt")) as f:
+            grid = {line.strip() for line in f if line.strip()}
+    except FileNotFoundError:
+        pass
+    except OSError as e:
+        raise AnalysisError(f"{os.path.join(run_dir, 'cells.txt')}: cannot read: {e.strerror or e}") from e
     rows = {}
+    left_out = 0
     try:
         with open(path) as f:
             for number, line in enumerate(f, 1):
@@ -75,7 +90,13 @@ def load_results(run_dir):
                     raise AnalysisError(f"{path}:{number}: not a JSON line: {e}") from e
                 if r.get("format") != "gosim.result":
                     raise AnalysisError(f"{path}:{number}: not a gosim result line (format {r.get('format')!r})")
+                if grid is not None and r.get("cell") not in grid:
+                    left_out += 1
+                    continue
                 row = {k: v for k, v in r.items() if not isinstance(v, (dict, list))}
+                identity = r.get("identity", {})
+                row["mode"] = identity.get("mode", "full")
+                row["code"] = identity.get("code", "unrecorded")
                 row["budget_evaluations"] = r.get("budget", {}).get("evaluations", 0)
                 for key, value in r.get("extra", {}).items():
                     row["extra_" + key] = value
@@ -86,6 +107,9 @@ def load_results(run_dir):
         raise AnalysisError(f"{path}: cannot read: {e.strerror or e} (give a gosim run folder)") from e
     except KeyError as e:
         raise AnalysisError(f"{path}: a line lacks the field {e}") from e
+    if left_out:
+        print(f"note: {path}: {left_out} line(s) of cells outside the folder's current grid (cells.txt) left out",
+              file=sys.stderr)
     if not rows:
         raise AnalysisError(f"{path}: no finished cells yet")
     frame = pd.DataFrame(list(rows.values())).sort_values("line")
@@ -113,9 +137,31 @@ def load_curves(run_dir):
     return curves
 
 
+QUICK_MODE_NOTE = "quick mode: pipeline check, not a result"
+
+
 def load_runs(run_dirs):
-    """load_results over several run folders, concatenated."""
-    return pd.concat([load_results(d) for d in run_dirs], ignore_index=True)
+    """load_results over several run folders, concatenated. Quick-mode and
+    full-mode cells never go into one table: mixing them is an error."""
+    frame = pd.concat([load_results(d) for d in run_dirs], ignore_index=True)
+    modes = sorted(frame["mode"].unique())
+    if len(modes) > 1:
+        raise AnalysisError(f"the run folders mix quick-mode and full-mode cells ({', '.join(run_dirs)}); "
+                            "make a table of one mode at a time")
+    return frame
+
+
+def provenance(df):
+    """Header lines of a table: the quick-mode note when it applies and the
+    code versions that produced its cells (with their counts)."""
+    lines = []
+    if (df["mode"] == "quick").any():
+        lines.append(f"**{QUICK_MODE_NOTE}**")
+    counts = df["code"].value_counts()
+    versions = ", ".join(f"{code[:12] + ('-dirty' if code.endswith('-dirty') else '')} ({n} cells)"
+                         for code, n in sorted(counts.items()))
+    lines.append(f"Code: {versions}" + (" -- cells of several builds" if len(counts) > 1 else ""))
+    return lines
 
 
 def load_graph(path):
@@ -138,22 +184,76 @@ def load_graph(path):
     return names, edges, ops
 
 
-def load_placement(path, names):
-    """The device index of every node from a decision file, in `names` order."""
+def natural_key(text):
+    """Sort key that orders gpu2 before gpu10."""
+    import re
+    return [int(part) if part.isdigit() else part for part in re.split(r"(\d+)", text)]
+
+
+def cluster_device_names(cluster):
+    """The device names of a cluster, in the cluster's device order: from a
+    cluster YAML file, or a preset name looked up in the repository's
+    configs/clusters/ (a `name:key=value` parameter suffix is ignored). None
+    when neither exists. A device entry with `count: N` names N devices
+    NAME0 .. NAME{N-1}, as gosim does (docs/FORMATS.md)."""
+    import yaml
+    if not cluster:
+        return None
+    candidates = [cluster]
+    if not cluster.endswith((".yaml", ".yml")):
+        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+        candidates = [os.path.join(root, "configs", "clusters", cluster.split(":")[0] + ".yaml")]
+    for path in candidates:
+        if not os.path.isfile(path):
+            continue
+        try:
+            with open(path) as f:
+                spec = yaml.safe_load(f)
+        except (OSError, yaml.YAMLError) as e:
+            raise AnalysisError(f"{path}: cannot read the cluster: {e}") from e
+        names = []
+        for device in (spec or {}).get("devices", []) or []:
+            name, count = device.get("name"), device.get("count")
+            if name is None:
+                continue
+            names += [f"{name}{i}" for i in range(int(count))] if count else [str(name)]
+        return names or None
+    return None
+
+
+def load_placement(path, names, cluster=None):
+    """(device index of every node in `names` order, device names).
+
+    Device names come from the cluster (`cluster`, else the decision's
+    `cluster` field, read with cluster_device_names), so that a decision on
+    gpu2 and gpu3 is drawn as gpu2 and gpu3; without the cluster's file, the
+    names the decision uses in natural order (gpu2 < gpu10). Integer entries
+    of the decision are device indices of that list."""
     d = read_json(path)
     if d.get("format") != "gosim.decision":
         raise AnalysisError(f"{path}: not a gosim decision (format {d.get('format')!r})")
     placement = d.get("placement", {})
-    devices = {}
+    devices = cluster_device_names(cluster or d.get("cluster"))
+    if devices is None:
+        used = {v for v in placement.values() if isinstance(v, str)}
+        top = max([v for v in placement.values() if isinstance(v, int)] + [-1])
+        devices = sorted(used, key=natural_key)
+        devices += [f"device {i}" for i in range(len(devices), top + 1)]
+    index = {name: i for i, name in enumerate(devices)}
     out = []
     for name in names:
         if name not in placement:
             raise AnalysisError(f"{path}: node '{name}' has no device; is it the decision of this graph?")
         device = placement[name]
-        if isinstance(device, str):  # a device name: number them in order of appearance
-            device = devices.setdefault(device, len(devices))
+        if isinstance(device, str):
+            if device not in index:
+                raise AnalysisError(f"{path}: node '{name}' is on '{device}', which the cluster does not have "
+                                    f"(its devices: {', '.join(devices)})")
+            device = index[device]
+        if not 0 <= int(device) < len(devices):
+            raise AnalysisError(f"{path}: node '{name}' is on device {device}; the cluster has {len(devices)}")
         out.append(int(device))
-    return out
+    return out, devices
 
 
 def fmt(value, digits=3):

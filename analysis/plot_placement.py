@@ -2,15 +2,19 @@
 """The graph coloured by device: where a decision puts every op.
 
 Usage: plot_placement.py GRAPH.json[.gz] DECISION.json [--out placement.png]
-                         [--max-nodes 4000]
+                         [--cluster NAME|FILE] [--max-nodes 300]
 
 GRAPH is a native gosim graph (`gosim graphs export`), DECISION a decision
-for it (`gosim optimize --out`, a run folder's decisions/). Layered layout:
-x = the op's depth (longest path from a source), y = its order within the
-layer; edges between devices are drawn darker than edges within one. Graphs
-larger than --max-nodes are drawn as a strip instead: ops in topological
-order (x) against their device (y), which shows pipeline cuts and
-alternation at any size.
+for it (`gosim optimize --out`, a run folder's decisions/). Devices carry the
+cluster's names (gpu2 is drawn as gpu2): the cluster is --cluster, else the
+decision's `cluster` field, looked up as a preset in configs/clusters/.
+
+Up to --max-nodes ops: a layered layout, x = the op's depth (longest path
+from a source), y = its order within the layer; edges between devices are
+drawn darker than edges within one. Larger graphs are aggregated by scope
+(the op name up to its last '/', cut to the depth that gives at most 60
+scopes): one horizontal bar per scope, in topological order of its first op,
+split by device into the number of ops it puts there.
 """
 import argparse
 import collections
@@ -48,30 +52,59 @@ def depths(count, edges):
     return depth
 
 
+def scopes_of(names, limit=60):
+    """(scope of each op, depth used): the op name's first k '/'-separated
+    components, with the largest k whose scopes number at most `limit`
+    (at least 1)."""
+    parts = [n.split("/")[:-1] or [n] for n in names]
+    deepest = max(len(p) for p in parts)
+    chosen = 1
+    for k in range(1, deepest + 1):
+        if len({"/".join(p[:k]) for p in parts}) > limit:
+            break
+        chosen = k
+    return ["/".join(p[:chosen]) for p in parts], chosen
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("graph")
     parser.add_argument("decision")
     parser.add_argument("--out", default="placement.png")
-    parser.add_argument("--max-nodes", type=int, default=4000)
+    parser.add_argument("--cluster", help="preset name or cluster YAML (default: the decision's cluster field)")
+    parser.add_argument("--max-nodes", type=int, default=300,
+                        help="above this many ops, aggregate by scope (default 300)")
     args = parser.parse_args()
     try:
         names, edges, _ = load_graph(args.graph)
-        placement = load_placement(args.decision, names)
-        devices = max(placement) + 1
+        placement, device_names = load_placement(args.decision, names, args.cluster)
+        devices = len(device_names)
         cmap = plt.get_cmap("tab10" if devices <= 10 else "tab20")
         colour = [cmap(d % cmap.N) for d in placement]
         crossing = sum(1 for s, d in edges if placement[s] != placement[d])
         counts = collections.Counter(placement)
-        title = (f"{os.path.basename(args.graph)}: {len(names)} ops on {devices} devices "
-                 f"({', '.join(f'd{d}: {counts[d]}' for d in sorted(counts))}); "
+        title = (f"{os.path.basename(args.graph)}: {len(names)} ops on {len(counts)} of {devices} devices "
+                 f"({', '.join(f'{device_names[d]}: {counts[d]}' for d in sorted(counts))}); "
                  f"{crossing} of {len(edges)} edges cross devices")
+        handles = [plt.Line2D([], [], marker="s", linestyle="", color=cmap(d % cmap.N)) for d in range(devices)]
         if len(names) > args.max_nodes:
-            fig, ax = plt.subplots(figsize=(14, 1.2 + 0.5 * devices))
-            ax.scatter(range(len(names)), placement, c=colour, s=4, marker="|")
-            ax.set_yticks(range(devices))
-            ax.set_yticklabels([f"device {d}" for d in range(devices)])
-            ax.set_xlabel("op (topological order)")
+            scope, depth = scopes_of(names)
+            order = list(dict.fromkeys(scope))  # first appearance = topological order
+            per = {s: [0] * devices for s in order}
+            for s, d in zip(scope, placement):
+                per[s][d] += 1
+            fig, ax = plt.subplots(figsize=(12, 1.5 + 0.22 * len(order)))
+            left = [0] * len(order)
+            for d in range(devices):
+                widths = [per[s][d] for s in order]
+                ax.barh(range(len(order)), widths, left=left, color=cmap(d % cmap.N), height=0.8)
+                left = [a + b for a, b in zip(left, widths)]
+            ax.set_yticks(range(len(order)))
+            ax.set_yticklabels(order, fontsize=7)
+            ax.invert_yaxis()
+            ax.set_xlabel(f"ops per scope (scopes: the first {depth} name component(s)), by device")
+            ax.legend(handles, device_names, fontsize=8, loc="lower right")
+            title += f"; {len(order)} scopes"
         else:
             depth = depths(len(names), edges)
             slot = collections.Counter()
@@ -88,8 +121,7 @@ def main():
             ax.scatter(depth, y, c=colour, s=max(2, 12 - len(names) // 300), zorder=3, edgecolors="none")
             ax.set_xlabel("depth (longest path from a source)")
             ax.set_yticks([])
-            handles = [plt.Line2D([], [], marker="o", linestyle="", color=cmap(d % cmap.N)) for d in range(devices)]
-            ax.legend(handles, [f"device {d}" for d in range(devices)], fontsize=8, loc="upper right")
+            ax.legend(handles, device_names, fontsize=8, loc="upper right")
         ax.set_title(title, fontsize=9)
         save_figure(fig, args.out, f"{title}")
     except AnalysisError as e:

@@ -26,6 +26,9 @@ A grid layout with `mean_row: true` ends with the mean % against the
 reference per column (GO's "better than experts on average").
 
 Missing cells print as '-'; a layout naming no cell of the runs is an error.
+Every table starts with the code versions of its cells and, for quick-mode
+runs, "quick mode: pipeline check, not a result"; run folders of both modes
+are never mixed in one table.
 """
 import argparse
 import os
@@ -36,7 +39,7 @@ import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gosim_analysis import (AnalysisError, fail, fmt, latex_table, load_curves, load_runs,  # noqa: E402
-                            markdown_table)
+                            markdown_table, provenance)
 
 KINDS = ("grid", "regal", "running_time", "convergence")
 
@@ -272,10 +275,13 @@ def main():
             header, rows, note = convergence(layout, df, curves)
         else:
             header, rows, note = regal(layout, df, running_time=layout["kind"] == "running_time")
-        md = f"### {layout['title']}\n\n" + markdown_table(header, rows) + f"\n{note}\n"
+        head = provenance(df)
+        md = f"### {layout['title']}\n\n" + "\n\n".join(head) + "\n\n" + markdown_table(header, rows) + \
+            f"\n{note}\n"
         if layout.get("paper_note"):
             md += f"Paper figures: {layout['paper_note']}\n"
-        tex = latex_table(header, rows, layout["title"] + ". " + note, "tab:" + layout["name"])
+        caption = layout["title"] + ". " + note + " " + " ".join(h.strip("*") + "." for h in head)
+        tex = latex_table(header, rows, caption, "tab:" + layout["name"])
         out = args.out or args.runs[0]
         os.makedirs(out, exist_ok=True)
         for ext, text in (("md", md), ("tex", tex)):

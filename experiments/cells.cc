@@ -7,6 +7,7 @@
 
 #include "core/io.h"
 #include "core/rng.h"
+#include "core/version.h"
 
 namespace gosim::experiments {
 
@@ -94,6 +95,17 @@ std::string Cell::FileStem(const ExperimentConfig& config) const {
   return SafeFileName(stem) + "." + id;
 }
 
+nlohmann::json IdentityWithoutCode(const nlohmann::json& identity) {
+  nlohmann::json out = identity;
+  if (out.is_object()) out.erase("code");
+  return out;
+}
+
+std::string IdentityCode(const nlohmann::json& identity) {
+  const auto it = identity.find("code");
+  return it != identity.end() && it->is_string() ? it->get<std::string>() : "unrecorded";
+}
+
 nlohmann::json CheckpointDigest(const nlohmann::json& options) {
   const auto it = options.find("checkpoint");
   if (it == options.end() || !it->is_string()) return nullptr;
@@ -108,6 +120,7 @@ std::vector<Cell> ExpandGrid(const ExperimentConfig& config) {
                                      {"options", YamlToJson(config.cost_model_options)}};
   const nlohmann::json sim_options = SimOptionsJson(config.sim);
   const nlohmann::json objective = ObjectiveJson(config.objective);
+  const std::string code = BuildCodeVersion().ToString();
   // Per agent, once: its options as JSON and its checkpoint's digest (a
   // file read), the same for every graph and cluster.
   std::vector<nlohmann::json> options_of, checkpoint_of;
@@ -143,6 +156,8 @@ std::vector<Cell> ExpandGrid(const ExperimentConfig& config) {
                {{"evaluations", agent.budget.evaluations}, {"wall_seconds", agent.budget.wall_seconds}}},
           };
           if (!checkpoint.is_null()) cell.identity["checkpoint_digest"] = checkpoint;
+          cell.identity["code"] = code;
+          cell.identity["mode"] = config.mode;
           cell.id = HashHex(cell.identity.dump());
           cells.push_back(std::move(cell));
         }

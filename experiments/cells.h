@@ -4,11 +4,12 @@
 // is a 64-bit hash of everything that changes its result: the graph entry
 // (generator and parameters, or file path), the cluster as written, the cost
 // model and its options, the simulator options, the objective, the agent's
-// name and options, the digest of a checkpoint the options name, the seed
-// and the budget. Labels and the experiment name are not part of it, so
+// name and options, the digest of a checkpoint the options name, the seed,
+// the budget, the code version (core/version.h: git commit and dirty flag of
+// the build) and the mode (full or quick). Labels and the experiment name are not part of it, so
 // renaming never re-runs anything, while changing a budget or an option, or
-// training a new network into the same checkpoint file, makes new cells
-// beside the old ones.
+// training a new network into the same checkpoint file, or rebuilding gosim
+// from other code, makes new cells beside the old ones.
 #ifndef GOSIM_EXPERIMENTS_CELLS_H_
 #define GOSIM_EXPERIMENTS_CELLS_H_
 
@@ -49,6 +50,12 @@ nlohmann::json YamlToJson(const YAML::Node& node);
 // options name no checkpoint (such cells keep the identity they had before
 // checkpoints were digested).
 nlohmann::json CheckpointDigest(const nlohmann::json& options);
+
+// `identity` without its code version (to match cells across builds), and
+// the code version it records ("unrecorded" for lines written before cells
+// carried one).
+nlohmann::json IdentityWithoutCode(const nlohmann::json& identity);
+std::string IdentityCode(const nlohmann::json& identity);
 
 // FNV-1a 64 of `text` followed by a SplitMix64 finalizer, as 16 hex digits.
 std::string HashHex(const std::string& text);

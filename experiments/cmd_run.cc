@@ -17,6 +17,8 @@ struct RunArgs {
   std::string experiment;
   std::vector<std::string> overrides;
   std::vector<std::string> reuse;
+  bool reuse_other_code = false;
+  bool final = false;
   int64_t max_cells = -1;
   bool list = false;
   bool no_progress = false;
@@ -48,6 +50,8 @@ int Run(const RunArgs& args) {
   experiments::RunOptions options;
   options.max_cells = args.max_cells;
   options.reuse = args.reuse;
+  options.reuse_other_code = args.reuse_other_code;
+  options.final = args.final;
   options.progress = !args.no_progress;
   const experiments::Communicator& world = experiments::Communicator::World();
   options.comm = &world;
@@ -80,7 +84,14 @@ void AddRunCommand(CLI::App& root) {
   run->add_option("--reuse", args->reuse,
                   "Run folder of another experiment whose finished cells with the same identity (graph, "
                   "cluster, cost model, objective, agent options, budget, seed) are copied instead of run "
-                  "(repeatable)");
+                  "(repeatable); cells of another build (code version) are not copied unless "
+                  "--reuse-other-code");
+  run->add_flag("--reuse-other-code", args->reuse_other_code,
+                "With --reuse: also copy cells produced by another build of gosim (their lines keep "
+                "that code version, and the summary lists the versions)");
+  run->add_flag("--final", args->final,
+                "Allow test graphs (a test split, or a graph of any suite's test split): a final evaluation, "
+                "logged in the run folder's final_runs.jsonl");
   run->add_flag("--list", args->list, "List the cells and which are finished; run nothing");
   run->add_flag("--no-progress", args->no_progress, "No per-cell progress bars");
   Commands().push_back({run, [args] { return Run(*args); }, /*tune_allocator=*/true});

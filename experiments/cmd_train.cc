@@ -11,10 +11,14 @@
 #include <vector>
 
 #include "agents/learned/common/train.h"
+#include "core/data_path.h"
 #include "core/error.h"
+#include "core/log.h"
 #include "core/yaml.h"
 #include "experiments/commands.h"
 #include "experiments/mpi.h"
+#include "experiments/splits.h"
+#include "graphs/suite.h"
 #include "sim/batch_exchange.h"
 
 namespace gosim::cli {
@@ -28,8 +32,46 @@ struct TrainArgs {
   bool resume = false;
   bool evaluate_only = false;
   bool no_progress = false;
+  bool final = false;
   int64_t max_steps = -1;
 };
+
+// Sealed test sets (experiments/splits.h) for a training config: no entry
+// of the train or valid split of its `suite` may be a test graph (refused,
+// even with --final); the test graphs it touches (its `evaluate:` check on
+// the test split, or the one `graph` it trains on) need --final. Returns
+// those test graphs.
+std::vector<std::string> CheckTrainingSplits(const YAML::Node& config, const std::string& file, bool final) {
+  if (!config["suite"] || !config["suite"].IsScalar()) return {};
+  const graphs::Suite suite = graphs::LoadSuite(ResolveDataPath(config["suite"].as<std::string>()));
+  experiments::TestGraphIndex index = experiments::ProjectTestGraphs();
+  index.Add(suite);
+  const std::string name =
+      config["name"] && config["name"].IsScalar() ? config["name"].as<std::string>() : file;
+  for (const graphs::SuiteEntry& entry : suite.entries)
+    experiments::CheckNoLeak(entry, index, "training " + name);
+  std::vector<std::string> touched;
+  if (config["evaluate"]) {
+    for (const graphs::SuiteEntry* entry : suite.EntriesOf("test"))
+      touched.push_back(entry->name + " (evaluate:)");
+  }
+  if (config["graph"] && config["graph"].IsScalar()) {
+    const graphs::SuiteEntry* entry = suite.Find(config["graph"].as<std::string>());
+    if (entry != nullptr) {
+      const std::string source =
+          entry->split == "test" ? "the test split of " + suite.path : index.TestSourceOf(*entry);
+      if (!source.empty()) touched.push_back(entry->name + " (" + source + ")");
+    }
+  }
+  if (!touched.empty() && !final) {
+    throw ConfigError("training " + name + " touches " + std::to_string(touched.size()) +
+                          " test graph(s), e.g. " + touched.front(),
+                      Location{file},
+                      "pass --final for a final evaluation (logged in the run folder's final_runs.jsonl), or "
+                      "drop evaluate: / train on a train-split graph");
+  }
+  return touched;
+}
 
 int Train(const TrainArgs& args) {
   YAML::Node config = LoadYamlFile(args.config);
@@ -38,6 +80,7 @@ int Train(const TrainArgs& args) {
                       "see configs/experiments/regal_train.yaml");
   }
   for (const std::string& assignment : args.overrides) ApplyOverride(config, assignment);
+  const std::vector<std::string> test_graphs = CheckTrainingSplits(config, args.config, args.final);
   agents::learned::TrainRequest request;
   request.config = config;
   request.config_file = args.config;
@@ -72,6 +115,12 @@ int Train(const TrainArgs& args) {
     throw IoError("cannot create the run folder: " + error.message(), Location{request.run_dir},
                   "choose another --run-dir");
   }
+  if (!test_graphs.empty() && world.rank() == 0) {
+    const int64_t count =
+        experiments::AppendFinalRun(request.run_dir, config, test_graphs, "gosim train " + args.config);
+    GOSIM_LOG(Info) << "final run " << count << " on test graphs, logged in " << request.run_dir
+                    << "/final_runs.jsonl";
+  }
   agents::learned::RunTraining(request);
   if (world.rank() == 0) std::printf("run folder: %s\n", request.run_dir.c_str());
   return 0;
@@ -92,6 +141,9 @@ void AddTrainCommand(CLI::App& root) {
                 "Skip training; run the config's evaluation with the run folder's checkpoint");
   cmd->add_option("--max-steps", args->max_steps, "Stop after this many steps in this process (for testing)");
   cmd->add_flag("--no-progress", args->no_progress, "No progress lines");
+  cmd->add_flag("--final", args->final,
+                "Allow test graphs (an evaluate: check on the test split, or a test graph to train on); "
+                "logged in the run folder's final_runs.jsonl");
   Commands().push_back({cmd, [args] { return Train(*args); }, /*tune_allocator=*/true});
 }
 

@@ -6,8 +6,10 @@
 
 #include "core/data_path.h"
 #include "core/io.h"
+#include "core/log.h"
 #include "core/strings.h"
 #include "experiments/cells.h"
+#include "experiments/splits.h"
 #include "sim/cluster.h"
 #include "sim/cost_model.h"
 
@@ -239,6 +241,13 @@ ExperimentConfig ParseExperiment(const YAML::Node& root, const std::string& sour
       config.graphs.push_back(std::move(entry));
     }
   }
+  TestGraphIndex index = ProjectTestGraphs();  // and the experiment's own test entries
+  for (const GraphEntry& entry : config.graphs) {
+    if (entry.split == "test") {
+      index.Add(entry.entry,
+                "entry '" + entry.name + "' of the test split of " + (has_suite ? config.suite : source));
+    }
+  }
   if (!config.splits.empty()) {
     std::set<std::string> present;
     for (const GraphEntry& entry : config.graphs) present.insert(entry.split);
@@ -254,6 +263,17 @@ ExperimentConfig ParseExperiment(const YAML::Node& root, const std::string& sour
     });
   }
   if (config.graphs.empty()) map.Fail(has_suite ? "suite" : "graphs", "the experiment has no graphs");
+  {
+    // Sealed test sets: no train or valid graph may be a test graph of any
+    // suite, and the test graphs are listed for RunExperiment's --final check.
+    for (GraphEntry& entry : config.graphs) {
+      CheckNoLeak(entry.entry, index, "experiment " + config.name);
+      entry.test_source = entry.split == "test" ? "the test split of " + (has_suite ? config.suite : source)
+                                                : index.TestSourceOf(entry.entry);
+      if (!entry.test_source.empty())
+        config.test_graphs.push_back(entry.name + " (" + entry.test_source + ")");
+    }
+  }
   std::set<std::string> graph_names;
   for (const GraphEntry& entry : config.graphs) {
     if (!graph_names.insert(entry.name).second) {
@@ -333,8 +353,23 @@ ExperimentConfig ParseExperiment(const YAML::Node& root, const std::string& sour
   config.output = map.Get<std::string>("output", "runs/" + config.name);
   if (config.output.empty()) map.Fail("output", "output must name a folder");
   config.parallel_cells = map.Get<bool>("parallel_cells", false);
+  config.mode = map.Get<std::string>("mode", "full");
+  if (config.mode != "full" && config.mode != "quick") {
+    map.Fail("mode", "mode must be full or quick, not '" + config.mode + "'",
+             "quick marks a pipeline check at toy sizes; full (the default) a result");
+  }
   map.Finish();
   return config;
+}
+
+std::string OverrideFolder(const YAML::Node& resolved) {
+  YAML::Node copy = YAML::Clone(resolved);
+  if (copy.IsMap()) {
+    copy.remove("output");
+  }
+  YAML::Emitter out;
+  out << copy;
+  return "with-" + HashHex(out.c_str()).substr(0, 8);
 }
 
 ExperimentConfig LoadExperiment(const std::string& given, const std::vector<std::string>& overrides) {
@@ -345,8 +380,19 @@ ExperimentConfig LoadExperiment(const std::string& given, const std::vector<std:
                       "see docs/EXPERIMENTS.md for the schema");
   }
   for (const std::string& assignment : overrides) ApplyOverride(root, assignment);
+  bool names_output = false, changes_grid = false;
+  for (const std::string& assignment : overrides) {
+    const std::string key = assignment.substr(0, assignment.find('='));
+    (key == "output" ? names_output : changes_grid) = true;
+  }
   try {
-    return ParseExperiment(root, path);
+    ExperimentConfig config = ParseExperiment(root, path);
+    if (changes_grid && !names_output) {
+      config.output += "/" + OverrideFolder(config.resolved);
+      GOSIM_LOG(Info) << "overrides given: the run folder is " << config.output
+                      << " (name one with output=DIR)";
+    }
+    return config;
   } catch (const ConfigError& e) {
     // A value set on the command line has no line in the file: name the override instead.
     for (auto it = overrides.rbegin(); it != overrides.rend(); ++it) {

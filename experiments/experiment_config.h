@@ -7,7 +7,9 @@
 // did-you-mean and the line), then checks what can be checked without running
 // anything: cluster files load, the suite loads, agent names exist and their
 // options are accepted by the agent, labels are unique, the reference agent
-// exists. Graphs are materialized later, one at a time, by the runner.
+// exists, and no graph of a train or valid split is a test graph of any
+// suite in configs/suites (experiments/splits.h). Graphs are materialized
+// later, one at a time, by the runner.
 #ifndef GOSIM_EXPERIMENTS_EXPERIMENT_CONFIG_H_
 #define GOSIM_EXPERIMENTS_EXPERIMENT_CONFIG_H_
 
@@ -38,11 +40,14 @@ struct AgentSpec {
 };
 
 struct ExperimentConfig {
-  std::string name;                   // names the run folder and the results
-  std::string source;                 // the experiment file ("" when parsed from text)
-  std::string suite;                  // suite file, "" when the graphs are listed inline
-  std::vector<std::string> splits;    // keep only suite entries of these splits; empty = all
-  std::vector<GraphEntry> graphs;     // after the split filter, in file order
+  std::string name;                 // names the run folder and the results
+  std::string source;               // the experiment file ("" when parsed from text)
+  std::string suite;                // suite file, "" when the graphs are listed inline
+  std::vector<std::string> splits;  // keep only suite entries of these splits; empty = all
+  std::vector<GraphEntry> graphs;   // after the split filter, in file order
+  // "name (where it is a test entry)" of every test graph among `graphs`
+  // (experiments/splits.h); running them needs RunOptions::final.
+  std::vector<std::string> test_graphs;
   std::vector<std::string> clusters;  // preset names or paths, as written
   std::string cost_model = "roofline";
   YAML::Node cost_model_options;  // a mapping (may be empty)
@@ -54,13 +59,24 @@ struct ExperimentConfig {
   std::string reference;        // label of the agent the summary compares against
   std::string output;           // run folder; default runs/<name>
   bool parallel_cells = false;  // run independent cells concurrently (results identical)
-  YAML::Node resolved;          // the whole YAML after overrides (copied to the run folder)
+  // "full" or "quick" (`mode:`): quick runs are pipeline checks at toy sizes
+  // and budgets; the mode is part of every cell's identity and quick tables
+  // say so in their header.
+  std::string mode = "full";
+  YAML::Node resolved;  // the whole YAML after overrides (copied to the run folder)
 };
 
 // Reads `path`, applies `overrides` ("a.b[1].c=value", values parsed as
 // YAML) in order, then parses and validates. Every problem is a ConfigError
-// with file, line and YAML path.
+// with file, line and YAML path. Overrides that do not name the run folder
+// (`output=DIR`) send the run to a sub-folder of the default one keyed by
+// the resolved configuration, OverrideFolder(), so that a run with other
+// settings never shares results.jsonl with the plain one.
 ExperimentConfig LoadExperiment(const std::string& path, const std::vector<std::string>& overrides = {});
+
+// "with-<8 hex digits>": the digest of the resolved configuration, `output`
+// left out (a sub-folder name of the default run folder).
+std::string OverrideFolder(const YAML::Node& resolved);
 
 // Parses and validates an already-loaded tree; `source` names it in errors.
 ExperimentConfig ParseExperiment(const YAML::Node& root, const std::string& source);

@@ -25,6 +25,9 @@ struct GraphEntry {
   graphs::SuiteEntry entry;  // what MaterializeGraph builds
   nlohmann::json identity;   // canonical description, part of each cell's identity
   Location where;            // the entry in its file, for messages
+  // Non-empty for a test graph (experiments/splits.h): where it is a test
+  // entry, e.g. "entry 'gnmt8' of the test split of configs/suites/x.yaml".
+  std::string test_source;
 };
 
 // The entries of suite file `path`; `where` locates the `suite:` key.

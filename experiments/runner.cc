@@ -13,8 +13,10 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "core/error.h"
@@ -22,6 +24,8 @@
 #include "core/log.h"
 #include "core/progress.h"
 #include "core/strings.h"
+#include "core/version.h"
+#include "experiments/splits.h"
 #include "sim/cost_model.h"
 #include "sim/decision.h"
 
@@ -199,7 +203,7 @@ void CommitCell(RunState& state, const CellOutput& out) {
 
 // Copies the finished cells of `folders` (RunOptions::reuse) that are not
 // finished in `state`'s folder; returns how many.
-int64_t ReuseCells(RunState& state, const std::vector<std::string>& folders) {
+int64_t ReuseCells(RunState& state, const std::vector<std::string>& folders, bool other_code) {
   std::lock_guard<std::mutex> lock(state.write_mutex);  // no cell runs yet; the writers share it all the same
   int64_t reused = 0;
   for (const std::string& folder : folders) {
@@ -210,13 +214,29 @@ int64_t ReuseCells(RunState& state, const std::vector<std::string>& folders) {
     }
     if (fs::weakly_canonical(folder) == fs::weakly_canonical(state.folder)) continue;
     const ResultsLog source(results, /*repair=*/false);
-    int64_t from_here = 0;
+    // The source's cells by their identity without the code version.
+    std::map<std::string, const CellRecord*> by_identity;
+    for (const CellRecord& record : source.records()) {
+      by_identity[IdentityWithoutCode(record.identity).dump()] = &record;  // the last line wins
+    }
+    int64_t from_here = 0, other_builds = 0;
+    std::set<std::string> other_versions;
     for (const Cell& cell : state.cells) {
       if (state.log.Has(cell.id)) continue;
       const CellRecord* found = source.Find(cell.id);
       // The id hashes the identity; comparing it as well guards against a
       // collision or a hand-edited line.
-      if (found == nullptr || found->identity != cell.identity) continue;
+      if (found != nullptr && found->identity != cell.identity) found = nullptr;
+      if (found == nullptr) {
+        const auto it = by_identity.find(IdentityWithoutCode(cell.identity).dump());
+        if (it == by_identity.end()) continue;
+        other_versions.insert(IdentityCode(it->second->identity));
+        if (!other_code) {
+          ++other_builds;
+          continue;
+        }
+        found = it->second;
+      }
       const std::string decision_path = folder + "/" + found->decision;
       if (!FileExists(decision_path)) {
         GOSIM_LOG(Warn) << "not reusing cell " << cell.id << " from " << folder << ": its decision file "
@@ -227,14 +247,29 @@ int64_t ReuseCells(RunState& state, const std::vector<std::string>& folders) {
       out.decision_json = ReadFile(decision_path);
       out.record = *found;
       // Names are this experiment's (labels and graph names are not part of
-      // the identity); the measured fields are the source's.
+      // the identity); the measured fields are the source's, and so is the
+      // identity (its code version says which build produced them).
+      out.record.cell = cell.id;
       NameRecord(state.config, cell, &out.record);
       out.record.reused_from = found->reused_from.empty() ? folder : found->reused_from;
       WriteCell(state, out);
       ++from_here;
     }
+    if (other_builds > 0) {
+      GOSIM_LOG(Warn) << "not reusing " << other_builds << " cells of " << folder
+                      << ": they were produced by "
+                      << Join(std::vector<std::string>(other_versions.begin(), other_versions.end()), ", ")
+                      << ", this build is " << BuildCodeVersion().ToString()
+                      << " (they run here; --reuse-other-code copies them)";
+    }
     if (from_here > 0) {
-      GOSIM_LOG(Info) << "reused " << from_here << " finished cells from " << folder;
+      GOSIM_LOG(Info)
+          << "reused " << from_here << " finished cells from " << folder
+          << (other_code && !other_versions.empty()
+                  ? " (produced by " +
+                        Join(std::vector<std::string>(other_versions.begin(), other_versions.end()), ", ") +
+                        ")"
+                  : std::string());
     }
     reused += from_here;
   }
@@ -432,6 +467,19 @@ std::vector<CellStatus> ListCells(const ExperimentConfig& config) {
 RunReport RunExperiment(const ExperimentConfig& config, const RunOptions& options) {
   RunReport report;
   report.folder = config.output;
+  if (!config.test_graphs.empty() && !options.final) {
+    const size_t shown = std::min<size_t>(config.test_graphs.size(), 2);
+    std::string names = Join(std::vector<std::string>(config.test_graphs.begin(),
+                                                      config.test_graphs.begin() + static_cast<long>(shown)),
+                             "; ");
+    if (config.test_graphs.size() > shown)
+      names += "; and " + std::to_string(config.test_graphs.size() - shown) + " more";
+    throw ConfigError("experiment " + config.name + " runs on " + std::to_string(config.test_graphs.size()) +
+                          " test graph(s): " + names,
+                      Location{config.source},
+                      "pass --final for a final evaluation (each is logged in the run folder's "
+                      "final_runs.jsonl), or select split: train / valid");
+  }
   const Communicator* comm = options.comm != nullptr && options.comm->distributed() ? options.comm : nullptr;
   const bool primary = comm == nullptr || comm->rank() == 0;
   // Only rank 0 touches the run folder; the others learn the pending cells from it.
@@ -444,17 +492,30 @@ RunReport RunExperiment(const ExperimentConfig& config, const RunOptions& option
                     "set output: elsewhere");
     lock = std::make_unique<FolderLock>(config.output);
     WriteConfigCopy(config, config.output);
+    if (!config.test_graphs.empty()) {
+      const int64_t count =
+          AppendFinalRun(config.output, config.resolved, config.test_graphs, "gosim run " + config.source);
+      GOSIM_LOG(Info) << "final run " << count << " on the test graphs of " << config.output
+                      << " (logged in final_runs.jsonl)";
+    }
   }
 
   RunState state{config,  config.output,      {},
                  nullptr, ExpandGrid(config), ResultsLog(primary ? config.output + "/results.jsonl" : ""),
                  {}};
   report.total_cells = static_cast<int64_t>(state.cells.size());
+  if (primary) {
+    // The ids of this grid: readers of results.jsonl (analysis/) keep only
+    // these, never lines other configurations or builds left in the folder.
+    std::string ids;
+    for (const Cell& cell : state.cells) ids += cell.id + "\n";
+    WriteFileAtomic(config.output + "/cells.txt", ids);
+  }
 
   // Cells still to run, grouped by graph (the grid is graph-major).
   std::vector<size_t> pending;
   if (primary) {
-    report.reused = ReuseCells(state, options.reuse);
+    report.reused = ReuseCells(state, options.reuse, options.reuse_other_code);
     for (size_t i = 0; i < state.cells.size(); ++i) {
       if (state.log.Has(state.cells[i].id)) {
         ++report.already_finished;

@@ -50,8 +50,19 @@ struct RunOptions {
   // result: graph, cluster, cost model, objective, agent and options,
   // budget, seed) is finished in one of them is copied, decision file
   // included, instead of run; its line records where it came from. The
-  // first folder that has the cell wins.
+  // first folder that has the cell wins. The id includes the code version,
+  // so cells of another build are not copied: a warning line counts them,
+  // and they run here, unless `reuse_other_code` is set
+  // (`--reuse-other-code`): then a cell that matches in everything but the
+  // code version is copied too, and its line keeps the version that
+  // produced it (the summary lists the versions of its cells).
   std::vector<std::string> reuse;
+  bool reuse_other_code = false;
+  // `--final`: the experiment may run on test graphs
+  // (ExperimentConfig::test_graphs). Without it such an experiment is a
+  // ConfigError; with it, the run is appended to the run folder's
+  // final_runs.jsonl (experiments/splits.h) before any cell runs.
+  bool final = false;
 };
 
 struct RunReport {

@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "core/strings.h"
+#include "experiments/splits.h"
 
 namespace gosim::experiments {
 
@@ -50,6 +51,9 @@ Summary Summarize(const ExperimentConfig& config, const std::vector<Cell>& cells
   summary.experiment = config.name;
   summary.reference = config.reference;
   summary.objective = ObjectiveKindName(config.objective.kind);
+  summary.mode = config.mode;
+  summary.test_graphs = static_cast<int>(config.test_graphs.size());
+  summary.final_runs = CountFinalRuns(config.output);
   const DisplayMetric probe = ObjectiveDisplay(config.objective, 0.0, 0.0, 0.0);
 
   // (cluster, graph, agent) -> entry index
@@ -78,6 +82,7 @@ Summary Summarize(const ExperimentConfig& config, const std::vector<Cell>& cells
     const CellRecord* record = results.Find(cell.id);
     if (!record) continue;
     ++entry.finished;
+    ++summary.code_versions[IdentityCode(record->identity)];
     entry.mean_evaluations += static_cast<double>(record->evaluations);
     entry.mean_wall_seconds += record->wall_seconds;
     if (!record->feasible) continue;
@@ -139,6 +144,20 @@ std::string Summary::ToMarkdown() const {
     add_unique(labels, e.label);
   }
   const char* unit = entries.empty() ? "" : entries.front().unit;
+  if (mode == "quick") out << "**" << kQuickModeNote << "**\n\n";
+  if (!code_versions.empty()) {
+    out << "Code: ";
+    bool first = true;
+    for (const auto& [version, count] : code_versions) {
+      out << (first ? "" : ", ") << version << " (" << count << (count == 1 ? " cell)" : " cells)");
+      first = false;
+    }
+    out << (code_versions.size() > 1 ? " -- cells of several builds (--reuse-other-code)" : "") << "\n\n";
+  }
+  if (test_graphs > 0) {
+    out << "Test split: " << test_graphs << " test graph(s), used in " << final_runs
+        << " final run(s) of this folder (final_runs.jsonl)\n\n";
+  }
   size_t i = 0;
   for (const std::string& cluster : clusters) {
     out << "## " << experiment << " on " << cluster << ": " << ObjectiveTitle(objective, unit)

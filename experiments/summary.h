@@ -3,10 +3,13 @@
 // the weighted score) and its difference from the reference agent in percent,
 // (agent / reference - 1) x 100: negative is better, since every objective is
 // minimized. Only the cells of the current grid count; results of cells that
-// other configurations left in the same folder are not summarized.
+// other configurations left in the same folder are not summarized. The
+// header names the code versions of the cells, and a quick-mode run says
+// "quick mode: pipeline check, not a result".
 #ifndef GOSIM_EXPERIMENTS_SUMMARY_H_
 #define GOSIM_EXPERIMENTS_SUMMARY_H_
 
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -16,6 +19,9 @@
 #include "experiments/results.h"
 
 namespace gosim::experiments {
+
+// The header line of every quick-mode table (here and in analysis/tables.py).
+inline constexpr const char* kQuickModeNote = "quick mode: pipeline check, not a result";
 
 // One (cluster, graph, agent) entry, aggregated over the agent's seeds.
 struct SummaryEntry {
@@ -36,6 +42,12 @@ struct SummaryEntry {
 
 struct Summary {
   std::string experiment;
+  std::string mode = "full";  // "quick": the header says it is a pipeline check
+  // Code version -> finished cells of the grid it produced (several when
+  // `--reuse-other-code` copied cells of another build).
+  std::map<std::string, int> code_versions;
+  int test_graphs = 0;                // graphs of the grid that are test graphs (experiments/splits.h)
+  int64_t final_runs = 0;             // lines of the run folder's final_runs.jsonl
   std::string reference;              // label
   std::string objective;              // "step_time", ...
   std::vector<SummaryEntry> entries;  // cluster-major, then graph, then agent (config order)

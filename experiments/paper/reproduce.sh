@@ -65,7 +65,15 @@ if [ "$np" -gt 1 ]; then
 fi
 
 say() { echo "== reproduce.sh $table: $*"; }
-run_grid() { "${launch[@]}" "$GOSIM" run "$@"; }
+# A table's grid is its test rows: it runs with --final, and every run is
+# logged in the run folder's final_runs.jsonl (the tables print the count).
+# Quick mode marks every cell (`mode: quick`, part of its identity) so that
+# tables of it say "quick mode: pipeline check, not a result".
+run_grid() {
+  local mode=()
+  [ $quick = 0 ] || mode=(mode=quick)
+  "${launch[@]}" "$GOSIM" run --final "$@" "${mode[@]}"
+}
 
 # decision_of RUN_DIR GRAPH LABEL: "graph_spec cluster decision_path" of that cell.
 decision_of() {
@@ -146,16 +154,11 @@ go_pretrain() {
   echo "$run/checkpoint.pt"
 }
 
-# quick-mode overrides of a GO grid: the six models at configs/suites/paper_quick.yaml's
-# sizes (graphs 0-5: inception_v3, transformer_xl, wavenet, gnmt8, amoebanet, bert_base)
-# and 160 evaluations (10 PPO steps of 16) per learned cell.
-go_quick=('budget.evaluations=160'
-  'graphs[0].params={batch: 8, training: true}'
-  'graphs[1].params={layers: 2, d_model: 512, heads: 8, seq_len: 256, mem_len: 256, batch: 8, training: true}'
-  'graphs[2].params={stacks: 1, layers_per_stack: 10, samples: 8000, batch: 1, training: true}'
-  'graphs[3].params={layers: 8, hidden: 512, seq_len: 4, batch: 64, training: true}'
-  'graphs[4].params={num_cells: 3, filters: 64, batch: 8, training: true}'
-  'graphs[5].params={layers: 2, hidden: 768, heads: 12, seq_len: 128, batch: 8, training: true}')
+# quick-mode overrides of a GO grid: the six models at toy sizes
+# (configs/suites/go_placement_quick.yaml, test graphs that the quick
+# pre-training suite paper_quick.yaml does not contain) and 160 evaluations
+# (10 PPO steps of 16) per learned cell.
+go_quick=('budget.evaluations=160' 'suite=configs/suites/go_placement_quick.yaml')
 
 # go_grid CONFIG placement|joint AGENT_INDEX...: the grid of a GO table
 # (quick-mode sizes in quick mode), its GO agents pointed at the checkpoint
@@ -202,7 +205,8 @@ regal_tables() {
   say "training REGAL (resumes a finished or killed run)"
   local resume=()
   [ ! -f "$dir_run/train/checkpoint.pt" ] || resume=(--resume)
-  "${launch[@]}" "$GOSIM" train configs/experiments/regal_train.yaml --run-dir "$dir_run/train" "${resume[@]}" \
+  # --final: the training run ends with REGAL Table 1's check on the test split (evaluate:).
+  "${launch[@]}" "$GOSIM" train configs/experiments/regal_train.yaml --final --run-dir "$dir_run/train" "${resume[@]}" \
     "${train[@]}"
   say "every method on the test graphs"
   run_grid configs/experiments/paper/regal_table1.yaml output="$dir_run/run" \

@@ -83,9 +83,36 @@ test -s "$work/tables/test_grid.tex" && grep -q 'tabular' "$work/tables/test_gri
 # The random search row of the regal table: 0 improvement over itself.
 grep -q "^| random | +0.00 |" "$work/regal.md" || { echo "FAIL: reference row"; cat "$work/regal.md"; exit 1; }
 
-# A cell of the same graph, cluster, label and seed under a new identity
-# (e.g. after its checkpoint was trained again) supersedes the earlier line.
+grep -q "^Code: [0-9a-f]\{12\}" "$work/grid.md" || { echo "FAIL: no code version line"; cat "$work/grid.md"; exit 1; }
+if grep -q "quick mode" "$work/grid.md"; then echo "FAIL: a full run labelled quick"; exit 1; fi
+# A line outside the folder's grid (cells.txt: another configuration or
+# build) never reaches the table.
+cp -r "$work/run" "$work/other"
+grep '"label":"random_search"' "$work/run/results.jsonl" | grep '"graph":"g1"' | grep '"seed":0' |
+  sed -e 's/"cell":"[0-9a-f]*"/"cell":"00000000000000ee"/' -e 's/"step_time":[0-9.e+-]*/"step_time":9.25/' \
+  >> "$work/other/results.jsonl"
+$py analysis/tables.py "$work/layout.yaml" "$work/other" --out "$work/tables3" > "$work/grid3.md" 2> "$work/note.txt"
+grep -q "1 line(s) of cells outside the folder's current grid" "$work/note.txt" ||
+  { echo "FAIL: no note for a line outside the grid"; cat "$work/note.txt"; exit 1; }
+cmp -s <(grep '^| G1 ' "$work/grid.md") <(grep '^| G1 ' "$work/grid3.md") ||
+  { echo "FAIL: a line outside the grid changed the table"; exit 1; }
+# Quick mode: the table says so, and quick and full cells never share a table.
+"$gosim" run "$work/exp.yaml" output="$work/quick" mode=quick --no-progress > /dev/null 2>&1
+$py analysis/tables.py "$work/layout.yaml" "$work/quick" --out "$work/tables4" > "$work/grid4.md"
+grep -q '^\*\*quick mode: pipeline check, not a result\*\*' "$work/grid4.md" ||
+  { echo "FAIL: no quick-mode header"; cat "$work/grid4.md"; exit 1; }
+grep -q '^\*\*quick mode: pipeline check, not a result\*\*' "$work/quick/summary.md" ||
+  { echo "FAIL: no quick-mode header in summary.md"; exit 1; }
+if $py analysis/tables.py "$work/layout.yaml" "$work/run" "$work/quick" 2> "$work/err_mix.txt" > /dev/null; then
+  echo "FAIL: quick and full cells mixed in one table"; exit 1
+fi
+grep -q "mix quick-mode and full-mode" "$work/err_mix.txt" || { echo "FAIL: mixing error"; exit 1; }
+
+# Without cells.txt (folders of older gosim), a cell of the same graph,
+# cluster, label and seed under a new identity (e.g. after its checkpoint
+# was trained again) supersedes the earlier line.
 cp -r "$work/run" "$work/rerun"
+rm "$work/rerun/cells.txt"
 grep '"label":"random_search"' "$work/run/results.jsonl" | grep '"graph":"g1"' | grep '"seed":0' |
   sed -e 's/"cell":"[0-9a-f]*"/"cell":"00000000000000ff"/' -e 's/"step_time":[0-9.e+-]*/"step_time":9.25/' \
   >> "$work/rerun/results.jsonl"
@@ -114,8 +141,24 @@ if $py analysis/role_moves.py gen:nope --cluster tests/experiments/data/two_gpus
   echo "FAIL: role_moves.py accepted an unknown generator"; exit 1
 fi
 [ "$(wc -l < "$work/err_roles.txt")" -eq 1 ] || { echo "FAIL: role_moves.py's error is not one line"; exit 1; }
-$py analysis/plot_placement.py "$work/g1.json" "$decision" --out "$work/placement.png" > /dev/null
-$py analysis/plot_placement.py "$work/g1.json" "$decision" --out "$work/strip.png" --max-nodes 10 > /dev/null
+$py analysis/plot_placement.py "$work/g1.json" "$decision" --out "$work/placement.png" \
+  --cluster tests/experiments/data/two_gpus.yaml > "$work/placement.txt"
+$py analysis/plot_placement.py "$work/g1.json" "$decision" --out "$work/strip.png" --max-nodes 10 \
+  --cluster tests/experiments/data/two_gpus.yaml > "$work/strip.txt"
+# Devices by the cluster's names; above --max-nodes, one bar per scope.
+grep -q "on [0-9] of 2 devices (gpu[01]: " "$work/placement.txt" ||
+  { echo "FAIL: placement plot without device names"; cat "$work/placement.txt"; exit 1; }
+grep -q "; [0-9]* scopes$" "$work/strip.txt" || { echo "FAIL: no scope aggregation"; cat "$work/strip.txt"; exit 1; }
+# A decision only on the second device is drawn on gpu1, not renumbered to device 0.
+$py - "$decision" "$work/on_gpu1.json" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+d["placement"] = {k: "gpu1" for k in d["placement"]}
+json.dump(d, open(sys.argv[2], "w"))
+PY
+$py analysis/plot_placement.py "$work/g1.json" "$work/on_gpu1.json" --out "$work/gpu1.png" \
+  --cluster tests/experiments/data/two_gpus.yaml > "$work/gpu1.txt"
+grep -q "on 1 of 2 devices (gpu1: 60)" "$work/gpu1.txt" || { echo "FAIL: gpu1 renumbered"; cat "$work/gpu1.txt"; exit 1; }
 "$gosim" calibrate --trace ../shared/data/traces/kineto_v100_resnet50.json.gz --predictions "$work/pred.csv" \
   > /dev/null
 $py analysis/plot_calibration.py "$work/pred.csv" --out "$work/calibration.png" > /dev/null

@@ -13,6 +13,7 @@
 
 #include "core/io.h"
 #include "core/strings.h"
+#include "core/version.h"
 #include "graphs/io.h"
 #include "sim/cost_model.h"
 #include "sim/decision.h"
@@ -25,6 +26,10 @@ namespace {
 using testing::TempDir;
 using testing::TinyExperimentYaml;
 using testing::WriteText;
+
+bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
 
 RunOptions Quiet() {
   RunOptions options;
@@ -179,7 +184,9 @@ TEST_CASE("max_cells stops early; a changed budget makes new cells beside the ol
   CHECK(RunExperiment(LoadExperiment(path), options).ran == 1);
   CHECK(RunExperiment(LoadExperiment(path), Quiet()).ran == 3);
 
-  const RunReport changed = RunExperiment(LoadExperiment(path, {"budget.evaluations=20"}), Quiet());
+  // output= names the folder: the changed cells go beside the old ones.
+  const RunReport changed =
+      RunExperiment(LoadExperiment(path, {"budget.evaluations=20", "output=" + run}), Quiet());
   CHECK(changed.already_finished == 0);
   CHECK(changed.ran == 4);
   CHECK(Lines(run + "/results.jsonl").size() == 8);
@@ -190,8 +197,90 @@ TEST_CASE("max_cells stops early; a changed budget makes new cells beside the ol
   }
   CHECK(configs == 2);
   // A relabelled agent keeps its cells (labels are not part of the identity).
-  CHECK(RunExperiment(LoadExperiment(path, {"agents[1].label=rs", "budget.evaluations=20"}), Quiet()).ran ==
-        0);
+  CHECK(RunExperiment(LoadExperiment(path, {"agents[1].label=rs", "budget.evaluations=20", "output=" + run}),
+                      Quiet())
+            .ran == 0);
+  // The summary counts only the current grid's cells, and cells.txt lists them.
+  CHECK(Lines(run + "/cells.txt").size() == 4);
+  const ResultsLog log(run + "/results.jsonl");
+  const std::vector<Cell> grid = ExpandGrid(LoadExperiment(path, {"budget.evaluations=20", "output=" + run}));
+  for (const Cell& cell : grid) CHECK(Contains(ReadFile(run + "/cells.txt"), cell.id));
+}
+
+TEST_CASE("Overrides that do not name the run folder get a sub-folder keyed by the resolved configuration") {
+  TempDir dir;
+  const std::string run = dir / "run";
+  const std::string path = WriteText(dir, "exp.yaml", TinyExperimentYaml(run));
+  CHECK(LoadExperiment(path).output == run);
+  const ExperimentConfig budget = LoadExperiment(path, {"budget.evaluations=20"});
+  CHECK(budget.output == run + "/" + OverrideFolder(budget.resolved));
+  CHECK(StartsWith(budget.output, run + "/with-"));
+  // The same settings find the same folder, whichever way they are given;
+  // other settings another one.
+  CHECK(LoadExperiment(path, {"budget={evaluations: 20}"}).output == budget.output);
+  CHECK(LoadExperiment(path, {"budget.evaluations=30"}).output != budget.output);
+  CHECK(LoadExperiment(path, {"mode=quick"}).output != run);
+  CHECK(LoadExperiment(path, {"budget.evaluations=20", "output=" + (dir / "mine")}).output == dir / "mine");
+  // The default run and an override run never share results.
+  CHECK(RunExperiment(LoadExperiment(path), Quiet()).ran == 4);
+  CHECK(RunExperiment(budget, Quiet()).ran == 4);
+  CHECK(Lines(run + "/results.jsonl").size() == 4);
+  CHECK(Lines(budget.output + "/results.jsonl").size() == 4);
+}
+
+TEST_CASE("A cell's identity holds the code version and the mode; quick tables say so") {
+  TempDir dir;
+  const std::string path = WriteText(dir, "exp.yaml", TinyExperimentYaml(dir / "run"));
+  const std::vector<Cell> full = ExpandGrid(LoadExperiment(path));
+  const std::vector<Cell> quick = ExpandGrid(LoadExperiment(path, {"mode=quick"}));
+  REQUIRE(full.size() == quick.size());
+  for (size_t i = 0; i < full.size(); ++i) {
+    CHECK(full[i].identity["code"] == BuildCodeVersion().ToString());
+    CHECK(full[i].identity["mode"] == "full");
+    CHECK(quick[i].identity["mode"] == "quick");
+    CHECK(full[i].id != quick[i].id);
+    CHECK(IdentityWithoutCode(full[i].identity).dump().find("\"code\"") == std::string::npos);
+  }
+  CHECK_THROWS_AS(LoadExperiment(path, {"mode=fast"}), ConfigError);
+  const RunReport report = RunExperiment(LoadExperiment(path, {"mode=quick"}), Quiet());
+  const std::string table = report.summary.ToMarkdown();
+  CHECK(StartsWith(table, std::string("**") + kQuickModeNote + "**"));
+  CHECK(Contains(table, "Code: " + BuildCodeVersion().ToString() + " (4 cells)"));
+  CHECK_FALSE(Contains(RunExperiment(LoadExperiment(path), Quiet()).summary.ToMarkdown(), kQuickModeNote));
+}
+
+TEST_CASE("--reuse copies cells of another build only with reuse_other_code, keeping their code version") {
+  TempDir dir;
+  const std::string first_run = dir / "first";
+  RunExperiment(LoadExperiment(WriteText(dir, "a.yaml", TinyExperimentYaml(first_run))), Quiet());
+  // Pretend another build produced them: another code version, hence other ids.
+  std::string rewritten;
+  for (const std::string& line : Lines(first_run + "/results.jsonl")) {
+    nlohmann::json json = nlohmann::json::parse(line);
+    json["identity"]["code"] = "0123456789abcdef0123456789abcdef01234567";
+    json["cell"] = HashHex(json["identity"].dump());
+    rewritten += json.dump() + "\n";
+  }
+  WriteFileAtomic(first_run + "/results.jsonl", rewritten);
+  const std::string second_path = WriteText(dir, "b.yaml", TinyExperimentYaml(dir / "second"));
+  RunOptions options = Quiet();
+  options.reuse = {first_run};
+  const RunReport refused = RunExperiment(LoadExperiment(second_path), options);
+  CHECK(refused.reused == 0);
+  CHECK(refused.ran == 4);
+
+  const std::string third_path = WriteText(dir, "c.yaml", TinyExperimentYaml(dir / "third"));
+  options.reuse_other_code = true;
+  const RunReport copied = RunExperiment(LoadExperiment(third_path), options);
+  CHECK(copied.reused == 4);
+  CHECK(copied.ran == 0);
+  const ResultsLog log(dir / "third/results.jsonl");
+  for (const CellRecord& r : log.records()) {
+    CHECK(IdentityCode(r.identity) == "0123456789abcdef0123456789abcdef01234567");
+  }
+  REQUIRE(copied.summary.code_versions.size() == 1);
+  CHECK(copied.summary.code_versions.begin()->first == "0123456789abcdef0123456789abcdef01234567");
+  CHECK(Contains(copied.summary.ToMarkdown(), "Code: 0123456789abcdef0123456789abcdef01234567 (4 cells)"));
 }
 
 TEST_CASE("--reuse copies another run's finished cells of the same identity, with their decisions") {
@@ -207,8 +296,8 @@ TEST_CASE("--reuse copies another run's finished cells of the same identity, wit
   const std::string second_path = WriteText(dir, "b.yaml", TinyExperimentYaml(second_run));
   RunOptions options = Quiet();
   options.reuse = {first_run};
-  const RunReport reused =
-      RunExperiment(LoadExperiment(second_path, {"name=second", "agents[1].label=rs"}), options);
+  const RunReport reused = RunExperiment(
+      LoadExperiment(second_path, {"name=second", "agents[1].label=rs", "output=" + second_run}), options);
   CHECK(reused.reused == 4);
   CHECK(reused.ran == 0);
   CHECK(reused.already_finished == 0);
@@ -230,8 +319,10 @@ TEST_CASE("--reuse copies another run's finished cells of the same identity, wit
                       [](const CellRecord& r) { return r.label == "rs"; }) == 2);
   // Reused lines survive a resume as they are; a changed budget has nothing
   // to reuse and runs.
-  CHECK(RunExperiment(LoadExperiment(second_path, {"name=second"}), options).already_finished == 4);
-  const RunReport larger = RunExperiment(LoadExperiment(second_path, {"budget.evaluations=20"}), options);
+  CHECK(RunExperiment(LoadExperiment(second_path, {"name=second", "output=" + second_run}), options)
+            .already_finished == 4);
+  const RunReport larger =
+      RunExperiment(LoadExperiment(second_path, {"budget.evaluations=20", "output=" + second_run}), options);
   CHECK(larger.reused == 0);
   CHECK(larger.ran == 4);
   // A folder without results is an error that names it.

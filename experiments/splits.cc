@@ -1,0 +1,110 @@
+#include "experiments/splits.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "core/data_path.h"
+#include "core/io.h"
+#include "core/log.h"
+#include "core/strings.h"
+#include "core/version.h"
+#include "experiments/cells.h"
+#include "experiments/results.h"
+
+namespace gosim::experiments {
+
+namespace fs = std::filesystem;
+
+TestGraphIndex TestGraphIndex::FromSuites(const std::string& folder) {
+  TestGraphIndex index;
+  const std::string resolved = ResolveDataPath(folder);
+  std::error_code ec;
+  if (!fs::is_directory(resolved, ec)) return index;
+  std::vector<std::string> files;
+  for (const auto& item : fs::directory_iterator(resolved, ec)) {
+    const std::string path = item.path().string();
+    if (item.is_regular_file() && (EndsWith(path, ".yaml") || EndsWith(path, ".yml"))) files.push_back(path);
+  }
+  std::sort(files.begin(), files.end());
+  for (const std::string& path : files) {
+    try {
+      index.Add(graphs::LoadSuite(path));
+    } catch (const Error& e) {
+      GOSIM_LOG(Warn) << "test-split check: skipping suite " << path << ": " << e.what();
+    }
+  }
+  return index;
+}
+
+const TestGraphIndex& ProjectTestGraphs() {
+  static const TestGraphIndex index = TestGraphIndex::FromSuites();
+  return index;
+}
+
+std::string TestGraphIndex::Key(const graphs::SuiteEntry& entry) {
+  if (entry.kind == graphs::SuiteEntry::Kind::kFile) {
+    std::error_code ec;
+    const fs::path canonical = fs::weakly_canonical(entry.path, ec);
+    std::string key = "file:" + (ec ? entry.path : canonical.string());
+    if (entry.augment_index > 0) key += "#aug=" + std::to_string(entry.augment_index);
+    return key;
+  }
+  return entry.Spec();
+}
+
+void TestGraphIndex::Add(const graphs::Suite& suite) {
+  for (const graphs::SuiteEntry* entry : suite.EntriesOf("test")) {
+    Add(*entry, "entry '" + entry->name + "' of the test split of " + suite.path);
+  }
+}
+
+void TestGraphIndex::Add(const graphs::SuiteEntry& entry, const std::string& where) {
+  where_.emplace(Key(entry), where);
+}
+
+std::string TestGraphIndex::TestSourceOf(const graphs::SuiteEntry& entry) const {
+  const auto it = where_.find(Key(entry));
+  return it == where_.end() ? std::string() : it->second;
+}
+
+void CheckNoLeak(const graphs::SuiteEntry& entry, const TestGraphIndex& index, const std::string& purpose) {
+  if (entry.split != "train" && entry.split != "valid") return;
+  const std::string source = index.TestSourceOf(entry);
+  if (source.empty()) return;
+  throw ConfigError(
+      "graph '" + entry.name + "' of the " + entry.split + " split, used for " + purpose +
+          ", is a test graph (" + source + ", same " +
+          (entry.kind == graphs::SuiteEntry::Kind::kFile ? "file" : "generator and parameters") +
+          "): the test set would leak",
+      entry.where, "change the " + entry.split + " entry (another size or model), not the test one");
+}
+
+std::string ConfigDigest(const YAML::Node& resolved_config) {
+  YAML::Emitter out;
+  out << resolved_config;
+  return HashHex(out.c_str());
+}
+
+int64_t CountFinalRuns(const std::string& folder) {
+  const std::string path = folder + "/final_runs.jsonl";
+  if (!FileExists(path)) return 0;
+  int64_t count = 0;
+  for (const std::string& line : Split(ReadFile(path), '\n')) count += line.empty() ? 0 : 1;
+  return count;
+}
+
+int64_t AppendFinalRun(const std::string& folder, const YAML::Node& resolved_config,
+                       const std::vector<std::string>& test_graphs, const std::string& command) {
+  const int64_t count = CountFinalRuns(folder) + 1;
+  const nlohmann::ordered_json line = {{"final_run", count},
+                                       {"date", UtcNow()},
+                                       {"command", command},
+                                       {"config_digest", ConfigDigest(resolved_config)},
+                                       {"code", BuildCodeVersion().ToString()},
+                                       {"test_graphs", test_graphs}};
+  AppendLine(folder + "/final_runs.jsonl", line.dump());
+  return count;
+}
+
+}  // namespace gosim::experiments

@@ -1,0 +1,71 @@
+// Sealed test sets: which graphs are test graphs, refusing runs that would
+// leak one into training or tuning, and the log of final runs.
+//
+// A test graph is an entry of a `test` split of any suite in
+// configs/suites/ (or of the experiment's own suite), identified by what
+// builds it: the same generator and parameters (SuiteEntry::Spec), or the
+// same graph file (its canonical path). `gosim run` and `gosim train` touch
+// test graphs only when called with `--final`, and every such run appends a
+// line to `final_runs.jsonl` in its run folder (date, config digest, code
+// version, test graphs), so a reader sees how often the test set was used.
+// An entry of a `train` or `valid` split that is a test graph is a leak, and
+// a run that would train or tune on it is refused, with or without --final.
+#ifndef GOSIM_EXPERIMENTS_SPLITS_H_
+#define GOSIM_EXPERIMENTS_SPLITS_H_
+
+#include <yaml-cpp/yaml.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "graphs/suite.h"
+
+namespace gosim::experiments {
+
+class TestGraphIndex {
+ public:
+  // The test entries of every suite file in `folder` (default: the
+  // project's configs/suites, found as ResolveDataPath finds data; empty
+  // when there is no such folder). A suite that fails to load is skipped
+  // with a warning (it is checked where it is used).
+  static TestGraphIndex FromSuites(const std::string& folder = "configs/suites");
+
+  // Adds the test entries of `suite`; one entry, described as `where`.
+  void Add(const graphs::Suite& suite);
+  void Add(const graphs::SuiteEntry& entry, const std::string& where);
+
+  // "entry NAME of the test split of SUITE" when `entry` is a test graph;
+  // empty otherwise.
+  std::string TestSourceOf(const graphs::SuiteEntry& entry) const;
+
+  // What identifies an entry's graph: Spec() for generators, "file:" and
+  // the canonical path for files.
+  static std::string Key(const graphs::SuiteEntry& entry);
+
+ private:
+  std::map<std::string, std::string> where_;  // key -> description of the first test entry
+};
+
+// TestGraphIndex::FromSuites() of the project's configs/suites, read once
+// per process.
+const TestGraphIndex& ProjectTestGraphs();
+
+// Throws ConfigError at `entry.where` when a train or valid entry is a test
+// graph (`purpose` says what the run does with it, e.g. "pre-training").
+void CheckNoLeak(const graphs::SuiteEntry& entry, const TestGraphIndex& index, const std::string& purpose);
+
+// The final-run log of a run folder (`final_runs.jsonl`, one JSON line per
+// run that touched test graphs). Append returns the number of lines after
+// appending; Count reads it (0 without the file).
+int64_t AppendFinalRun(const std::string& folder, const YAML::Node& resolved_config,
+                       const std::vector<std::string>& test_graphs, const std::string& command);
+int64_t CountFinalRuns(const std::string& folder);
+
+// The digest of a resolved configuration as written to the logs.
+std::string ConfigDigest(const YAML::Node& resolved_config);
+
+}  // namespace gosim::experiments
+
+#endif  // GOSIM_EXPERIMENTS_SPLITS_H_
