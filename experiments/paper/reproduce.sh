@@ -234,4 +234,13 @@ case "$table" in
   go_multitask) go_multitask ;;
   regal_table1|regal_table2) regal_tables; table=regal_table1 ;;
 esac
+# What produced these files (results/README.md).
+{
+  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "command: experiments/paper/reproduce.sh $table$([ $quick = 0 ] || echo ' --quick')${seeds:+ --seeds $seeds} --np $np"
+  if commit=$(git rev-parse HEAD 2> /dev/null); then
+    git diff --quiet HEAD 2> /dev/null || commit="$commit-dirty"
+    echo "commit: $commit"
+  fi
+} > "$dir/provenance.txt"
 say "done: the tables (.md, .tex) and plots in $dir/"
