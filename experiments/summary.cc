@@ -115,9 +115,15 @@ Summary Summarize(const ExperimentConfig& config, const std::vector<Cell>& cells
     if (config.agents[a].label == config.reference) reference = static_cast<int32_t>(a);
   }
   int32_t single_device = -1;
+  // The single_device agent on its default device (the first GPU), not one
+  // pinned elsewhere (e.g. HRL's "CPU only" column).
   for (size_t a = 0; a < config.agents.size(); ++a) {
-    if (config.agents[a].name == "single_device" && single_device < 0)
+    const AgentSpec& agent = config.agents[a];
+    if (agent.name != "single_device") continue;
+    if (!(agent.options && agent.options.IsMap() && agent.options["device"])) {
       single_device = static_cast<int32_t>(a);
+      break;
+    }
   }
   if (reference >= 0) {
     for (size_t c = 0; c < config.clusters.size(); ++c) {
