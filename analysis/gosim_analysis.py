@@ -151,9 +151,65 @@ def load_runs(run_dirs):
     return frame
 
 
-def provenance(df):
-    """Header lines of a table: the quick-mode note when it applies and the
-    code versions that produced its cells (with their counts)."""
+T975 = [12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+        2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042]
+MIN_PAIRS = 3
+RESAMPLES = 10000
+
+
+def t_half_width(values):
+    """Half-width of the 95% t-interval of the mean of `values` (None for fewer than 2)."""
+    n = len(values)
+    if n < 2:
+        return None
+    mean = sum(values) / n
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
+    return (T975[n - 2] if n - 1 <= 30 else 1.96) * sd / math.sqrt(n)
+
+
+def paired_bootstrap(agent, reference):
+    """(mean %, (low, high) 95% percentile interval of the mean %, verdict) of
+    paired values, (agent / reference - 1) x 100 per pair, 10,000 resamples
+    with a fixed seed. verdict: 'better' / 'worse' when the interval excludes
+    0 and there are at least 3 pairs, 'n.s.' when it does not, None with fewer
+    pairs (the same rule as gosim's summary, experiments/stats.h)."""
+    import random
+    pct = [(a / r - 1.0) * 100.0 for a, r in zip(agent, reference)]
+    if not pct:
+        return None, None, None
+    rng = random.Random(0x5eed)
+    n = len(pct)
+    means = sorted(sum(pct[rng.randrange(n)] for _ in range(n)) / n for _ in range(RESAMPLES))
+    low, high = means[int(0.025 * (RESAMPLES - 1))], means[int(0.975 * (RESAMPLES - 1))]
+    verdict = None
+    if n >= MIN_PAIRS:
+        verdict = "better" if high < 0 else "worse" if low > 0 else "n.s."
+    return sum(pct) / n, (low, high), verdict
+
+
+def geometric_mean(values):
+    values = list(values)
+    if not values:
+        return None
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def final_runs(run_dirs):
+    """Lines of final_runs.jsonl (runs on test graphs) over the run folders."""
+    count = 0
+    for d in run_dirs:
+        try:
+            with open(os.path.join(d, "final_runs.jsonl")) as f:
+                count += sum(1 for line in f if line.strip())
+        except FileNotFoundError:
+            pass
+    return count
+
+
+def provenance(df, run_dirs=()):
+    """Header lines of a table: the quick-mode note when it applies, the
+    code versions that produced its cells (with their counts) and the count
+    of final runs on the test graphs logged in the run folders."""
     lines = []
     if (df["mode"] == "quick").any():
         lines.append(f"**{QUICK_MODE_NOTE}**")
@@ -161,6 +217,8 @@ def provenance(df):
     versions = ", ".join(f"{code[:12] + ('-dirty' if code.endswith('-dirty') else '')} ({n} cells)"
                          for code, n in sorted(counts.items()))
     lines.append(f"Code: {versions}" + (" -- cells of several builds" if len(counts) > 1 else ""))
+    if run_dirs:
+        lines.append(f"Final runs on the test graphs logged in these run folders: {final_runs(run_dirs)}")
     return lines
 
 

@@ -22,8 +22,15 @@ first run folder) and prints the Markdown. Kinds:
            it, and the same for each listed agent with the ratio of
            evaluations (GO's "x fewer evaluations"; reads curves.csv).
 
-A grid layout with `mean_row: true` ends with the mean % against the
-reference per column (GO's "better than experts on average").
+Grid cells: the mean over seeds ± the half-width of its 95% t-interval, and
+the % against the reference with "better" / "worse" only where a paired
+bootstrap over the seeds says so (10,000 resamples; "n.s." where it does
+not). A grid layout with `mean_row: true` ends with the geometric-mean
+speedup against the reference per column (GO's "faster than experts on
+average", without the arithmetic mean of percentages that a slow reference
+inflates) and the count of better / worse / n.s. rows; a reference slower
+than the one-device column is flagged. Every grid ends with the mean
+evaluations per cell of each column.
 
 Missing cells print as '-'; a layout naming no cell of the runs is an error.
 Every table starts with the code versions of its cells and, for quick-mode
@@ -38,8 +45,8 @@ import pandas as pd
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gosim_analysis import (AnalysisError, fail, fmt, latex_table, load_curves, load_runs,  # noqa: E402
-                            markdown_table, provenance)
+from gosim_analysis import (AnalysisError, fail, fmt, geometric_mean, latex_table, load_curves,  # noqa: E402
+                            load_runs, markdown_table, paired_bootstrap, provenance, t_half_width)
 
 KINDS = ("grid", "regal", "running_time", "convergence")
 
@@ -80,13 +87,24 @@ def select(df, **where):
 
 
 def value_of(df, metric):
-    """Mean of `metric` over the feasible seeds of a cell group (None when none ran)."""
+    """Mean of `metric` over the feasible seeds of a cell group (None when none
+    ran), the number of cells, and {seed: value} of the feasible ones."""
     if df.empty:
-        return None, 0
+        return None, 0, {}
     feasible = df[df["feasible"]]
     if feasible.empty:
-        return float("inf"), len(df)
-    return float(feasible[metric].mean()), len(df)
+        return float("inf"), len(df), {}
+    return float(feasible[metric].mean()), len(df), dict(zip(feasible["seed"], feasible[metric].astype(float)))
+
+
+def pairs(mine, reference):
+    """Paired values: the same seed, or every seed of `mine` against a
+    reference that ran one seed (a deterministic baseline)."""
+    if len(reference) == 1:
+        (only,) = reference.values()
+        return list(mine.values()), [only] * len(mine)
+    common = sorted(set(mine) & set(reference))
+    return [mine[s] for s in common], [reference[s] for s in common]
 
 
 def grid(layout, df):
@@ -98,25 +116,33 @@ def grid(layout, df):
     header = [layout.get("row_header", "model")] + [c["title"] for c in columns] + \
         [f"paper: {p}" for p in paper_columns]
     rows, found = [], 0
-    percents = {c["label"]: [] for c in columns}  # per column, % against the reference per row
+    speedups = {c["label"]: [] for c in columns}  # per column, reference / agent per row
+    verdicts = {c["label"]: [] for c in columns}
+    evaluations = {c["label"]: [] for c in columns}
     reference_rows = 0  # rows where the reference has a feasible value
+    slow_reference = []  # rows where the reference is slower than the single_device column
+    single = next((c["label"] for c in columns if c["label"] in ("single_device", "gpu_only")), None)
     for row in layout["rows"]:
         cells = select(df, graph=row["graph"], cluster=row.get("cluster"))
-        values = []
+        values, seeds = [], []
         for c in columns:
-            v, n = value_of(select(cells, label=c["label"]), metric)
+            group = select(cells, label=c["label"])
+            v, n, by_seed = value_of(group, metric)
             found += n
             values.append(v)
-        ref = None
+            seeds.append(by_seed)
+            if n:
+                evaluations[c["label"]] += list(group["evaluations"])
+        ref, ref_seeds = None, {}
         if reference is not None:
             ref_index = [c["label"] for c in columns].index(reference)
-            ref = values[ref_index]
+            ref, ref_seeds = values[ref_index], seeds[ref_index]
             if ref not in (None, float("inf")):
                 reference_rows += 1
         finite = [v for v in values if v is not None and v != float("inf")]
         best = min(finite) if finite else None
         out = [row["title"]]
-        for c, v in zip(columns, values):
+        for c, v, by_seed in zip(columns, values, seeds):
             if v is None:
                 out.append("-")
                 continue
@@ -124,10 +150,20 @@ def grid(layout, df):
                 out.append("OOM")
                 continue
             text = fmt(v * scale, layout.get("digits", 3))
+            half = t_half_width(list(by_seed.values()))
+            if half is not None:
+                text += f" ±{fmt(half * scale, 2)}"
+            if ref not in (None, float("inf")) and c["label"] == reference and single is not None:
+                one = values[[x["label"] for x in columns].index(single)]
+                if one not in (None, float("inf")) and ref > one:
+                    slow_reference.append(row["title"])
+                    text += " (slower than one device)"
             if ref not in (None, float("inf")) and c["label"] != reference:
                 percent = 100 * (v - ref) / ref
-                percents[c["label"]].append(percent)
-                text += f" ({percent:+.1f}%)"
+                speedups[c["label"]].append(ref / v)
+                _, _, verdict = paired_bootstrap(*pairs(by_seed, ref_seeds))
+                verdicts[c["label"]].append(verdict)
+                text += f" ({percent:+.1f}%" + (f", {verdict}" if verdict else "") + ")"
             if best is not None and v == best and len(finite) > 1:
                 text = f"**{text}**"
             out.append(text)
@@ -138,20 +174,35 @@ def grid(layout, df):
         raise AnalysisError(f"layout {layout['name']}: none of its cells is in the run folders "
                             "(check graph, cluster and agent labels)")
     if layout.get("mean_row") and reference:
-        # A column's mean counts only when it has a % on every row where the
-        # reference has a value; otherwise '-' (a partial mean would mislead).
-        mean = ["mean %"]
+        # A column's aggregate counts only when it has a value on every row
+        # where the reference has one; otherwise '-' (a partial mean would mislead).
+        mean = ["geo-mean speedup"]
+        tally = ["better / worse / n.s."]
         for c in columns:
-            p = percents[c["label"]]
+            s = speedups[c["label"]]
             if c["label"] == reference:
                 mean.append("(ref)")
+                tally.append("")
             else:
-                mean.append(f"{sum(p) / len(p):+.1f}%" if p and len(p) == reference_rows else "-")
+                g = geometric_mean(s) if s and len(s) == reference_rows else None
+                mean.append(f"{g:.3f}x" if g else "-")
+                v = verdicts[c["label"]]
+                tally.append(f"{v.count('better')} / {v.count('worse')} / {v.count('n.s.')}")
         rows.append(mean + ["" for _ in paper_columns])
-    note = f"{metric.replace('_', ' ')} in {unit}, mean over seeds"
+        rows.append(tally + ["" for _ in paper_columns])
+    rows.append(["evaluations per cell"] +
+                [fmt(sum(evaluations[c["label"]]) / len(evaluations[c["label"]])) if evaluations[c["label"]] else "-"
+                 for c in columns] + ["" for _ in paper_columns])
+    note = (f"{metric.replace('_', ' ')} in {unit}, mean over seeds ± half-width of the 95% t-interval "
+            "(2 or more feasible seeds)")
     if reference:
-        note += f"; % against {reference}, negative is better"
+        note += (f"; % against {reference}, negative is better; better / worse: the 95% paired-bootstrap "
+                 "interval of the % (10,000 resamples, seeds paired, at least 3 pairs) excludes 0, n.s.: it "
+                 f"does not, no mark: fewer pairs; speedup: {reference} / agent, geometric mean over the rows")
     note += "; bold: the best of the row. OOM: no feasible decision."
+    if slow_reference:
+        note += (f" Note: {reference} is slower than one device on {', '.join(slow_reference)}; percentages "
+                 "against it overstate every gain there.")
     return header, rows, note
 
 
@@ -275,7 +326,7 @@ def main():
             header, rows, note = convergence(layout, df, curves)
         else:
             header, rows, note = regal(layout, df, running_time=layout["kind"] == "running_time")
-        head = provenance(df)
+        head = provenance(df, args.runs)
         md = f"### {layout['title']}\n\n" + "\n\n".join(head) + "\n\n" + markdown_table(header, rows) + \
             f"\n{note}\n"
         if layout.get("paper_note"):

@@ -90,6 +90,8 @@ Summary Summarize(const ExperimentConfig& config, const std::vector<Cell>& cells
     values[i].push_back(
         ObjectiveDisplay(config.objective, record->step_time, record->peak_memory, record->best_objective)
             .value);
+    entry.seed_values.push_back(values[i].back());
+    entry.seed_ids.push_back(cell.seed);
   }
   for (size_t i = 0; i < summary.entries.size(); ++i) {
     SummaryEntry& entry = summary.entries[i];
@@ -104,6 +106,7 @@ Summary Summarize(const ExperimentConfig& config, const std::vector<Cell>& cells
     double squares = 0.0;
     for (const double v : values[i]) squares += (v - entry.value) * (v - entry.value);
     entry.value_stddev = std::sqrt(squares / static_cast<double>(values[i].size()));
+    entry.interval = MeanInterval95(values[i]);
   }
 
   // Percent against the reference agent of the same cluster and graph.
@@ -111,16 +114,51 @@ Summary Summarize(const ExperimentConfig& config, const std::vector<Cell>& cells
   for (size_t a = 0; a < config.agents.size(); ++a) {
     if (config.agents[a].label == config.reference) reference = static_cast<int32_t>(a);
   }
+  int32_t single_device = -1;
+  // The single_device agent on its default device (the first GPU), not one
+  // pinned elsewhere (e.g. HRL's "CPU only" column).
+  for (size_t a = 0; a < config.agents.size(); ++a) {
+    const AgentSpec& agent = config.agents[a];
+    if (agent.name != "single_device") continue;
+    if (!(agent.options && agent.options.IsMap() && agent.options["device"])) {
+      single_device = static_cast<int32_t>(a);
+      break;
+    }
+  }
   if (reference >= 0) {
     for (size_t c = 0; c < config.clusters.size(); ++c) {
       for (size_t g = 0; g < config.graphs.size(); ++g) {
-        const SummaryEntry& ref =
+        SummaryEntry& ref =
             summary.entries[index.at({static_cast<int32_t>(c), static_cast<int32_t>(g), reference})];
         if (ref.feasible == 0 || ref.value <= 0.0) continue;
+        if (single_device >= 0 && single_device != reference) {
+          const SummaryEntry& one =
+              summary.entries[index.at({static_cast<int32_t>(c), static_cast<int32_t>(g), single_device})];
+          ref.reference_slower_than_single_device = one.feasible > 0 && ref.value > one.value * (1.0 + 1e-9);
+        }
         for (size_t a = 0; a < config.agents.size(); ++a) {
           SummaryEntry& entry = summary.entries[index.at(
               {static_cast<int32_t>(c), static_cast<int32_t>(g), static_cast<int32_t>(a)})];
-          if (entry.feasible > 0) entry.vs_reference_pct = (entry.value / ref.value - 1.0) * 100.0;
+          if (entry.feasible == 0) continue;
+          entry.vs_reference_pct = (entry.value / ref.value - 1.0) * 100.0;
+          if (static_cast<int32_t>(a) == reference) continue;
+          // Pairs: the same seed on both sides, or every seed of the agent
+          // against a reference that ran one seed (a deterministic baseline).
+          std::vector<double> mine, theirs;
+          for (size_t k = 0; k < entry.seed_values.size(); ++k) {
+            if (ref.seed_values.size() == 1) {
+              mine.push_back(entry.seed_values[k]);
+              theirs.push_back(ref.seed_values[0]);
+              continue;
+            }
+            for (size_t r = 0; r < ref.seed_ids.size(); ++r) {
+              if (ref.seed_ids[r] == entry.seed_ids[k]) {
+                mine.push_back(entry.seed_values[k]);
+                theirs.push_back(ref.seed_values[r]);
+              }
+            }
+          }
+          if (!mine.empty()) entry.paired = PairedBootstrap(mine, theirs);
         }
       }
     }
@@ -161,82 +199,109 @@ std::string Summary::ToMarkdown() const {
   size_t i = 0;
   for (const std::string& cluster : clusters) {
     out << "## " << experiment << " on " << cluster << ": " << ObjectiveTitle(objective, unit)
-        << " (mean over seeds; % vs " << reference << ", negative is better)\n\n";
-    // Rows are agents, columns graphs; entries for this cluster are graph-major.
-    if (graphs.size() > kMaxGraphColumns) {
-      // Too many graphs for a column each: one row per agent over them all.
-      struct Totals {
-        int graphs = 0, infeasible = 0, better = 0, worse = 0, compared = 0;
-        double pct_sum = 0.0;
-      };
-      std::vector<Totals> totals(labels.size());
-      for (size_t g = 0; g < graphs.size(); ++g) {
-        for (size_t a = 0; a < labels.size(); ++a, ++i) {
-          const SummaryEntry& e = entries[i];
-          Totals& t = totals[a];
-          if (e.finished == 0) continue;
-          ++t.graphs;
-          if (e.feasible == 0) ++t.infeasible;
-          if (e.vs_reference_pct && e.label != reference) {
-            ++t.compared;
-            t.pct_sum += *e.vs_reference_pct;
-            t.better += *e.vs_reference_pct < 0.0 ? 1 : 0;
-            t.worse += *e.vs_reference_pct > 0.0 ? 1 : 0;
-          }
-        }
-      }
-      out << "| agent | graphs finished | infeasible | mean % vs " << reference << " | better / worse |\n"
-          << "|---|---:|---:|---:|---:|\n";
-      for (size_t a = 0; a < labels.size(); ++a) {
-        const Totals& t = totals[a];
-        out << "| " << labels[a] << " | " << t.graphs << "/" << graphs.size() << " | " << t.infeasible
-            << " | "
-            << (labels[a] == reference ? std::string("(ref)")
-                : t.compared > 0       ? Format("%+.2f", t.pct_sum / t.compared) + "%"
-                                       : std::string("-"))
-            << " | "
-            << (labels[a] == reference ? std::string("-")
-                                       : std::to_string(t.better) + " / " + std::to_string(t.worse))
-            << " |\n";
-      }
-      out << "\n(" << graphs.size() << " graphs: one row per agent; summary.csv has every graph.)\n\n";
-      continue;
-    }
+        << " (mean over seeds +- 95% t-interval; % vs " << reference << ", negative is better)\n\n";
+    // Per agent over this cluster's graphs: speedups against the reference
+    // (geometric mean), paired verdicts, mean evaluations per finished cell.
+    struct Totals {
+      int graphs = 0, infeasible = 0, better = 0, worse = 0, unclear = 0;
+      std::vector<double> speedups;
+      double evaluations = 0.0;
+    };
+    std::vector<Totals> totals(labels.size());
+    std::vector<std::string> slower;  // graphs where the reference is slower than single_device
     std::vector<std::vector<std::string>> table(labels.size(), std::vector<std::string>(graphs.size()));
     for (size_t g = 0; g < graphs.size(); ++g) {
       for (size_t a = 0; a < labels.size(); ++a, ++i) {
         const SummaryEntry& e = entries[i];
+        Totals& t = totals[a];
+        if (e.reference_slower_than_single_device) slower.push_back(graphs[g]);
         std::string text;
         if (e.finished == 0) {
-          text = "-";
-        } else if (e.feasible == 0) {
+          table[a][g] = "-";
+          continue;
+        }
+        ++t.graphs;
+        t.evaluations += e.mean_evaluations * e.finished;
+        if (e.feasible == 0) {
+          ++t.infeasible;
           text = "infeasible";
         } else {
           text = FormatValue(e.value, e.unit);
+          if (e.interval) text += " +-" + FormatValue((e.interval->high - e.interval->low) / 2.0, e.unit);
           if (e.label == reference) {
-            text += " (ref)";
+            text += e.reference_slower_than_single_device ? " (ref; slower than single_device)" : " (ref)";
           } else if (e.vs_reference_pct) {
-            text += " (" + Format("%+.1f", *e.vs_reference_pct) + "%)";
+            t.speedups.push_back(1.0 / (1.0 + *e.vs_reference_pct / 100.0));
+            std::string verdict;
+            if (e.paired && e.paired->pairs >= kMinPairs) {
+              verdict = e.paired->verdict < 0 ? ", better" : e.paired->verdict > 0 ? ", worse" : ", n.s.";
+              (e.paired->verdict < 0 ? t.better : e.paired->verdict > 0 ? t.worse : t.unclear) += 1;
+            }
+            text += " (" + Format("%+.1f", *e.vs_reference_pct) + "%" + verdict + ")";
           }
           if (e.feasible < e.finished) {
             text += " [" + std::to_string(e.feasible) + "/" + std::to_string(e.finished) + " feasible]";
           }
         }
-        if (e.finished > 0 && e.finished < e.seeds) {
+        if (e.finished < e.seeds) {
           text += " {" + std::to_string(e.finished) + "/" + std::to_string(e.seeds) + " seeds}";
         }
         table[a][g] = text;
       }
     }
-    out << "| agent |";
-    for (const std::string& g : graphs) out << ' ' << g << " |";
-    out << "\n|---|";
-    for (size_t g = 0; g < graphs.size(); ++g) out << "---:|";
-    out << '\n';
-    for (size_t a = 0; a < labels.size(); ++a) {
-      out << "| " << labels[a] << " |";
-      for (size_t g = 0; g < graphs.size(); ++g) out << ' ' << table[a][g] << " |";
-      out << '\n';
+    std::vector<int> finished_cells(labels.size(), 0);
+    for (const SummaryEntry& e : entries) {
+      if (e.cluster != cluster) continue;
+      for (size_t a = 0; a < labels.size(); ++a) {
+        if (labels[a] == e.label) finished_cells[a] += e.finished;
+      }
+    }
+    auto speedup_text = [&](size_t a) {
+      if (labels[a] == reference) return std::string("(ref)");
+      const std::optional<double> mean = GeometricMean(totals[a].speedups);
+      return mean ? Format("%.3fx", *mean) + " (" + std::to_string(totals[a].speedups.size()) + ")"
+                  : std::string("-");
+    };
+    auto evaluations_text = [&](size_t a) {
+      return finished_cells[a] > 0 ? Format("%.0f", totals[a].evaluations / finished_cells[a])
+                                   : std::string("-");
+    };
+    if (graphs.size() > kMaxGraphColumns) {
+      // Too many graphs for a column each: one row per agent over them all.
+      out << "| agent | graphs finished | infeasible | geo-mean speedup vs " << reference
+          << " (graphs) | better / worse / n.s. | evaluations per cell |\n"
+          << "|---|---:|---:|---:|---:|---:|\n";
+      for (size_t a = 0; a < labels.size(); ++a) {
+        const Totals& t = totals[a];
+        out << "| " << labels[a] << " | " << t.graphs << "/" << graphs.size() << " | " << t.infeasible
+            << " | " << speedup_text(a) << " | "
+            << (labels[a] == reference ? std::string("-")
+                                       : std::to_string(t.better) + " / " + std::to_string(t.worse) + " / " +
+                                             std::to_string(t.unclear))
+            << " | " << evaluations_text(a) << " |\n";
+      }
+      out << "\n(" << graphs.size() << " graphs: one row per agent; summary.csv has every graph.)\n";
+    } else {
+      out << "| agent |";
+      for (const std::string& g : graphs) out << ' ' << g << " |";
+      out << " geo-mean speedup vs " << reference << " (graphs) | evaluations per cell |\n|---|";
+      for (size_t g = 0; g < graphs.size(); ++g) out << "---:|";
+      out << "---:|---:|\n";
+      for (size_t a = 0; a < labels.size(); ++a) {
+        out << "| " << labels[a] << " |";
+        for (size_t g = 0; g < graphs.size(); ++g) out << ' ' << table[a][g] << " |";
+        out << ' ' << speedup_text(a) << " | " << evaluations_text(a) << " |\n";
+      }
+    }
+    out << "\n+-: half-width of the 95% t-interval over the feasible seeds (2 or more). better / worse: the "
+           "95% paired-bootstrap interval ("
+        << kBootstrapResamples << " resamples, seeds paired, at least " << kMinPairs
+        << " pairs) of the % against " << reference
+        << " excludes 0; n.s.: it does not; no mark: fewer pairs. Speedup: " << reference
+        << " / agent, geometric mean over the graphs where both have a value.\n";
+    if (!slower.empty()) {
+      out << "Note: " << reference << " is slower than single_device on " << Join(slower, ", ")
+          << ": percentages against it overstate every gain there.\n";
     }
     out << '\n';
   }
@@ -246,7 +311,8 @@ std::string Summary::ToMarkdown() const {
 std::string Summary::ToCsv() const {
   std::ostringstream out;
   out << "cluster,graph,label,agent,seeds,finished,feasible,value,value_stddev,unit,vs_reference_pct,"
-         "mean_evaluations,mean_wall_seconds\n";
+         "mean_evaluations,mean_wall_seconds,ci_low,ci_high,paired_seeds,vs_reference_pct_low,"
+         "vs_reference_pct_high,verdict,reference_slower_than_single_device\n";
   for (const SummaryEntry& e : entries) {
     out << CsvField(e.cluster) << ',' << CsvField(e.graph) << ',' << CsvField(e.label) << ','
         << CsvField(e.agent) << ',' << e.seeds << ',' << e.finished << ',' << e.feasible << ',';
@@ -257,7 +323,23 @@ std::string Summary::ToCsv() const {
     }
     out << ',' << e.unit << ',';
     if (e.vs_reference_pct) out << Format("%.6g", *e.vs_reference_pct);
-    out << ',' << Format("%.6g", e.mean_evaluations) << ',' << Format("%.6g", e.mean_wall_seconds) << '\n';
+    out << ',' << Format("%.6g", e.mean_evaluations) << ',' << Format("%.6g", e.mean_wall_seconds) << ',';
+    if (e.interval)
+      out << Shortest(e.interval->low) << ',' << Shortest(e.interval->high);
+    else
+      out << ',';
+    out << ',';
+    if (e.paired) {
+      out << e.paired->pairs << ',' << Format("%.6g", e.paired->pct_interval.low) << ','
+          << Format("%.6g", e.paired->pct_interval.high) << ','
+          << (e.paired->pairs < kMinPairs ? "too_few_pairs"
+              : e.paired->verdict < 0     ? "better"
+              : e.paired->verdict > 0     ? "worse"
+                                          : "not_significant");
+    } else {
+      out << ",,,";
+    }
+    out << ',' << (e.reference_slower_than_single_device ? "true" : "false") << '\n';
   }
   return out.str();
 }

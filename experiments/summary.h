@@ -1,8 +1,11 @@
 // The comparison table at the end of a run: agent x graph for each cluster,
 // the objective averaged over seeds (step time in ms, peak memory in GiB, or
-// the weighted score) and its difference from the reference agent in percent,
-// (agent / reference - 1) x 100: negative is better, since every objective is
-// minimized. Only the cells of the current grid count; results of cells that
+// the weighted score) with its 95% t-interval, and its difference from the
+// reference agent in percent, (agent / reference - 1) x 100: negative is
+// better, since every objective is minimized. "better" / "worse" only where
+// a paired bootstrap over the seeds says so (stats.h); speedups over graphs
+// are aggregated by geometric mean; a reference slower than single_device is
+// flagged. Only the cells of the current grid count; results of cells that
 // other configurations left in the same folder are not summarized. The
 // header names the code versions of the cells, and a quick-mode run says
 // "quick mode: pipeline check, not a result".
@@ -17,6 +20,7 @@
 #include "experiments/cells.h"
 #include "experiments/experiment_config.h"
 #include "experiments/results.h"
+#include "experiments/stats.h"
 
 namespace gosim::experiments {
 
@@ -38,6 +42,13 @@ struct SummaryEntry {
   std::optional<double> vs_reference_pct;  // when both this and the reference have a value
   double mean_evaluations = 0.0;
   double mean_wall_seconds = 0.0;
+  std::vector<double> seed_values;         // display values of the feasible finished seeds, by seed
+  std::vector<uint64_t> seed_ids;          // their seeds
+  std::optional<Interval> interval;        // 95% t-interval of `value` (2+ feasible seeds)
+  std::optional<PairedComparison> paired;  // against the reference (stats.h), when both have values
+  // The reference (e.g. the human expert) is slower than the single_device
+  // agent on this graph: percentages against it overstate every gain.
+  bool reference_slower_than_single_device = false;
 };
 
 struct Summary {
@@ -52,10 +63,12 @@ struct Summary {
   std::string objective;              // "step_time", ...
   std::vector<SummaryEntry> entries;  // cluster-major, then graph, then agent (config order)
 
-  // One table per cluster: a row per agent, a column per graph; each cell
-  // "12.34 ms (-5.1%)", "infeasible", or "-" when not finished. Over 12
-  // graphs, a row per agent instead: graphs finished, infeasible ones, the
-  // mean % against the reference and on how many graphs it is better / worse.
+  // One table per cluster: a row per agent, a column per graph, then the
+  // geometric-mean speedup against the reference and the mean evaluations
+  // per cell; each cell "12.34 ±0.21 (-5.1%, better)", "infeasible", or "-"
+  // when not finished. Over 12 graphs, a row per agent instead: graphs
+  // finished, infeasible ones, the geometric-mean speedup, on how many graphs
+  // it is better / worse / neither by the paired bootstrap, evaluations.
   std::string ToMarkdown() const;
   // The same entries in long form, one row each, with every field.
   std::string ToCsv() const;

@@ -3,14 +3,16 @@
 # needs it, the experiment grid, the table in the paper's layout beside the
 # paper's numbers (Markdown and LaTeX), and plots.
 #
-#   experiments/paper/reproduce.sh TABLE [--quick] [--out DIR] [--np N]
+#   experiments/paper/reproduce.sh TABLE [--quick] [--out DIR] [--np N] [--seeds N]
 #
 # TABLE: hrl_table1, go_placement, go_multitask, regal_table1, regal_table2
 # (list them with --help). --quick: small model sizes and
 # budgets that finish on 2 cores in minutes (the numbers are then a smoke
 # test of the pipeline, not the paper's setting); the default is the full
 # setting of the configs in configs/experiments/paper/ (hours on 2 cores;
-# meant for a real machine or a cluster). --np N runs the grids and training
+# meant for a real machine or a cluster). --seeds N: seeds per stochastic
+# cell (default: the configs' 5, or 3 in quick mode; deterministic
+# baselines run one). --np N runs the grids and training
 # under `mpirun -np N` (docs/EXPERIMENTS.md). Results go to DIR/<TABLE>/
 # (default runs/paper or runs/paper_quick); re-running resumes: finished
 # cells and training steps are not redone. docs/REPRODUCTION.md has our
@@ -28,12 +30,13 @@ usage() {
   echo "  regal_table2  REGAL Table 2: running times of every method (the same run as regal_table1)"
 }
 
-table="" quick=0 out="" np=1
+table="" quick=0 out="" np=1 seeds=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
     --out) out=${2:?--out needs a folder}; shift ;;
     --np) np=${2:?--np needs a process count}; shift ;;
+    --seeds) seeds=${2:?--seeds needs a count}; shift ;;
     -h|--help) usage; exit 0 ;;
     -*) echo "reproduce.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     *) [ -z "$table" ] || { echo "reproduce.sh: one table at a time ('$table' and '$1')" >&2; exit 2; }
@@ -43,6 +46,8 @@ while [ $# -gt 0 ]; do
 done
 [ -n "$table" ] || { usage >&2; exit 2; }
 case "$np" in ''|*[!0-9]*|0) echo "reproduce.sh: --np needs a positive integer, not '$np'" >&2; exit 2 ;; esac
+[ -n "$seeds" ] || { [ $quick = 0 ] || seeds=3; }
+case "$seeds" in ''|[1-9]|[1-9][0-9]) ;; *) echo "reproduce.sh: --seeds needs a count in 1-99, not '$seeds'" >&2; exit 2 ;; esac
 case "$table" in
   hrl_table1|go_placement|go_multitask|regal_table1|regal_table2) ;;
   *) echo "reproduce.sh: unknown table '$table' (see --help)" >&2; exit 2 ;;
@@ -72,6 +77,7 @@ say() { echo "== reproduce.sh $table: $*"; }
 run_grid() {
   local mode=()
   [ $quick = 0 ] || mode=(mode=quick)
+  [ -z "$seeds" ] || mode+=(seeds="$seeds")
   "${launch[@]}" "$GOSIM" run --final "$@" "${mode[@]}"
 }
 
@@ -198,9 +204,10 @@ regal_tables() {
   mkdir -p "$dir_run"
   if [ $quick = 1 ]; then
     # 300 steps of 8 samples (the full run: 1,500), validation on 20 graphs,
-    # 5 graphs for the trainer's own check; then 10 test graphs, 1 seed.
+    # 5 graphs for the trainer's own check; then the first 50 cells of the
+    # test grid (3 seeds).
     train=(steps=300 valid_graphs=20 valid_every=100 checkpoint_every=100 evaluate.graphs=5 evaluate.seeds=1)
-    grid=(seeds=1 --max-cells 50)
+    grid=(--max-cells 50)
   fi
   say "training REGAL (resumes a finished or killed run)"
   local resume=()
@@ -227,4 +234,13 @@ case "$table" in
   go_multitask) go_multitask ;;
   regal_table1|regal_table2) regal_tables; table=regal_table1 ;;
 esac
+# What produced these files (results/README.md).
+{
+  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "command: experiments/paper/reproduce.sh $table$([ $quick = 0 ] || echo ' --quick')${seeds:+ --seeds $seeds} --np $np"
+  if commit=$(git rev-parse HEAD 2> /dev/null); then
+    git diff --quiet HEAD 2> /dev/null || commit="$commit-dirty"
+    echo "commit: $commit"
+  fi
+} > "$dir/provenance.txt"
 say "done: the tables (.md, .tex) and plots in $dir/"

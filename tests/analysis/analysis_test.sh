@@ -70,9 +70,19 @@ $py analysis/tables.py "$work/regal.yaml" "$work/run" --out "$work/tables" > "$w
 grep -q "^| G1 | " "$work/grid.md" || { echo "FAIL: no G1 row"; cat "$work/grid.md"; exit 1; }
 grep -q "^| G2 | " "$work/grid.md" || { echo "FAIL: no G2 row"; exit 1; }
 grep -q "| 1.5 |" "$work/grid.md" || { echo "FAIL: no paper column"; exit 1; }
-# The mean row: the reference marked, every other column a signed percentage.
-grep -Eq '^\| mean % \| \(ref\) \| [+-][0-9.]+% \| [+-][0-9.]+% \|' "$work/grid.md" ||
-  { echo "FAIL: no mean row"; cat "$work/grid.md"; exit 1; }
+# The aggregate rows: the reference marked, every other column a geometric-mean
+# speedup and its paired verdicts; two seeds are too few pairs for a verdict.
+grep -Eq '^\| geo-mean speedup \| \(ref\) \| [0-9.]+x \| [0-9.]+x \|' "$work/grid.md" ||
+  { echo "FAIL: no geo-mean row"; cat "$work/grid.md"; exit 1; }
+grep -Eq '^\| better / worse / n.s. \|  \| 0 / 0 / 0 \| 0 / 0 / 0 \|' "$work/grid.md" ||
+  { echo "FAIL: verdicts with two seeds"; cat "$work/grid.md"; exit 1; }
+grep -Eq '^\| evaluations per cell \| 1 \| 200 \| 200 \|' "$work/grid.md" ||
+  { echo "FAIL: no evaluations row"; cat "$work/grid.md"; exit 1; }
+# Two seeds: a t-interval on the random search cells.
+grep -Eq '^\| G1 \| [0-9.]+ \| [0-9.]+ ±[0-9.]+ \(' "$work/grid.md" ||
+  { echo "FAIL: no interval"; cat "$work/grid.md"; exit 1; }
+grep -q "Final runs on the test graphs logged in these run folders: 0" "$work/grid.md" ||
+  { echo "FAIL: no final-run count"; exit 1; }
 # Convergence: random search reaches its own final at some evaluation; BRKGA
 # either reaches it (a ratio) or says it did not.
 grep -Eq '^\| G1 \| [0-9.]+ \| [0-9]+ / [0-9.]+ \| ([0-9]+ / [0-9.]+ \| [0-9.]+x|not within [0-9]+ \| -) \| 15x \|' \
@@ -118,7 +128,7 @@ grep '"label":"random_search"' "$work/run/results.jsonl" | grep '"graph":"g1"' |
   >> "$work/rerun/results.jsonl"
 $py analysis/tables.py "$work/layout.yaml" "$work/rerun" --out "$work/tables2" > "$work/grid2.md" 2> "$work/warn.txt"
 grep -q "superseded" "$work/warn.txt" || { echo "FAIL: no warning for a superseded cell"; exit 1; }
-grep -q "^| G1 | [0-9.]* | 4,6[0-9][0-9] (" "$work/grid2.md" ||
+grep -q "^| G1 | [0-9.]* | 4,6[0-9][0-9] ±" "$work/grid2.md" ||
   { echo "FAIL: the later line of a cell is not the one used"; cat "$work/grid2.md"; exit 1; }
 $py analysis/plot_convergence.py "$work/run" --out "$work/conv.png" > /dev/null
 "$gosim" graphs export gen:regal_random:nodes=60,seed=1 --out "$work/g1.json" > /dev/null

@@ -24,7 +24,7 @@ run_both() {  # NAME CONFIG OVERRIDES...
 }
 run_both hrl configs/experiments/hrl_train.yaml suite="$work/suite.yaml" graph=g1 steps=4 checkpoint_every=2 \
   options.samples_per_step=6
-run_both regal configs/experiments/regal_train.yaml suite="$work/suite.yaml" train_graphs=2 valid_graphs=1 steps=3 \
+run_both regal configs/experiments/regal_train.yaml --final suite="$work/suite.yaml" train_graphs=2 valid_graphs=1 steps=3 \
   samples=3 brkga.evaluations=60 brkga.population=10 evaluate.graphs=1 evaluate.budget=60 valid_every=3 \
   checkpoint_every=2
 python3 - "$work" <<'PY'

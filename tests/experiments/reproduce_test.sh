@@ -1,14 +1,17 @@
 #!/usr/bin/env bash
 # One paper reproduction end to end in quick mode, as a user runs it from a
-# fresh clone: `experiments/paper/reproduce.sh go_multitask --quick`
-# pre-trains GO, runs the grid, and writes the table (Markdown and LaTeX)
-# and plots. Also: bad arguments are one error line and a non-zero exit.
+# fresh clone: `experiments/paper/reproduce.sh go_multitask --quick --seeds 1`
+# (one seed to stay quick) pre-trains GO, runs the grid, and writes the
+# table (Markdown and LaTeX) and plots. Every cell's step time is checked
+# against the committed values of tests/experiments/data/
+# reproduce_go_multitask_quick.json within the tolerances stated there.
+# Also: bad arguments are one error line and a non-zero exit.
 #   reproduce_test.sh GOSIM_BINARY   (run from the repository root)
 set -euo pipefail
 export GOSIM=$1
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
-experiments/paper/reproduce.sh go_multitask --quick --out "$work" > "$work/log.txt" 2>&1 ||
+experiments/paper/reproduce.sh go_multitask --quick --seeds 1 --out "$work" > "$work/log.txt" 2>&1 ||
   { echo "FAIL: reproduce.sh go_multitask --quick"; tail -20 "$work/log.txt"; exit 1; }
 table=$work/go_multitask/go_multitask.md
 test -s "$table" || { echo "FAIL: no table"; tail -20 "$work/log.txt"; exit 1; }
@@ -18,19 +21,38 @@ for model in Inception-v3 Transformer-XL WaveNet GNMT-8 AmoebaNet BERT; do
   [ "$(awk -F' [|] ' '{print NF}' <<< "$row")" -eq 5 ] && ! grep -q ' | - ' <<< "$row" ||
     { echo "FAIL: row $model incomplete: $row"; exit 1; }
 done
-grep -Eq '^\| mean % \| \(ref\) \| [+-][0-9.]+% \| [+-][0-9.]+% \| [+-][0-9.]+% \|' "$table" ||
-  { echo "FAIL: no mean row"; cat "$table"; exit 1; }
+grep -Eq '^\| geo-mean speedup \| \(ref\) \| [0-9.]+x \| [0-9.]+x \| [0-9.]+x \|' "$table" ||
+  { echo "FAIL: no geo-mean row"; cat "$table"; exit 1; }
+grep -q '^\*\*quick mode: pipeline check, not a result\*\*' "$table" || { echo "FAIL: no quick-mode header"; exit 1; }
+grep -q 'Final runs on the test graphs logged in these run folders: 1' "$table" ||
+  { echo "FAIL: the final run is not counted"; cat "$table"; exit 1; }
+# The numbers: every cell against the committed values.
+/usr/bin/python3 - "$work/go_multitask/run/results.jsonl" tests/experiments/data/reproduce_go_multitask_quick.json <<'PY'
+import json, sys
+expected = json.load(open(sys.argv[2]))
+seen, bad = 0, []
+for line in open(sys.argv[1]):
+    r = json.loads(line)
+    want = expected["step_time_ms"][r["label"]][r["graph"]]
+    got = r["step_time"] * 1e3
+    tolerance = expected["tolerance"][r["label"]]
+    seen += 1
+    if abs(got - want) > tolerance * want:
+        bad.append(f"{r['label']} on {r['graph']}: {got:.3f} ms, committed {want:.3f} ms (tolerance {tolerance:.1%})")
+if seen != 24 or bad:
+    sys.exit(f"FAIL: {seen} cells; " + "; ".join(bad))
+PY
 grep -q 'tabular' "$work/go_multitask/go_multitask.tex" || { echo "FAIL: no LaTeX table"; exit 1; }
 for f in convergence bert_go_joint.placement bert_go_joint.timeline; do
   [ "$(head -c 4 "$work/go_multitask/$f.png" | od -An -c | tr -d ' ')" = "211PNG" ] ||
     { echo "FAIL: $f.png is not a PNG"; exit 1; }
 done
 # Re-running resumes: no cell and no training step is redone.
-experiments/paper/reproduce.sh go_multitask --quick --out "$work" > "$work/again.txt" 2>&1
+experiments/paper/reproduce.sh go_multitask --quick --seeds 1 --out "$work" > "$work/again.txt" 2>&1
 grep -q "24 already finished, 0 run now" "$work/again.txt" ||
   { echo "FAIL: the second run redid cells"; grep cells "$work/again.txt"; exit 1; }
 # Bad arguments.
-for args in "no_such_table" "go_multitask --np x" "go_multitask --bogus"; do
+for args in "no_such_table" "go_multitask --np x" "go_multitask --bogus" "go_multitask --seeds 0"; do
   # shellcheck disable=SC2086
   if experiments/paper/reproduce.sh $args > /dev/null 2> "$work/err.txt"; then
     echo "FAIL: reproduce.sh $args was accepted"; exit 1
