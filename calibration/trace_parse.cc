@@ -7,6 +7,7 @@
 
 #include "calibration/trace_reader.h"
 #include "core/io.h"
+#include "core/json_text.h"
 
 namespace gosim::calibration {
 namespace internal {
@@ -234,19 +235,10 @@ namespace {
 using internal::Json;
 
 Json ParseJson(std::string_view text, const std::string& source) {
-  try {
-    return Json::parse(text.begin(), text.end());
-  } catch (const Json::parse_error& e) {
-    Location where{source};
-    const bool truncated = e.byte >= text.size();
-    where.byte_offset = static_cast<int64_t>(std::min<size_t>(e.byte, text.size()));
-    std::string what = e.what();
-    const size_t pos = what.find("syntax error");
-    if (pos != std::string::npos) what = what.substr(pos);
-    throw TraceError(truncated ? "the trace ends early (" + what + ")" : "invalid JSON (" + what + ")", where,
-                     truncated ? "the file is truncated; copy or export the trace again"
-                               : "the trace is not valid JSON; export it again from the profiler");
-  }
+  // Traces are often one long line: errors give the byte offset.
+  return ParseJsonText<TraceError, Json>(
+      text, source, "export the trace again from the profiler (a truncated file ends early)",
+      /*lines=*/false);
 }
 
 }  // namespace

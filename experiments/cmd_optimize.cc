@@ -30,7 +30,7 @@ struct OptimizeArgs {
   std::string graph;
   std::string cluster;
   std::string agent;
-  int64_t budget = 0;
+  std::string budget = "0";
   double wall_seconds = 0.0;
   uint64_t seed = 0;
   std::string objective = "step_time";
@@ -63,17 +63,16 @@ int Optimize(const OptimizeArgs& args) {
   objective.kind = agents::ParseObjectiveKind(args.objective, Location{"--objective"});
   if (args.memory_weight >= 0.0) objective.memory_weight = args.memory_weight;
   if (args.reference_step_time > 0.0) objective.reference_step_time = args.reference_step_time;
-  if (args.budget < 0 || !(args.wall_seconds >= 0.0)) {
-    throw ConfigError("a budget must be >= 0", Location{"--budget"},
-                      "give --budget N (evaluations) and/or --wall-seconds S; 0 = the agent's default");
-  }
+  // Read as text: CLI11 would clamp a number above 2^63 silently.
+  const agents::Budget budget{experiments::ParseBudgetEvaluations(args.budget, Location{"--budget"}),
+                              args.wall_seconds};
+  experiments::CheckBudget(budget, Location{"--wall-seconds"});
 
   const sim::Cluster cluster = experiments::LoadClusterAt(args.cluster, Location{"--cluster"});
   const graphs::Graph graph = experiments::MaterializeGraph(entry);
   const sim::Evaluator evaluator(graph, cluster, cost_model);
   const sim::Evaluation baseline = evaluator.Evaluate(sim::SingleDeviceDecision(graph));
-  const agents::Problem problem{graph,    cluster, evaluator, objective, {args.budget, args.wall_seconds},
-                                args.seed};
+  const agents::Problem problem{graph, cluster, evaluator, objective, budget, args.seed};
   const experiments::SolveResult solved =
       experiments::Solve(*agent, problem, args.no_progress ? std::string() : args.agent);
   const sim::SimResult result = evaluator.Simulate(solved.result.best, !args.trace.empty());

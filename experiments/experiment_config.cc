@@ -1,6 +1,7 @@
 #include "experiments/experiment_config.h"
 
 #include <algorithm>
+#include <charconv>
 #include <filesystem>
 #include <set>
 
@@ -37,11 +38,7 @@ agents::Budget ParseBudget(const YAML::Node& node, const std::string& file, cons
     budget.wall_seconds = map.Get<double>("wall_seconds", fallback.wall_seconds);
     map.Finish();
   }
-  if (budget.evaluations < 0)
-    throw ConfigError("budget evaluations must be >= 0", YamlLocation(node, file, path));
-  if (!(budget.wall_seconds >= 0.0)) {
-    throw ConfigError("budget wall_seconds must be >= 0", YamlLocation(node, file, path));
-  }
+  CheckBudget(budget, YamlLocation(node, file, path));
   return budget;
 }
 
@@ -370,6 +367,35 @@ std::string OverrideFolder(const YAML::Node& resolved) {
   YAML::Emitter out;
   out << copy;
   return "with-" + HashHex(out.c_str()).substr(0, 8);
+}
+
+void CheckBudget(const agents::Budget& budget, const Location& where) {
+  if (budget.evaluations < 0) throw ConfigError("budget evaluations must be >= 0", where);
+  if (budget.evaluations > kMaxBudgetEvaluations) {
+    throw ConfigError("budget of " + std::to_string(budget.evaluations) +
+                          " evaluations is above the limit of " + std::to_string(kMaxBudgetEvaluations),
+                      where, "give a smaller budget (0 = the agent's default)");
+  }
+  if (!(budget.wall_seconds >= 0.0)) throw ConfigError("budget wall_seconds must be >= 0", where);
+  if (!(budget.wall_seconds <= kMaxBudgetWallSeconds)) {
+    throw ConfigError("budget wall_seconds is above the limit of 1e7 s (about 116 days)", where,
+                      "give a smaller wall-clock budget (0 = no limit)");
+  }
+}
+
+int64_t ParseBudgetEvaluations(const std::string& text, const Location& where) {
+  int64_t value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (text.empty() || ec == std::errc::invalid_argument || end != text.data() + text.size()) {
+    throw ConfigError("budget '" + text + "' is not a whole number of evaluations", where,
+                      "give a plain integer, e.g. --budget 5000 (0 = the agent's default)");
+  }
+  if (ec == std::errc::result_out_of_range || value < 0 || value > kMaxBudgetEvaluations) {
+    throw ConfigError(
+        "budget " + text + " is outside 0.." + std::to_string(kMaxBudgetEvaluations) + " evaluations", where,
+        "give a smaller budget (0 = the agent's default)");
+  }
+  return value;
 }
 
 ExperimentConfig LoadExperiment(const std::string& given, const std::vector<std::string>& overrides) {

@@ -66,6 +66,19 @@ struct ExperimentConfig {
   YAML::Node resolved;  // the whole YAML after overrides (copied to the run folder)
 };
 
+// The largest budget a cell or `gosim optimize` accepts: 10^10 simulator
+// evaluations (hours even at a microsecond each, weeks on a real graph) and
+// 10^7 s of wall clock (about 116 days). Larger values are typing mistakes;
+// they are refused rather than clamped.
+inline constexpr int64_t kMaxBudgetEvaluations = 10'000'000'000;
+inline constexpr double kMaxBudgetWallSeconds = 1e7;
+// A ConfigError at `where` unless 0 <= evaluations <= kMaxBudgetEvaluations
+// and 0 <= wall_seconds <= kMaxBudgetWallSeconds (finite).
+void CheckBudget(const agents::Budget& budget, const Location& where);
+// `text` as a number of evaluations for a budget: a plain decimal integer in
+// [0, kMaxBudgetEvaluations], else a ConfigError at `where`.
+int64_t ParseBudgetEvaluations(const std::string& text, const Location& where);
+
 // Reads `path`, applies `overrides` ("a.b[1].c=value", values parsed as
 // YAML) in order, then parses and validates. Every problem is a ConfigError
 // with file, line and YAML path. Overrides that do not name the run folder

@@ -6,6 +6,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
+#include <string>
 
 #include "core/allocator.h"
 #include "core/error.h"
@@ -37,7 +38,14 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version print and exit 0; a usage error is one line, exit 2
+    // (CLI11's own printer adds a second line and uses codes above 100).
+    if (e.get_exit_code() == 0) return app.exit(e);
+    std::string command = "gosim";
+    for (const CLI::App* sub : app.get_subcommands()) command += " " + sub->get_name();
+    std::fprintf(stderr, "gosim: usage error: %s (see %s --help)\n", gosim::EscapeControl(e.what()).c_str(),
+                 command.c_str());
+    return 2;
   }
   // Under mpirun an error on one process would leave the others waiting
   // for it: it ends them all.
@@ -62,7 +70,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "gosim: out of memory\n");
     return fail();
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "gosim: internal error: %s (please report this)\n", e.what());
+    std::fprintf(stderr, "gosim: internal error: %s (please report this)\n",
+                 gosim::EscapeControl(e.what()).c_str());
     return fail();
   }
 }

@@ -49,15 +49,25 @@ Graph LoadGraph(const std::string& path) {
     throw IoError("is a folder, not a graph file", Location(path), "give the path of a graph file");
   }
   const std::string data = ReadFile(path);
-  switch (format) {
-    case GraphFormat::kJson:
-      return ReadGraphJson(data, path);
-    case GraphFormat::kCostGraph:
-      return ReadCostGraphText(data, path, GraphNameFromPath(path));
-    case GraphFormat::kOnnx:
-      return ReadOnnx(data, path, GraphNameFromPath(path));
+  Graph graph = [&] {
+    switch (format) {
+      case GraphFormat::kJson:
+        return ReadGraphJson(data, path);
+      case GraphFormat::kCostGraph:
+        return ReadCostGraphText(data, path, GraphNameFromPath(path));
+      case GraphFormat::kOnnx:
+        return ReadOnnx(data, path, GraphNameFromPath(path));
+    }
+    throw GraphError("unknown graph format", Location(path));
+  }();
+  // An empty graph would simulate to a step time of 0 and let every agent
+  // "optimize" it; it is almost always a wrong or truncated file.
+  if (graph.num_nodes() == 0) {
+    throw GraphError(
+        "the graph has no nodes", Location(path),
+        "the file is empty or truncated, or its nodes are missing; a graph needs at least one node");
   }
-  throw GraphError("unknown graph format", Location(path));
+  return graph;
 }
 
 void SaveGraph(const Graph& graph, const std::string& path) {

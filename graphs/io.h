@@ -21,6 +21,7 @@ enum class GraphFormat { kJson, kCostGraph, kOnnx };
 // The format implied by `path`'s extension; GraphError for unknown ones.
 GraphFormat FormatFromPath(const std::string& path);
 
+// Reads a graph file; a file without nodes is a GraphError.
 Graph LoadGraph(const std::string& path);
 // Writes native JSON, gzip'd when `path` ends in ".gz"; atomic.
 void SaveGraph(const Graph& graph, const std::string& path);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/json_text.h"
 #include "core/strings.h"
 #include "graphs/graph_builder.h"
 
@@ -151,6 +152,11 @@ class Reader {
       const size_t offset = e.byte > 0 ? e.byte - 1 : 0;
       throw GraphError("invalid JSON: " + ParseErrorMessage(e.what()), TextLocation(text_, offset, source_),
                        "fix the JSON syntax (a truncated file ends early)");
+    } catch (const Json::exception& e) {
+      // out_of_range.406, a number beyond a double (1e400): the lexer has just read it.
+      const size_t at = NumberStart(text_, static_cast<size_t>(read_up_to - text_.data()));
+      throw GraphError(JsonErrorText(e.what()), TextLocation(text_, at, source_),
+                       "numbers must fit a 64-bit double (magnitude below 1.8e308)");
     }
   }
 

@@ -4,6 +4,8 @@
 
 #ifdef GOSIM_HAVE_ONNX
 
+#include <google/protobuf/io/coded_stream.h>
+#include <google/protobuf/wire_format_lite.h>
 #include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
 #include <onnx/shape_inference/implementation.h>
@@ -219,6 +221,21 @@ void InferShapesIsolated(onnx::ModelProto& model, const std::string& source) {
   *model.mutable_graph()->mutable_output() = std::move(*inferred.mutable_output());
 }
 
+// The byte offset of the first top-level protobuf field of `bytes` whose tag
+// or length is malformed, or that runs past the end; -1 when every top-level
+// field is well formed (the fault is then inside a nested message).
+int64_t FirstBadField(std::string_view bytes) {
+  if (bytes.size() > static_cast<size_t>(INT_MAX)) return -1;
+  google::protobuf::io::CodedInputStream input(reinterpret_cast<const uint8_t*>(bytes.data()),
+                                               static_cast<int>(bytes.size()));
+  for (;;) {
+    const int64_t start = input.CurrentPosition();
+    const uint32_t tag = input.ReadTag();
+    if (tag == 0) return start == static_cast<int64_t>(bytes.size()) ? -1 : start;
+    if (!google::protobuf::internal::WireFormatLite::SkipField(&input, tag)) return start;
+  }
+}
+
 class Importer {
  public:
   Importer(const std::string& source, const std::string& name) : source_(source), name_(name) {}
@@ -227,10 +244,14 @@ class Importer {
     onnx::ModelProto model;
     if (bytes.size() > static_cast<size_t>(INT_MAX) ||
         !model.ParseFromArray(bytes.data(), static_cast<int>(bytes.size()))) {
+      // Protobuf's parser says only that the bytes do not parse; a scan of
+      // the top-level fields finds the first one that is broken.
       Location where(source_);
-      where.byte_offset = static_cast<int64_t>(bytes.size());
+      where.byte_offset = FirstBadField(bytes);
       throw GraphError("not a valid ONNX model: its " + std::to_string(bytes.size()) +
-                           " bytes do not parse as an onnx.ModelProto",
+                           " bytes do not parse as an onnx.ModelProto" +
+                           (where.byte_offset >= 0 ? " (the top-level field at this byte is broken)"
+                                                   : " (protobuf reports no position)"),
                        where, "is the file truncated, or not an ONNX model?");
     }
     if (!model.has_graph() || model.graph().node_size() == 0) {

@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "core/io.h"
+#include "core/json_text.h"
 #include "core/strings.h"
 #include "sim/cluster.h"
 #include "sim/decision.h"
@@ -27,13 +28,8 @@ class DecisionReader {
       : text_(text), source_(source), g_(graph), c_(cluster) {}
 
   Decision Read() {
-    Json root;
-    try {
-      root = Json::parse(text_);
-    } catch (const Json::parse_error& e) {
-      throw DecisionError(std::string("invalid JSON: ") + e.what(), TextAt(e.byte > 0 ? e.byte - 1 : 0),
-                          "fix the JSON syntax (a truncated file ends early)");
-    }
+    const Json root = ParseJsonText<DecisionError, Json>(text_, source_,
+                                                         "fix the JSON syntax (a truncated file ends early)");
     if (!root.is_object()) Fail("", "a decision must be a JSON object", "see docs/FORMATS.md, Decision JSON");
     static const std::vector<std::string> kKeys{
         "format",   "version",           "graph",  "cluster", "placement",
