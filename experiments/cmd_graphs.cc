@@ -103,7 +103,9 @@ nlohmann::json StatsJson(const graphs::GraphStats& s, const std::string& split, 
                       {"edges", s.edges},
                       {"control_edges", s.control_edges},
                       {"flops", s.flops},
-                      {"parameter_bytes", s.parameter_bytes},
+                      {"weight_bytes", s.weight_bytes},
+                      {"optimizer_bytes", s.optimizer_bytes},
+                      {"persistent_bytes", s.persistent_bytes},
                       {"activation_bytes", s.activation_bytes},
                       {"depth", s.depth},
                       {"width", s.width},
@@ -120,14 +122,17 @@ std::vector<std::string> StatsRow(const graphs::GraphStats& s) {
   return {Thousands(s.nodes),
           Thousands(s.edges),
           FormatCount(s.flops, "FLOP"),
-          FormatBytes(static_cast<double>(s.parameter_bytes)),
+          FormatBytes(static_cast<double>(s.weight_bytes)),
+          FormatBytes(static_cast<double>(s.optimizer_bytes)),
           FormatBytes(static_cast<double>(s.activation_bytes)),
           Thousands(s.depth),
           Thousands(s.width)};
 }
 
-const std::vector<std::string> kStatsHeader = {"nodes",       "edges", "FLOPs", "params",
-                                               "activations", "depth", "width"};
+// "weights" are the persistent bytes of forward and backward nodes,
+// "optimizer" those of update nodes (graphs/stats.h).
+const std::vector<std::string> kStatsHeader = {"nodes",     "edges",       "FLOPs", "weights",
+                                               "optimizer", "activations", "depth", "width"};
 
 void PrintOps(const graphs::GraphStats& s) {
   std::vector<std::pair<int64_t, std::string>> ops;
