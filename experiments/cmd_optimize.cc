@@ -93,7 +93,13 @@ int Optimize(const OptimizeArgs& args) {
                 (solved.final.step_time / baseline.step_time - 1.0) * 100.0);
   }
   if (!args.out.empty()) {
-    sim::SaveDecision(args.out, solved.result.best, graph, cluster);
+    sim::DecisionInfo info;
+    info.agent = args.agent;
+    info.seed = static_cast<int64_t>(args.seed);
+    info.budget = args.budget;  // 0: the agent's default
+    info.evaluations = solved.result.evaluations;
+    info.objective = experiments::ObjectiveKindName(objective.kind);
+    sim::SaveDecision(args.out, solved.result.best, graph, cluster, info);
     std::printf("decision written to %s\n", args.out.c_str());
   }
   if (!args.trace.empty()) {
