@@ -28,6 +28,7 @@ namespace {
 
 struct OptimizeArgs {
   std::string graph;
+  ShapeArgs shape;
   std::string cluster;
   std::string agent;
   int64_t budget = 0;
@@ -46,7 +47,8 @@ struct OptimizeArgs {
 
 int Optimize(const OptimizeArgs& args) {
   // Parse and validate everything before any work.
-  const experiments::GraphEntry entry = experiments::ParseGraphArgument(args.graph);
+  const experiments::GraphEntry entry = experiments::ParseGraphArgument(
+      args.graph, experiments::ParseShapeArguments(args.shape.dims, args.shape.input_shapes));
   YAML::Node options_node(YAML::NodeType::Map);
   for (const std::string& assignment : args.agent_options) ApplyOverride(options_node, assignment);
   YamlMap options(options_node, "--agent-option", "");
@@ -114,8 +116,10 @@ int Optimize(const OptimizeArgs& args) {
 void AddOptimizeCommand(CLI::App& root) {
   auto args = std::make_shared<OptimizeArgs>();
   CLI::App* cmd = root.add_subcommand("optimize", "Optimize one graph on one cluster with one agent");
-  cmd->add_option("--graph", args->graph, "Graph file, or gen:NAME[:k=v,...] for a generated graph")
+  InputFile(
+      cmd->add_option("--graph", args->graph, "Graph file, or gen:NAME[:k=v,...] for a generated graph"))
       ->required();
+  AddShapeOptions(cmd, &args->shape);
   cmd->add_option("--cluster", args->cluster, "Cluster preset (configs/clusters/NAME.yaml) or YAML file")
       ->required();
   cmd->add_option("--agent", args->agent, "Agent name (e.g. brkga, random_search, m_etf)")->required();
