@@ -38,6 +38,9 @@ run simulate_own simulate --graph graphs/data/vgg16_train_b32.json.gz --cluster 
   --decision best.json
 run experiment run tests/experiments/data/paths_run.yaml output=runs --no-progress
 [ "$(wc -l < runs/results.jsonl)" -eq 2 ] || fail "run: expected 2 cells in runs/results.jsonl"
+run room graphs room tests/experiments/data/paths_suite.yaml --out room.yaml --keep train=1,valid=1 \
+  --low 10 --high 20 --min-improvement 0
+[ -s room.yaml ] || fail "graphs room wrote no suite"
 run calibrate calibrate --trace tests/calibration/data/tf_timeline_small.json --out profile.yaml
 [ -s profile.yaml ] || fail "calibrate wrote no profile"
 if [ "$with_torch" = 1 ]; then
@@ -46,6 +49,11 @@ if [ "$with_torch" = 1 ]; then
   [ -f train/curves.csv ] || fail "train wrote no curves.csv"
   run profile profile --graph tests/data/onnx/tiny_cnn.onnx --steps 1 --warmup 0 --out trace.json.gz --cpu
   [ -s trace.json.gz ] || fail "profile wrote no trace"
+  run local_decision optimize --graph tests/data/onnx/tiny_cnn.onnx --cluster local --agent single_device \
+    --out local.json --no-progress
+  run replay replay --graph tests/data/onnx/tiny_cnn.onnx --cluster local --decision local.json --repeats 1 \
+    --warmup 0 --rounds 1
+  grep -q "local.json" replay.log || fail "replay printed no row for the decision"
 fi
 # A file that exists nowhere is still reported under the name given.
 if "$gosim" simulate --graph graphs/data/no_such.json --cluster k80x2 > missing.log 2>&1; then
