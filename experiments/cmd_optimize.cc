@@ -120,7 +120,9 @@ void AddOptimizeCommand(CLI::App& root) {
       cmd->add_option("--graph", args->graph, "Graph file, or gen:NAME[:k=v,...] for a generated graph"))
       ->required();
   AddShapeOptions(cmd, &args->shape);
-  cmd->add_option("--cluster", args->cluster, "Cluster preset (configs/clusters/NAME.yaml) or YAML file")
+  cmd->add_option(
+         "--cluster", args->cluster,
+         "Cluster preset (configs/clusters/NAME.yaml) or YAML file, optionally :gpus=N (p100x4_pcie:gpus=6)")
       ->required();
   cmd->add_option("--agent", args->agent, "Agent name (e.g. brkga, random_search, m_etf)")->required();
   cmd->add_option("--budget", args->budget,

@@ -87,7 +87,8 @@ void AddReplayCommand(CLI::App& root) {
       root.add_subcommand("replay", "Execute decisions on real devices and compare with the simulator");
   InputFile(cmd->add_option("--graph", args->graph, "Graph file, or gen:NAME[:k=v,...]"))->required();
   AddShapeOptions(cmd, &args->shape);
-  cmd->add_option("--cluster", args->cluster, "Cluster preset or YAML (e.g. local)")->required();
+  cmd->add_option("--cluster", args->cluster, "Cluster preset or YAML (e.g. local), optionally :gpus=N")
+      ->required();
   InputFile(cmd->add_option("--decision", args->decisions, "Decision JSON (repeatable)"))->required();
   cmd->add_option("--repeats", args->repeats, "Measured steps per decision (the median is reported)")
       ->capture_default_str();

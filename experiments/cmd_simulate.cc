@@ -82,7 +82,9 @@ void AddSimulateCommand(CLI::App& root) {
       cmd->add_option("--graph", args->graph, "Graph file, or gen:NAME[:k=v,...] for a generated graph"))
       ->required();
   AddShapeOptions(cmd, &args->shape);
-  cmd->add_option("--cluster", args->cluster, "Cluster preset (configs/clusters/NAME.yaml) or YAML file")
+  cmd->add_option(
+         "--cluster", args->cluster,
+         "Cluster preset (configs/clusters/NAME.yaml) or YAML file, optionally :gpus=N (p100x4_pcie:gpus=6)")
       ->required();
   InputFile(cmd->add_option("--decision", args->decision,
                             "Decision JSON (docs/FORMATS.md); without it everything runs on device 0"));

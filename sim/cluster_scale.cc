@@ -199,8 +199,8 @@ Cluster ScaleCluster(const Cluster& base, int32_t devices, const Location& where
   if (s.mode == ClusterScaling::Mode::kNone) {
     throw ConfigError(
         "cluster '" + base.name() + "' takes no gpus=N", where,
-        "scaled presets: p100x4_pcie, k80x2, k80x4, dgx1_v100, a100x8_nvswitch, h100x8_nvswitch "
-        "(docs/SIMULATOR.md); or write the cluster out in YAML");
+        "only clusters with a scaling: key take it (docs/SIMULATOR.md, presets with parameters); "
+        "or write the cluster out in YAML");
   }
   const int32_t max =
       s.max > 0 ? s.max : (s.mode == ClusterScaling::Mode::kSubset ? count : ClusterBuilder::kMaxDevices);
