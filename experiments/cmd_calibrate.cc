@@ -302,15 +302,17 @@ int Calibrate(const CalibrateArgs& args) {
 void AddCalibrateCommand(CLI::App& root) {
   auto args = std::make_shared<CalibrateArgs>();
   CLI::App* cmd = root.add_subcommand("calibrate", "Fit a calibrated device profile to a GPU profiler trace");
-  cmd->add_option("--trace", args->trace, "PyTorch profiler / Kineto or TensorFlow timeline JSON (.gz too)")
+  InputFile(cmd->add_option("--trace", args->trace,
+                            "PyTorch profiler / Kineto or TensorFlow timeline JSON (.gz too)"))
       ->required();
-  cmd->add_option("--also", args->also,
-                  "Another trace of the same device kind to fit the written profile on too (repeatable; e.g. "
-                  "`gosim profile` runs of other architectures); --report covers --trace alone");
-  cmd->add_option(
+  InputFile(cmd->add_option(
+      "--also", args->also,
+      "Another trace of the same device kind to fit the written profile on too (repeatable; e.g. "
+      "`gosim profile` runs of other architectures); --report covers --trace alone"));
+  InputFile(cmd->add_option(
       "--transfers-from", args->transfers_from,
       "A trace whose copies and collectives (not its kernels) join the written profile's link fits "
-      "(repeatable; e.g. `gosim profile --decision` on several devices)");
+      "(repeatable; e.g. `gosim profile --decision` on several devices)"));
   cmd->add_option("--out", args->out, "Write the profile here, e.g. configs/calibrated/v100.yaml");
   cmd->add_option("--predictions", args->predictions,
                   "Write the hold-out predictions (per op: measured and predicted seconds) as CSV here "
@@ -330,8 +332,8 @@ void AddCalibrateCommand(CLI::App& root) {
                   "Samples with shapes needed for a linear fit; fewer -> median time")
       ->capture_default_str();
   cmd->add_option("--device-kind", args->device_kind, "Override the device kind read from the trace");
-  cmd->add_option("--transfer-trace", args->transfer_trace,
-                  "A trace of the same model on another GPU to predict with this profile");
+  InputFile(cmd->add_option("--transfer-trace", args->transfer_trace,
+                            "A trace of the same model on another GPU to predict with this profile"));
   cmd->add_option("--transfer-step-pattern", args->transfer_step_pattern,
                   "Step pattern of the transfer trace (default: --step-pattern)");
   cmd->add_option("--cross-thread-gap-us", args->cross_thread_gap_us,

@@ -22,6 +22,7 @@
 #include "core/progress.h"
 #include "core/strings.h"
 #include "experiments/commands.h"
+#include "experiments/graph_source.h"
 #include "experiments/room_filter.h"
 #include "graphs/generators/generators.h"
 #include "graphs/io.h"
@@ -34,6 +35,7 @@ namespace {
 struct GraphsArgs {
   std::string suite;   // list
   std::string target;  // stats, export
+  ShapeArgs shape;     // stats, export
   bool json = false;
   bool all = false;
   bool ops = false;
@@ -62,6 +64,21 @@ bool IsSuitePath(const std::string& target) {
 graphs::Graph Generated(const std::string& target) {
   auto [name, params] = graphs::ParseGeneratorSpec(target.substr(4));
   return graphs::Generate(name, params, "command line", "");
+}
+
+// The graph of a file target, found like every file argument, with the
+// sizes of --dim / --input-shape.
+graphs::Graph LoadTarget(const GraphsArgs& args) {
+  return experiments::MaterializeGraph(experiments::ParseGraphArgument(
+      args.target, experiments::ParseShapeArguments(args.shape.dims, args.shape.input_shapes)));
+}
+
+// --dim / --input-shape apply to one graph file; a suite names them per entry.
+void RejectShapesForSuite(const GraphsArgs& args) {
+  if (!args.shape.dims.empty() || !args.shape.input_shapes.empty()) {
+    throw ConfigError("--dim and --input-shape apply to one graph file, not to a suite",
+                      Location{args.target}, "give them in the suite's entries: dims: {batch: 32}");
+  }
 }
 
 // A table with columns sized to their contents; numbers right-aligned.
@@ -103,7 +120,9 @@ nlohmann::json StatsJson(const graphs::GraphStats& s, const std::string& split, 
                       {"edges", s.edges},
                       {"control_edges", s.control_edges},
                       {"flops", s.flops},
-                      {"parameter_bytes", s.parameter_bytes},
+                      {"weight_bytes", s.weight_bytes},
+                      {"optimizer_bytes", s.optimizer_bytes},
+                      {"persistent_bytes", s.persistent_bytes},
                       {"activation_bytes", s.activation_bytes},
                       {"depth", s.depth},
                       {"width", s.width},
@@ -120,14 +139,17 @@ std::vector<std::string> StatsRow(const graphs::GraphStats& s) {
   return {Thousands(s.nodes),
           Thousands(s.edges),
           FormatCount(s.flops, "FLOP"),
-          FormatBytes(static_cast<double>(s.parameter_bytes)),
+          FormatBytes(static_cast<double>(s.weight_bytes)),
+          FormatBytes(static_cast<double>(s.optimizer_bytes)),
           FormatBytes(static_cast<double>(s.activation_bytes)),
           Thousands(s.depth),
           Thousands(s.width)};
 }
 
-const std::vector<std::string> kStatsHeader = {"nodes",       "edges", "FLOPs", "params",
-                                               "activations", "depth", "width"};
+// "weights" are the persistent bytes of forward and backward nodes,
+// "optimizer" those of update nodes (graphs/stats.h).
+const std::vector<std::string> kStatsHeader = {"nodes",     "edges",       "FLOPs", "weights",
+                                               "optimizer", "activations", "depth", "width"};
 
 void PrintOps(const graphs::GraphStats& s) {
   std::vector<std::pair<int64_t, std::string>> ops;
@@ -174,6 +196,7 @@ int StatsCommand(const GraphsArgs& args) {
   std::vector<Measured> graphs_out;
   std::string suite_name;
   if (IsSuitePath(args.target)) {
+    RejectShapesForSuite(args);
     const graphs::Suite suite = graphs::LoadSuite(args.target);
     suite_name = suite.name;
     for (const std::string& note : suite.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
@@ -183,10 +206,10 @@ int StatsCommand(const GraphsArgs& args) {
       progress.Add();
     }
     progress.Finish();
-  } else if (StartsWith(args.target, "gen:")) {
+  } else if (StartsWith(args.target, "gen:") && args.shape.dims.empty() && args.shape.input_shapes.empty()) {
     graphs_out.push_back({graphs::ComputeStats(Generated(args.target)), "", args.target});
   } else {
-    graphs_out.push_back({graphs::ComputeStats(graphs::LoadGraph(args.target)), "", args.target});
+    graphs_out.push_back({graphs::ComputeStats(LoadTarget(args)), "", args.target});
   }
 
   if (args.json) {
@@ -251,6 +274,7 @@ int StatsCommand(const GraphsArgs& args) {
 int ExportCommand(const GraphsArgs& args) {
   graphs::Graph g;
   if (IsSuitePath(args.target)) {
+    RejectShapesForSuite(args);
     if (args.entry.empty()) {
       throw ConfigError("exporting from a suite needs --entry NAME", Location{args.target},
                         "see the names with gosim graphs list " + args.target);
@@ -263,10 +287,10 @@ int ExportCommand(const GraphsArgs& args) {
                         Location{args.target}, "see the names with gosim graphs list " + args.target);
     }
     g = graphs::MaterializeGraph(*found);
-  } else if (StartsWith(args.target, "gen:")) {
+  } else if (StartsWith(args.target, "gen:") && args.shape.dims.empty() && args.shape.input_shapes.empty()) {
     g = Generated(args.target);
   } else {
-    g = graphs::LoadGraph(args.target);
+    g = LoadTarget(args);
   }
   graphs::SaveGraph(g, args.out);
   std::printf("wrote %s: %s, %d nodes, %d edges\n", args.out.c_str(), g.name().c_str(), g.num_nodes(),
@@ -334,24 +358,28 @@ void AddGraphsCommand(CLI::App& root) {
   auto args = std::make_shared<GraphsArgs>();
 
   CLI::App* list = graphs->add_subcommand("list", "List the graph generators, or the entries of a suite");
-  list->add_option("suite", args->suite, "a suite YAML (configs/suites/*.yaml)");
+  InputFile(list->add_option("suite", args->suite, "a suite YAML (configs/suites/*.yaml)"));
 
   CLI::App* stats =
       graphs->add_subcommand("stats", "Print graph statistics of a file, a suite or a generator");
-  stats->add_option("target", args->target, "graph file, suite YAML, or gen:NAME[:k=v,...]")->required();
+  InputFile(stats->add_option("target", args->target, "graph file, suite YAML, or gen:NAME[:k=v,...]"))
+      ->required();
   stats->add_flag("--json", args->json, "print JSON instead of a table");
   stats->add_flag("--all", args->all, "one row per graph even for suites of more than 100 graphs");
   stats->add_flag("--ops", args->ops, "also print the op-type histogram of each graph");
+  AddShapeOptions(stats, &args->shape);
 
   CLI::App* exp = graphs->add_subcommand("export", "Write a graph as native JSON (.json or .json.gz)");
-  exp->add_option("target", args->target, "graph file, suite YAML (with --entry), or gen:NAME[:k=v,...]")
+  InputFile(
+      exp->add_option("target", args->target, "graph file, suite YAML (with --entry), or gen:NAME[:k=v,...]"))
       ->required();
   exp->add_option("--out", args->out, "output file, .json or .json.gz")->required();
   exp->add_option("--entry", args->entry, "the suite entry to export");
+  AddShapeOptions(exp, &args->shape);
 
   CLI::App* room = graphs->add_subcommand(
       "room", "Keep the graphs of a suite where a high-budget BRKGA clearly beats a low-budget one (REGAL)");
-  room->add_option("suite", args->suite, "the candidate suite YAML")->required();
+  InputFile(room->add_option("suite", args->suite, "the candidate suite YAML"))->required();
   room->add_option("--out", args->out, "the suite YAML to write")->required();
   room->add_option("--keep", args->keep, "graphs to keep per split: train=N,valid=N,test=N")
       ->delimiter(',')

@@ -28,6 +28,7 @@ namespace {
 
 struct OptimizeArgs {
   std::string graph;
+  ShapeArgs shape;
   std::string cluster;
   std::string agent;
   std::string budget = "0";
@@ -46,7 +47,8 @@ struct OptimizeArgs {
 
 int Optimize(const OptimizeArgs& args) {
   // Parse and validate everything before any work.
-  const experiments::GraphEntry entry = experiments::ParseGraphArgument(args.graph);
+  const experiments::GraphEntry entry = experiments::ParseGraphArgument(
+      args.graph, experiments::ParseShapeArguments(args.shape.dims, args.shape.input_shapes));
   YAML::Node options_node(YAML::NodeType::Map);
   for (const std::string& assignment : args.agent_options) ApplyOverride(options_node, assignment);
   YamlMap options(options_node, "--agent-option", "");
@@ -92,7 +94,13 @@ int Optimize(const OptimizeArgs& args) {
                 (solved.final.step_time / baseline.step_time - 1.0) * 100.0);
   }
   if (!args.out.empty()) {
-    sim::SaveDecision(args.out, solved.result.best, graph, cluster);
+    sim::DecisionInfo info;
+    info.agent = args.agent;
+    info.seed = static_cast<int64_t>(args.seed);
+    info.budget = args.budget;  // 0: the agent's default
+    info.evaluations = solved.result.evaluations;
+    info.objective = experiments::ObjectiveKindName(objective.kind);
+    sim::SaveDecision(args.out, solved.result.best, graph, cluster, info);
     std::printf("decision written to %s\n", args.out.c_str());
   }
   if (!args.trace.empty()) {
@@ -107,9 +115,13 @@ int Optimize(const OptimizeArgs& args) {
 void AddOptimizeCommand(CLI::App& root) {
   auto args = std::make_shared<OptimizeArgs>();
   CLI::App* cmd = root.add_subcommand("optimize", "Optimize one graph on one cluster with one agent");
-  cmd->add_option("--graph", args->graph, "Graph file, or gen:NAME[:k=v,...] for a generated graph")
+  InputFile(
+      cmd->add_option("--graph", args->graph, "Graph file, or gen:NAME[:k=v,...] for a generated graph"))
       ->required();
-  cmd->add_option("--cluster", args->cluster, "Cluster preset (configs/clusters/NAME.yaml) or YAML file")
+  AddShapeOptions(cmd, &args->shape);
+  cmd->add_option(
+         "--cluster", args->cluster,
+         "Cluster preset (configs/clusters/NAME.yaml) or YAML file, optionally :gpus=N (p100x4_pcie:gpus=6)")
       ->required();
   cmd->add_option("--agent", args->agent, "Agent name (e.g. brkga, random_search, m_etf)")->required();
   cmd->add_option("--budget", args->budget,

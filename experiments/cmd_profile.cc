@@ -25,6 +25,7 @@ namespace {
 
 struct ProfileArgs {
   std::string graph;
+  ShapeArgs shape;
   std::string cluster = "local";
   std::string decision;  // empty: every node on device 0
   std::string out = "profile_trace.json.gz";
@@ -39,7 +40,8 @@ int Profile(const ProfileArgs& args) {
     throw ConfigError("--steps " + std::to_string(args.steps) + " --warmup " + std::to_string(args.warmup),
                       Location{"--steps"}, "give --steps >= 1 and --warmup >= 0");
   }
-  const experiments::GraphEntry entry = experiments::ParseGraphArgument(args.graph);
+  const experiments::GraphEntry entry = experiments::ParseGraphArgument(
+      args.graph, experiments::ParseShapeArguments(args.shape.dims, args.shape.input_shapes));
   const sim::Cluster cluster = experiments::LoadClusterAt(args.cluster, Location{"--cluster"});
   const graphs::Graph graph = experiments::MaterializeGraph(entry);
   const sim::Decision decision = args.decision.empty() ? sim::SingleDeviceDecision(graph, 0)
@@ -79,12 +81,14 @@ void AddProfileCommand(CLI::App& root) {
   auto args = std::make_shared<ProfileArgs>();
   CLI::App* cmd =
       root.add_subcommand("profile", "Run a graph for real with LibTorch and record a profiler trace");
-  cmd->add_option("--graph", args->graph, "Graph file, or gen:NAME[:k=v,...]")->required();
+  InputFile(cmd->add_option("--graph", args->graph, "Graph file, or gen:NAME[:k=v,...]"))->required();
+  AddShapeOptions(cmd, &args->shape);
   cmd->add_option("--cluster", args->cluster,
                   "Cluster preset or YAML whose device the run stands for (its share of the CPU cores)")
       ->capture_default_str();
-  cmd->add_option("--decision", args->decision,
-                  "Decision JSON placing the nodes on the cluster's devices (default: all on device 0)");
+  InputFile(
+      cmd->add_option("--decision", args->decision,
+                      "Decision JSON placing the nodes on the cluster's devices (default: all on device 0)"));
   cmd->add_option("--steps", args->steps, "Measured steps")->capture_default_str();
   cmd->add_option("--warmup", args->warmup, "Warm-up steps (not recorded)")->capture_default_str();
   cmd->add_option("--out", args->out, "Trace file (.json or .json.gz)")->capture_default_str();

@@ -29,6 +29,7 @@ namespace {
 
 struct ReplayArgs {
   std::string graph;
+  ShapeArgs shape;
   std::string cluster;
   std::vector<std::string> decisions;
   std::string profile = "local";
@@ -46,7 +47,8 @@ int Replay(const ReplayArgs& args) {
         "--repeats " + std::to_string(args.repeats) + " --warmup " + std::to_string(args.warmup),
         Location{"--repeats"}, "give --repeats >= 1, --warmup >= 0 and --rounds >= 1");
   }
-  const experiments::GraphEntry entry = experiments::ParseGraphArgument(args.graph);
+  const experiments::GraphEntry entry = experiments::ParseGraphArgument(
+      args.graph, experiments::ParseShapeArguments(args.shape.dims, args.shape.input_shapes));
   const sim::Cluster cluster = experiments::LoadClusterAt(args.cluster, Location{"--cluster"});
   YAML::Node cost_options(YAML::NodeType::Map);
   cost_options["profile"] = args.profile;
@@ -83,9 +85,11 @@ void AddReplayCommand(CLI::App& root) {
   auto args = std::make_shared<ReplayArgs>();
   CLI::App* cmd =
       root.add_subcommand("replay", "Execute decisions on real devices and compare with the simulator");
-  cmd->add_option("--graph", args->graph, "Graph file, or gen:NAME[:k=v,...]")->required();
-  cmd->add_option("--cluster", args->cluster, "Cluster preset or YAML (e.g. local)")->required();
-  cmd->add_option("--decision", args->decisions, "Decision JSON (repeatable)")->required();
+  InputFile(cmd->add_option("--graph", args->graph, "Graph file, or gen:NAME[:k=v,...]"))->required();
+  AddShapeOptions(cmd, &args->shape);
+  cmd->add_option("--cluster", args->cluster, "Cluster preset or YAML (e.g. local), optionally :gpus=N")
+      ->required();
+  InputFile(cmd->add_option("--decision", args->decisions, "Decision JSON (repeatable)"))->required();
   cmd->add_option("--repeats", args->repeats, "Measured steps per decision (the median is reported)")
       ->capture_default_str();
   cmd->add_option("--warmup", args->warmup, "Warm-up steps per decision and round")->capture_default_str();

@@ -75,17 +75,18 @@ void AddRunCommand(CLI::App& root) {
   auto args = std::make_shared<RunArgs>();
   CLI::App* run =
       root.add_subcommand("run", "Run (or resume) a YAML experiment: graphs x clusters x agents x seeds");
-  run->add_option("experiment", args->experiment, "Experiment YAML file (see docs/EXPERIMENTS.md)")
+  InputFile(run->add_option("experiment", args->experiment, "Experiment YAML file (see docs/EXPERIMENTS.md)"))
       ->required();  // found from the working directory or the project's folder (core/data_path.h)
   run->add_option("overrides", args->overrides,
                   "Overrides of the experiment's keys, applied before validation: key.path=value "
                   "(e.g. budget.evaluations=500 agents[1].options.population=64 seeds=[0,1])");
   run->add_option("--max-cells", args->max_cells, "Run at most N unfinished cells, then stop (resume later)");
-  run->add_option("--reuse", args->reuse,
-                  "Run folder of another experiment whose finished cells with the same identity (graph, "
-                  "cluster, cost model, objective, agent options, budget, seed) are copied instead of run "
-                  "(repeatable); cells of another build (code version) are not copied unless "
-                  "--reuse-other-code");
+  InputFile(run->add_option(
+      "--reuse", args->reuse,
+      "Run folder of another experiment whose finished cells with the same identity (graph, "
+      "cluster, cost model, objective, agent options, budget, seed) are copied instead of run "
+      "(repeatable); cells of another build (code version) are not copied unless "
+      "--reuse-other-code"));
   run->add_flag("--reuse-other-code", args->reuse_other_code,
                 "With --reuse: also copy cells produced by another build of gosim (their lines keep "
                 "that code version, and the summary lists the versions)");

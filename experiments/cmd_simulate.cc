@@ -24,6 +24,7 @@ namespace {
 
 struct SimulateArgs {
   std::string graph;
+  ShapeArgs shape;
   std::string cluster;
   std::string decision;
   std::string trace;
@@ -36,7 +37,8 @@ struct SimulateArgs {
 
 int Simulate(const SimulateArgs& args) {
   // Parse and validate every argument before loading anything large.
-  const experiments::GraphEntry entry = experiments::ParseGraphArgument(args.graph);
+  const experiments::GraphEntry entry = experiments::ParseGraphArgument(
+      args.graph, experiments::ParseShapeArguments(args.shape.dims, args.shape.input_shapes));
   YAML::Node cost_model_options(YAML::NodeType::Map);
   for (const std::string& assignment : args.cost_model_options) ApplyOverride(cost_model_options, assignment);
   const auto cost_model = sim::MakeCostModel(args.cost_model, cost_model_options, "--cost-model-option");
@@ -76,12 +78,16 @@ int Simulate(const SimulateArgs& args) {
 void AddSimulateCommand(CLI::App& root) {
   auto args = std::make_shared<SimulateArgs>();
   CLI::App* cmd = root.add_subcommand("simulate", "Simulate one decision for a graph on a cluster");
-  cmd->add_option("--graph", args->graph, "Graph file, or gen:NAME[:k=v,...] for a generated graph")
+  InputFile(
+      cmd->add_option("--graph", args->graph, "Graph file, or gen:NAME[:k=v,...] for a generated graph"))
       ->required();
-  cmd->add_option("--cluster", args->cluster, "Cluster preset (configs/clusters/NAME.yaml) or YAML file")
+  AddShapeOptions(cmd, &args->shape);
+  cmd->add_option(
+         "--cluster", args->cluster,
+         "Cluster preset (configs/clusters/NAME.yaml) or YAML file, optionally :gpus=N (p100x4_pcie:gpus=6)")
       ->required();
-  cmd->add_option("--decision", args->decision,
-                  "Decision JSON (docs/FORMATS.md); without it everything runs on device 0");
+  InputFile(cmd->add_option("--decision", args->decision,
+                            "Decision JSON (docs/FORMATS.md); without it everything runs on device 0"));
   cmd->add_option("--trace", args->trace, "Write the timeline as Chrome trace JSON here (opens in Perfetto)");
   cmd->add_flag("--json", args->json, "Print the full result as JSON instead of the summary");
   cmd->add_flag("--check-colocation", args->check_colocation,

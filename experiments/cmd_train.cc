@@ -131,7 +131,8 @@ int Train(const TrainArgs& args) {
 void AddTrainCommand(CLI::App& root) {
   auto args = std::make_shared<TrainArgs>();
   CLI::App* cmd = root.add_subcommand("train", "Train a learned agent (REGAL, HRL, GO) from a YAML config");
-  cmd->add_option("config", args->config, "Training config, e.g. configs/experiments/regal_train.yaml")
+  InputFile(
+      cmd->add_option("config", args->config, "Training config, e.g. configs/experiments/regal_train.yaml"))
       ->required();
   cmd->add_option("overrides", args->overrides, "Config overrides key=value (dotted keys, YAML values)");
   cmd->add_option("--run-dir", args->run_dir,

@@ -25,6 +25,22 @@ struct Command {
 // Every Add*Command appends here; main() runs the one whose subcommand parsed.
 std::vector<Command>& Commands();
 
+// Marks `option` as naming files to read: each value is looked up like every
+// data path (core/data_path.h: the working directory, then $GOSIM_HOME, then
+// the source tree gosim was built from), so `gosim CMD configs/...` or
+// `--graph graphs/data/...` works from any folder. Values that name no file
+// anywhere (a preset name, `gen:...`) pass unchanged. Returns `option`.
+CLI::Option* InputFile(CLI::Option* option);
+
+// `--dim NAME=N` and `--input-shape INPUT=AxBx...` (repeatable), the sizes of
+// an ONNX graph's symbolic dimensions (experiments::ParseShapeArguments),
+// added to every command that loads a graph file.
+struct ShapeArgs {
+  std::vector<std::string> dims;
+  std::vector<std::string> input_shapes;
+};
+void AddShapeOptions(CLI::App* cmd, ShapeArgs* args);
+
 void AddGraphsCommand(CLI::App& root);
 void AddSimulateCommand(CLI::App& root);
 void AddRunCommand(CLI::App& root);

@@ -37,8 +37,16 @@ std::vector<GraphEntry> LoadSuiteEntries(const std::string& path, const Location
 std::vector<GraphEntry> ParseGraphEntries(const YAML::Node& list, const std::string& file,
                                           const std::string& path);
 
-// `gen:NAME[:k=v,...]` or a graph file path (the syntax of `gosim graphs`).
-GraphEntry ParseGraphArgument(const std::string& text);
+// The `--dim NAME=N` and `--input-shape INPUT=AxBx...` arguments of a
+// command (sizes of an ONNX model's symbolic dimensions); ConfigError naming
+// the option for anything but positive whole sizes.
+graphs::OnnxShapes ParseShapeArguments(const std::vector<std::string>& dims,
+                                       const std::vector<std::string>& input_shapes);
+
+// `gen:NAME[:k=v,...]` or a graph file path (the syntax of `gosim graphs`),
+// found like every file argument (core/data_path.h). `shapes` apply to an
+// ONNX file; with a generator they are an error.
+GraphEntry ParseGraphArgument(const std::string& text, const graphs::OnnxShapes& shapes = {});
 
 // Builds (generates or loads) the graph of `entry`.
 graphs::Graph MaterializeGraph(const GraphEntry& entry);

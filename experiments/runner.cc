@@ -153,7 +153,10 @@ CellOutput ComputeCell(const RunState& state, const Cell& cell, size_t position,
   const SolveResult solved = Solve(*agent, problem, show_bar ? counter + " " + spec.label : std::string());
 
   CellOutput out;
-  out.decision_json = sim::DecisionToJson(solved.result.best, graph, cluster);
+  out.decision_json =
+      sim::DecisionToJson(solved.result.best, graph, cluster,
+                          {spec.name, static_cast<int64_t>(cell.seed), cell.budget.evaluations,
+                           solved.result.evaluations, ObjectiveKindName(config.objective.kind)});
   CellRecord& record = out.record;
   record.cell = cell.id;
   NameRecord(config, cell, &record);

@@ -42,8 +42,12 @@ GraphFormat FormatFromPath(const std::string& path) {
                    "graph files end in .json, .pbtxt, .costgraph or .txt (each optionally .gz), or .onnx");
 }
 
-Graph LoadGraph(const std::string& path) {
+Graph LoadGraph(const std::string& path, const OnnxShapes& shapes) {
   const GraphFormat format = FormatFromPath(path);
+  if (format != GraphFormat::kOnnx && !shapes.empty()) {
+    throw GraphError("dimension sizes (--dim, --input-shape, dims, input_shapes) apply only to ONNX models",
+                     Location(path), "drop them for this graph file");
+  }
   std::error_code ec;
   if (std::filesystem::is_directory(path, ec)) {
     throw IoError("is a folder, not a graph file", Location(path), "give the path of a graph file");
@@ -56,7 +60,7 @@ Graph LoadGraph(const std::string& path) {
       case GraphFormat::kCostGraph:
         return ReadCostGraphText(data, path, GraphNameFromPath(path));
       case GraphFormat::kOnnx:
-        return ReadOnnx(data, path, GraphNameFromPath(path));
+        return ReadOnnx(data, path, GraphNameFromPath(path), shapes);
     }
     throw GraphError("unknown graph format", Location(path));
   }();

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "graphs/graph.h"
+#include "graphs/onnx_format.h"
 
 namespace gosim::graphs {
 
@@ -22,7 +23,9 @@ enum class GraphFormat { kJson, kCostGraph, kOnnx };
 GraphFormat FormatFromPath(const std::string& path);
 
 // Reads a graph file; a file without nodes is a GraphError.
-Graph LoadGraph(const std::string& path);
+// `shapes` binds an ONNX model's symbolic dimensions (graphs/onnx_format.h);
+// given for another format it is an error, not ignored.
+Graph LoadGraph(const std::string& path, const OnnxShapes& shapes = {});
 // Writes native JSON, gzip'd when `path` ends in ".gz"; atomic.
 void SaveGraph(const Graph& graph, const std::string& path);
 

@@ -92,6 +92,51 @@ bool IsAllDigits(std::string_view text) {
   return true;
 }
 
+// `text` cut to 40 characters, with anything but printable ASCII as '?', so
+// that a foreign file's keys cannot break the one-line error.
+std::string Quoted(std::string_view text) {
+  std::string out;
+  for (char c : text.substr(0, 40)) out += (c >= 0x20 && c < 0x7f) ? c : '?';
+  if (text.size() > 40) out += "...";
+  return "'" + out + "'";
+}
+
+// What a JSON document that is not a gosim graph looks like, with how to use
+// it instead; "" when it is not recognized.
+std::string LooksLike(const Json& root) {
+  if (root.is_array()) {
+    if (!root.empty() && root[0].is_object() && root[0].contains("ph")) {
+      return "a Chrome / profiler trace (an array of events); give traces to gosim calibrate --trace";
+    }
+    return "";
+  }
+  if (!root.is_object()) return "";
+  auto has = [&root](const char* key) { return root.contains(key); };
+  if (has("traceEvents")) {
+    return "a Chrome / PyTorch-profiler trace (traceEvents); give traces to gosim calibrate --trace";
+  }
+  if (has("format") && root["format"] == "gosim.decision") {
+    return "a gosim decision; give it with --decision";
+  }
+  if (has("maxSizePerFPGA") || has("maxFPGAs") || has("maxCPUs")) {
+    return "an operator-graph placement problem with device limits (maxSizePerFPGA, maxFPGAs, ...); convert "
+           "its nodes and edges to gosim's graph JSON (docs/FORMATS.md) and its devices to a cluster YAML";
+  }
+  if (has("ir_version") || has("opset_import"))
+    return "an ONNX model written as JSON; give the binary .onnx file";
+  if (has("node") && root["node"].is_array()) {
+    return "a TensorFlow GraphDef as JSON; give a CostGraphDef .pbtxt, or export with graphs/export/";
+  }
+  if (has("class_name") && has("config")) return "a Keras model config; export the model with graphs/export/";
+  if (has("architectures") || has("model_type")) {
+    return "a Hugging Face model config; export the model with graphs/export/ or to ONNX";
+  }
+  if (has("nodes") && (has("links") || has("edges")) && !has("format")) {
+    return "a node-link graph (NetworkX style); convert it to gosim's graph JSON (docs/FORMATS.md)";
+  }
+  return "";
+}
+
 class Reader {
  public:
   Reader(std::string_view text, const std::string& source) : text_(text), source_(source) {}
@@ -99,14 +144,35 @@ class Reader {
   Graph Read() {
     const Json root = Parse();
     if (!root.is_object()) {
+      const std::string looks_like = LooksLike(root);
+      if (!looks_like.empty()) Fail("", -1, "not a gosim graph (looks like " + looks_like + ")");
       Fail("", -1, "a graph file must be a JSON object, not " + std::string(root.type_name()),
            "see docs/FORMATS.md, 'Graph: native JSON'");
     }
-    CheckKeys(root, kTopKeys, "", -1);
-    const std::string& format = GetString(Require(root, "format", "", -1), "format", -1);
-    if (format != kFormatName) {
-      Fail("format", -1, "unknown format '" + format + "'", "a gosim graph has \"format\": \"gosim.graph\"");
+    // Another program's JSON: say what it looks like, not which key is unknown.
+    const auto format_it = root.find("format");
+    if (format_it == root.end() || *format_it != kFormatName) {
+      const std::string looks_like = LooksLike(root);
+      if (!looks_like.empty()) Fail("", -1, "not a gosim graph (looks like " + looks_like + ")");
+      if (format_it == root.end()) {
+        std::vector<std::string> keys;
+        for (const auto& [key, value] : root.items()) {
+          if (keys.size() == 6) {
+            keys.push_back("...");
+            break;
+          }
+          keys.push_back(Quoted(key));
+        }
+        Fail("", -1,
+             "not a gosim graph: no \"format\": \"gosim.graph\" (top-level keys: " + Join(keys, ", ") + ")",
+             "see docs/FORMATS.md, 'Graph: native JSON'");
+      }
+      const std::string format =
+          format_it->is_string() ? Quoted(format_it->get<std::string>()) : format_it->dump();
+      Fail("format", -1, "not a gosim graph: unknown format " + format,
+           "a gosim graph has \"format\": \"gosim.graph\"");
     }
+    CheckKeys(root, kTopKeys, "", -1);
     const Json& version = Require(root, "version", "", -1);
     if (!version.is_number_integer() || version.get<int64_t>() != kVersion) {
       Fail("version", -1, "unsupported version " + version.dump(),

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <climits>
@@ -22,11 +23,14 @@
 #include <cstdint>
 #include <cstring>
 #include <exception>
+#include <set>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <vector>
 
+#include "core/log.h"
+#include "core/strings.h"
 #include "graphs/graph_builder.h"
 #include "graphs/op_costs.h"
 
@@ -236,9 +240,16 @@ int64_t FirstBadField(std::string_view bytes) {
   }
 }
 
+std::string ShapeText(const std::vector<int64_t>& shape) {
+  std::vector<std::string> parts;
+  for (int64_t d : shape) parts.push_back(std::to_string(d));
+  return parts.empty() ? "a scalar" : Join(parts, "x");
+}
+
 class Importer {
  public:
-  Importer(const std::string& source, const std::string& name) : source_(source), name_(name) {}
+  Importer(const std::string& source, const std::string& name, const OnnxShapes& shapes)
+      : source_(source), name_(name), shapes_(shapes) {}
 
   Graph Import(std::string_view bytes) {
     onnx::ModelProto model;
@@ -258,13 +269,167 @@ class Importer {
       throw GraphError("the ONNX model has no graph nodes", Location(source_),
                        "export a model with at least one operator");
     }
+    BindShapes(*model.mutable_graph());
     InferShapesIsolated(model, source_);
     const onnx::GraphProto& graph = model.graph();
     CollectValues(graph);
-    return Build(graph);
+    Graph out = Build(graph);
+    WarnUnknownShapes(graph);
+    return out;
   }
 
  private:
+  static bool IsTensor(const onnx::ValueInfoProto& v) { return v.type().has_tensor_type(); }
+
+  // Applies shapes_ to the graph's inputs, value_info and outputs, then
+  // checks that every graph input has a known size in every dimension.
+  void BindShapes(onnx::GraphProto& graph) const {
+    std::unordered_set<std::string> initializer_names;
+    for (const auto& t : graph.initializer()) initializer_names.insert(t.name());
+    // The graph inputs proper (old exporters list initializers as inputs too).
+    std::vector<int> inputs;
+    std::set<std::string> symbolic, input_names;
+    for (int i = 0; i < graph.input_size(); ++i) {
+      const onnx::ValueInfoProto& in = graph.input(i);
+      if (initializer_names.count(in.name())) continue;
+      inputs.push_back(i);
+      input_names.insert(in.name());
+      if (!IsTensor(in) || !in.type().tensor_type().has_shape()) continue;
+      for (const auto& d : in.type().tensor_type().shape().dim()) {
+        if (d.has_dim_param() && !d.dim_param().empty()) symbolic.insert(d.dim_param());
+      }
+    }
+    const std::string how_dims =
+        symbolic.empty() ? "its inputs have no symbolic dimensions"
+                         : "its symbolic input dimensions are: " +
+                               Join(std::vector<std::string>(symbolic.begin(), symbolic.end()), ", ");
+    std::map<std::string, int64_t> bound;  // dim_param -> size
+    for (const auto& [dim, size] : shapes_.dims) {
+      if (!symbolic.count(dim))
+        throw GraphError("the model has no symbolic input dimension named '" + dim + "'", At("graph.input"),
+                         how_dims);
+      if (size <= 0)
+        throw GraphError("dimension '" + dim + "' is bound to " + std::to_string(size), At("graph.input"),
+                         "sizes must be positive");
+      bound[dim] = size;
+    }
+    for (const auto& [input, shape] : shapes_.input_shapes) {
+      int index = -1;
+      for (int i : inputs) {
+        if (graph.input(i).name() == input) index = i;
+      }
+      if (index < 0) {
+        throw GraphError("the model has no graph input named '" + input + "'", At("graph.input"),
+                         "its inputs are: " +
+                             Join(std::vector<std::string>(input_names.begin(), input_names.end()), ", "));
+      }
+      const std::string path = "graph.input[" + std::to_string(index) + "]";
+      onnx::ValueInfoProto& in = *graph.mutable_input(index);
+      if (!IsTensor(in))
+        throw GraphError("input '" + input + "' is not a tensor; it has no shape to give", At(path));
+      onnx::TypeProto::Tensor& t = *in.mutable_type()->mutable_tensor_type();
+      for (int64_t d : shape) {
+        if (d <= 0)
+          throw GraphError("the shape " + ShapeText(shape) + " given for input '" + input + "' has a size " +
+                               std::to_string(d),
+                           At(path), "sizes must be positive");
+      }
+      if (t.has_shape()) {
+        if (t.shape().dim_size() != static_cast<int>(shape.size())) {
+          throw GraphError("input '" + input + "' has " + std::to_string(t.shape().dim_size()) +
+                               " dimensions, the shape given " + ShapeText(shape) + " has " +
+                               std::to_string(shape.size()),
+                           At(path), "give one size per dimension");
+        }
+        for (int k = 0; k < t.shape().dim_size(); ++k) {
+          const auto& d = t.shape().dim(k);
+          const int64_t want = shape[static_cast<size_t>(k)];
+          if (d.has_dim_value() && d.dim_value() != want) {
+            throw GraphError("input '" + input + "' has size " + std::to_string(d.dim_value()) +
+                                 " in dimension " + std::to_string(k) + ", the shape given " +
+                                 ShapeText(shape) + " has " + std::to_string(want),
+                             At(path), "only symbolic or unknown dimensions can be given");
+          }
+          if (d.has_dim_param() && !d.dim_param().empty()) {
+            auto [it, fresh] = bound.emplace(d.dim_param(), want);
+            if (!fresh && it->second != want) {
+              throw GraphError("dimension '" + d.dim_param() + "' is given as both " +
+                                   std::to_string(it->second) + " and " + std::to_string(want),
+                               At(path), "give one size per symbolic dimension");
+            }
+          }
+        }
+      }
+      t.mutable_shape()->clear_dim();
+      for (int64_t d : shape) t.mutable_shape()->add_dim()->set_dim_value(d);
+    }
+    // Every occurrence of a bound name, so that stale symbolic value_info
+    // written by the exporter cannot keep a dimension unknown.
+    auto apply = [&](onnx::ValueInfoProto& v) {
+      if (!IsTensor(v) || !v.type().tensor_type().has_shape()) return;
+      for (auto& d : *v.mutable_type()->mutable_tensor_type()->mutable_shape()->mutable_dim()) {
+        if (!d.has_dim_param()) continue;
+        if (auto it = bound.find(d.dim_param()); it != bound.end()) d.set_dim_value(it->second);
+      }
+    };
+    if (!bound.empty()) {
+      for (auto& v : *graph.mutable_input()) apply(v);
+      for (auto& v : *graph.mutable_value_info()) apply(v);
+      for (auto& v : *graph.mutable_output()) apply(v);
+    }
+    for (int i : inputs) {
+      const onnx::ValueInfoProto& in = graph.input(i);
+      if (!IsTensor(in)) continue;  // sequences and maps: no shape to bind
+      const std::string path = "graph.input[" + std::to_string(i) + "]";
+      const onnx::TypeProto::Tensor& t = in.type().tensor_type();
+      if (!t.has_shape()) {
+        throw GraphError(
+            "input '" + in.name() + "' has no shape, so no node's FLOPs and bytes can be known", At(path),
+            "give it with --input-shape " + in.name() + "=AxBx..., or input_shapes in a suite entry");
+      }
+      for (int k = 0; k < t.shape().dim_size(); ++k) {
+        const auto& d = t.shape().dim(k);
+        if (d.has_dim_value() && d.dim_value() >= 0) continue;
+        if (d.has_dim_param() && !d.dim_param().empty()) {
+          throw GraphError("input '" + in.name() + "' has the symbolic dimension '" + d.dim_param() +
+                               "' (dimension " + std::to_string(k) +
+                               "), whose size is unknown: FLOPs and bytes that depend on it would be 0",
+                           At(path),
+                           "bind it with --dim " + d.dim_param() + "=N, or dims: {" + d.dim_param() +
+                               ": N} in a suite entry");
+        }
+        throw GraphError("dimension " + std::to_string(k) + " of input '" + in.name() +
+                             "' has no size and no name: FLOPs and bytes that depend on it would be 0",
+                         At(path),
+                         "give the whole shape with --input-shape " + in.name() +
+                             "=AxBx..., or input_shapes: {" + in.name() + ": [A, B, ...]} in a suite entry");
+      }
+    }
+  }
+
+  // One warning line naming the nodes whose output shapes stayed unknown
+  // (their FLOPs and bytes count as 0).
+  void WarnUnknownShapes(const onnx::GraphProto& graph) const {
+    std::vector<std::string> unknown;
+    for (int i = 0; i < graph.node_size(); ++i) {
+      const onnx::NodeProto& node = graph.node(i);
+      for (const std::string& output : node.output()) {
+        const ValueInfo* v = Value(output);
+        if (!output.empty() && (v == nullptr || !v->known)) {
+          unknown.push_back(node.name().empty() ? node.op_type() + "_" + std::to_string(i) : node.name());
+          break;
+        }
+      }
+    }
+    if (unknown.empty()) return;
+    const size_t shown = std::min<size_t>(unknown.size(), 3);
+    std::string names = Join(std::vector<std::string>(unknown.begin(), unknown.begin() + shown), ", ");
+    if (unknown.size() > shown) names += ", ...";
+    GOSIM_LOG(Warn) << source_ << ": " << unknown.size() << " of " << graph.node_size()
+                    << " ONNX nodes have an output of unknown shape (" << names
+                    << "); their FLOPs and output bytes count as 0";
+  }
+
   Location At(const std::string& path) const {
     Location where(source_);
     where.path = path;
@@ -511,6 +676,7 @@ class Importer {
 
   const std::string& source_;
   const std::string& name_;
+  const OnnxShapes& shapes_;
   std::unordered_map<std::string, ValueInfo> values_;
   std::unordered_set<std::string> initializers_;
   std::unordered_set<std::string> graph_inputs_;
@@ -523,8 +689,9 @@ bool OnnxSupported() {
   return true;
 }
 
-Graph ReadOnnx(std::string_view bytes, const std::string& source, const std::string& name) {
-  return Importer(source, name).Import(bytes);
+Graph ReadOnnx(std::string_view bytes, const std::string& source, const std::string& name,
+               const OnnxShapes& shapes) {
+  return Importer(source, name, shapes).Import(bytes);
 }
 
 }  // namespace gosim::graphs
@@ -537,7 +704,7 @@ bool OnnxSupported() {
   return false;
 }
 
-Graph ReadOnnx(std::string_view, const std::string& source, const std::string&) {
+Graph ReadOnnx(std::string_view, const std::string& source, const std::string&, const OnnxShapes&) {
   throw GraphError("this gosim was built without ONNX support", Location(source),
                    "install libonnx-dev and rebuild gosim");
 }

@@ -18,7 +18,8 @@ GraphStats ComputeStats(const Graph& graph) {
   for (NodeId n = 0; n < graph.num_nodes(); ++n) {
     const Node& node = graph.node(n);
     s.flops += node.flops;
-    s.parameter_bytes += node.persistent_bytes;
+    s.persistent_bytes += node.persistent_bytes;
+    (node.phase == Phase::kUpdate ? s.optimizer_bytes : s.weight_bytes) += node.persistent_bytes;
     ++op_counts[static_cast<size_t>(node.op)];
     switch (node.phase) {
       case Phase::kForward:

@@ -16,8 +16,14 @@ struct GraphStats {
   int64_t edges = 0;  // data and control edges
   int64_t control_edges = 0;
   double flops = 0.0;  // sum over nodes, FLOPs
-  // Sum of persistent bytes (weights, optimizer state, moving statistics).
-  int64_t parameter_bytes = 0;
+  // Persistent bytes of forward and backward nodes: weights and moving
+  // statistics (batch norm), what a model's "parameters" usually mean.
+  int64_t weight_bytes = 0;
+  // Persistent bytes of update nodes: optimizer state (momentum, Adam's two
+  // moments), 0 for inference graphs.
+  int64_t optimizer_bytes = 0;
+  // weight_bytes + optimizer_bytes: every byte resident all step.
+  int64_t persistent_bytes = 0;
   // Sum of the output bytes of forward-phase nodes, except `Variable` nodes
   // (whose outputs alias their persistent weights).
   int64_t activation_bytes = 0;

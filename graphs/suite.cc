@@ -82,6 +82,42 @@ std::vector<uint64_t> ParseSeeds(const YAML::Node& node, const std::string& file
   return seeds;
 }
 
+// The `dims` and `input_shapes` keys of a file or glob entry.
+OnnxShapes ParseShapes(YamlMap& m) {
+  OnnxShapes out;
+  auto positive = [&](const YAML::Node& node, const std::string& path) {
+    const int64_t size = YamlAs<int64_t>(node, m.file(), path);
+    if (size <= 0) throw ConfigError("sizes must be positive", YamlLocation(node, m.file(), path));
+    return size;
+  };
+  for (const char* key : {"dims", "input_shapes"}) {
+    const YAML::Node node = m.Node(key);
+    if (!node || node.IsNull()) continue;
+    const std::string path = m.ChildPath(key);
+    if (!node.IsMap()) {
+      throw ConfigError(std::string(key) + " must be a mapping", YamlLocation(node, m.file(), path),
+                        std::string(key) == "dims" ? "write e.g. dims: {batch: 32}"
+                                                   : "write e.g. input_shapes: {input: [32, 3, 224, 224]}");
+    }
+    for (auto it = node.begin(); it != node.end(); ++it) {
+      const std::string name = it->first.Scalar();
+      const std::string item = path + "." + name;
+      if (std::string(key) == "dims") {
+        out.dims[name] = positive(it->second, item);
+        continue;
+      }
+      if (!it->second.IsSequence()) {
+        throw ConfigError("a shape must be a list of sizes", YamlLocation(it->second, m.file(), item),
+                          "write e.g. " + name + ": [32, 3, 224, 224]");
+      }
+      std::vector<int64_t>& shape = out.input_shapes[name];
+      for (size_t k = 0; k < it->second.size(); ++k)
+        shape.push_back(positive(it->second[k], item + "[" + std::to_string(k) + "]"));
+    }
+  }
+  return out;
+}
+
 std::string ResolvePath(const std::string& path, const std::string& base_dir) {
   if (fs::path(path).is_absolute()) return path;
   if (!base_dir.empty()) {
@@ -228,6 +264,7 @@ Parsed ParseEntries(const YAML::Node& list, const std::string& file, const std::
         m.Fail("file", "graph file '" + given + "' not found",
                "paths are relative to the suite's folder or the working directory");
       }
+      e.shapes = ParseShapes(m);
       m.Finish();
       e.name = name ? *name : FileStem(e.path);
       add(e, name.has_value(), augment, m);
@@ -235,6 +272,7 @@ Parsed ParseEntries(const YAML::Node& list, const std::string& file, const std::
     }
     const std::string pattern = m.Require<std::string>("glob");
     if (name) m.Fail("name", "a glob entry cannot be named; its graphs are named after their files");
+    e.shapes = ParseShapes(m);
     m.Finish();
     std::vector<std::string> files;
     if (fs::path(pattern).is_absolute()) {
@@ -335,6 +373,20 @@ std::string SuiteEntry::Spec() const {
     if (seed) s += "#seed=" + std::to_string(*seed);
   } else {
     s = "file:" + path;
+    if (!shapes.dims.empty()) {
+      std::vector<std::string> parts;
+      for (const auto& [dim, size] : shapes.dims) parts.push_back(dim + "=" + std::to_string(size));
+      s += "#dims=" + Join(parts, ",");
+    }
+    if (!shapes.input_shapes.empty()) {
+      std::vector<std::string> parts;
+      for (const auto& [input, shape] : shapes.input_shapes) {
+        std::vector<std::string> sizes;
+        for (int64_t d : shape) sizes.push_back(std::to_string(d));
+        parts.push_back(input + "=" + Join(sizes, "x"));
+      }
+      s += "#input_shapes=" + Join(parts, ",");
+    }
   }
   if (augment_index > 0) s += "#aug=" + std::to_string(augment_index);
   return s;
@@ -397,7 +449,7 @@ Graph MaterializeGraph(const SuiteEntry& entry) {
     if (entry.seed) overrides.emplace_back("seed", YAML::Node(static_cast<int64_t>(*entry.seed)));
     g = Generate(entry.generator, entry.params, entry.where.file, entry.params_path, std::move(overrides));
   } else {
-    g = LoadGraph(entry.path);
+    g = LoadGraph(entry.path, entry.shapes);
   }
   if (entry.augment_index > 0) {
     g = AugmentTensorSizes(g, entry.augment_seed, entry.augment_index, entry.augment_sigma, entry.name);

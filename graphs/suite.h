@@ -11,6 +11,9 @@
 //       name: resnet50               # optional; defaults to a canonical spec
 //       split: test                  # optional; explicit split of this entry
 //     - file: graphs/data/resnet50_train_b32.json.gz
+//     - file: models/alexnet.onnx    # ONNX: sizes of symbolic dimensions
+//       dims: {batch: 32}            # by name, or whole input shapes:
+//       input_shapes: {input: [32, 3, 224, 224]}   # (graphs/onnx_format.h)
 //     - glob: graphs/data/*.json.gz  # zero or more files, sorted
 //     - generator: regal_random
 //       name: regal_{seed}           # {seed} / {index} are replaced per copy
@@ -42,6 +45,7 @@
 
 #include "core/error.h"
 #include "graphs/graph.h"
+#include "graphs/onnx_format.h"
 
 namespace gosim::graphs {
 
@@ -56,7 +60,8 @@ struct SuiteEntry {
   YAML::Node params;             // the entry's params mapping (null when absent); read-only
   std::optional<uint64_t> seed;  // set by seeds/repeat; overrides params.seed
   // kFile
-  std::string path;  // resolved path of the graph file
+  std::string path;   // resolved path of the graph file
+  OnnxShapes shapes;  // `dims` / `input_shapes` of an ONNX file (or glob) entry
 
   // REGAL augmentation: index > 0 re-draws tensor sizes (AugmentTensorSizes).
   int64_t augment_index = 0;
@@ -68,7 +73,8 @@ struct SuiteEntry {
 
   // A canonical one-line description, e.g.
   // "gen:resnet:batch=32,depth=50,training=true" or "file:graphs/data/x.json.gz",
-  // with "#seed=N" and "#aug=K" suffixes when they apply.
+  // with "#dims=batch=32", "#input_shapes=x=1x3x8x8", "#seed=N" and "#aug=K"
+  // suffixes when they apply.
   std::string Spec() const;
 };
 

@@ -60,6 +60,28 @@ struct SharedResource {
   double bandwidth = 0.0;  // bytes/s shared by every transfer through it
 };
 
+// What `PRESET:gpus=N` means for a cluster (the YAML's `scaling` mapping,
+// docs/SIMULATOR.md "Presets with parameters"):
+//   kNone    the cluster takes no parameters;
+//   kSubset  the first N devices with the links and resources among them
+//            (N <= the file's count; the DGX-1 hybrid cube mesh);
+//   kGroups  groups of `group` devices (a board, a PCIe switch) replicated
+//            with their links to each other and to the host; devices of
+//            different groups reach each other through the host;
+//   kFabric  every pair of devices directly linked (NVSwitch), any N; host
+//            links and their resources replicated per `group` devices.
+// In kGroups and kFabric, devices are named PREFIX0..PREFIX(count-1); a
+// resource named "<device>.x" belongs to that device, one with a number in
+// its name (pcie_switch1.up) to the group of that index, any other is shared
+// by all.
+struct ClusterScaling {
+  enum class Mode { kNone, kSubset, kGroups, kFabric };
+  Mode mode = Mode::kNone;
+  int32_t group = 1;     // devices per replicated group (kGroups, kFabric)
+  bool partial = false;  // kGroups: N need not be a multiple of `group` (the last group is smaller)
+  int32_t max = 0;       // most devices N may ask for (0: the count of the file, or 1024)
+};
+
 class Cluster {
  public:
   static constexpr int32_t kHost = -2;
@@ -87,6 +109,8 @@ class Cluster {
   // The links a transfer from device `src` to device `dst` crosses, in order
   // (one for a direct link; device -> host -> device when there is none).
   const std::vector<int32_t>& Route(int32_t src, int32_t dst) const;
+  // How `gpus=N` rescales this cluster (from its YAML; kNone otherwise).
+  const ClusterScaling& scaling() const { return scaling_; }
 
  private:
   friend Cluster ParseCluster(const std::string&, const std::string&);
@@ -98,6 +122,7 @@ class Cluster {
   std::vector<LinkSpec> links_;
   std::vector<SharedResource> resources_;
   std::vector<std::vector<int32_t>> routes_;  // src * n + dst
+  ClusterScaling scaling_;
 };
 
 // Builds a Cluster from specs, validating as it goes. Every Add* takes the
@@ -117,6 +142,7 @@ class ClusterBuilder {
 
   explicit ClusterBuilder(std::string name, std::string source = {});
   void SetDescription(std::string description);
+  void SetScaling(ClusterScaling scaling) { cluster_.scaling_ = scaling; }
   void SetHost(HostSpec host, Location where = {});
   // Returns the device index. ConfigError on a duplicate name or a
   // non-positive peak, bandwidth or capacity, or a negative launch overhead.
@@ -148,9 +174,16 @@ class ClusterBuilder {
 // brackets is itself. ConfigError (without location) on a malformed range.
 std::vector<std::string> ExpandNamePattern(const std::string& pattern);
 
+// `base` with `devices` devices as its scaling() says; ConfigError at `where`
+// (one line naming what the cluster allows) for a count it cannot have.
+// The result is named "<base>:gpus=N" and takes no further parameters.
+Cluster ScaleCluster(const Cluster& base, int32_t devices, const Location& where = {});
+
 // Reads a cluster YAML file; every problem is a ConfigError with file, line
 // and YAML path. Relative preset names ("dgx1_v100") are looked up in
-// configs/clusters/.
+// configs/clusters/, files like every data path (core/data_path.h). A
+// `:gpus=N` suffix (`p100x4_pcie:gpus=6`, `my.yaml:gpus=2`) rescales the
+// cluster with ScaleCluster.
 Cluster LoadCluster(const std::string& path_or_preset);
 Cluster ParseCluster(const std::string& yaml_text, const std::string& source);
 

@@ -1,6 +1,7 @@
 // The cluster YAML reader: YAML -> ClusterBuilder calls, with every error
 // pointing at the YAML line and path that caused it. Schema: docs/SIMULATOR.md.
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <filesystem>
 #include <map>
@@ -99,7 +100,7 @@ class ClusterReader {
   ClusterReader(const YAML::Node& root, const std::string& source) : root_(YamlMap::Root(root, source)) {}
 
   Cluster Read(const std::string& default_name) {
-    root_.Allow({"name", "description", "host", "devices", "resources", "links"});
+    root_.Allow({"name", "description", "host", "devices", "resources", "links", "scaling"});
     root_.Finish();
     ClusterBuilder builder(root_.Get<std::string>("name", default_name), root_.file());
     builder_ = &builder;
@@ -112,10 +113,47 @@ class ClusterReader {
       throw ConfigError("the cluster has no devices", root_.Where("devices"),
                         "add at least one entry under devices:");
     }
+    if (root_.Has("scaling")) builder.SetScaling(ReadScaling(builder.num_devices()));
     return builder.Build();
   }
 
  private:
+  // `scaling: {mode: subset|groups|fabric, group: N, partial: bool, max: N}`
+  // (sim/cluster.h ClusterScaling).
+  ClusterScaling ReadScaling(int32_t devices) {
+    YamlMap m = root_.Child("scaling");
+    m.Allow({"mode", "group", "partial", "max"});
+    m.Finish();
+    ClusterScaling s;
+    const std::string mode = m.Require<std::string>("mode");
+    const std::vector<std::string> modes = {"none", "subset", "groups", "fabric"};
+    if (mode == "none") {
+      s.mode = ClusterScaling::Mode::kNone;
+    } else if (mode == "subset") {
+      s.mode = ClusterScaling::Mode::kSubset;
+    } else if (mode == "groups") {
+      s.mode = ClusterScaling::Mode::kGroups;
+    } else if (mode == "fabric") {
+      s.mode = ClusterScaling::Mode::kFabric;
+    } else {
+      m.Fail("mode", "unknown scaling mode '" + mode + "'." + DidYouMean(mode, modes),
+             "valid values are: " + Join(modes, ", "));
+    }
+    const int64_t group = m.Get<int64_t>("group", 1);
+    if (group < 1 || group > devices || devices % group != 0) {
+      m.Fail("group", "group must divide the cluster's " + std::to_string(devices) + " devices");
+    }
+    s.group = static_cast<int32_t>(group);
+    s.partial = m.Get<bool>("partial", false);
+    const int64_t max = m.Get<int64_t>("max", 0);
+    if (max < 0 || max > ClusterBuilder::kMaxDevices) {
+      m.Fail("max",
+             "max must be between 1 and " + std::to_string(ClusterBuilder::kMaxDevices) + " (or left out)");
+    }
+    s.max = static_cast<int32_t>(max);
+    return s;
+  }
+
   void ReadHost() {
     if (!root_.Has("host")) {
       endpoints_["host"] = Cluster::kHost;
@@ -144,8 +182,12 @@ class ClusterReader {
              "memory_bandwidth", "memory_capacity", "launch_overhead"});
     m.Finish();
     const std::string pattern = m.Require<std::string>("name");
+    // No count: one device named as written. A count of 0 is not "one".
     const int64_t count = m.Get<int64_t>("count", 0);
-    if (count < 0 || count > 65536) m.Fail("count", "count must be between 1 and 65536 (or left out)");
+    if (m.Has("count") && (count < 1 || count > 65536)) {
+      m.Fail("count", "count must be between 1 and 65536, not " + std::to_string(count),
+             "leave count out for one device named as written");
+    }
     DeviceSpec spec;
     spec.kind = m.Require<std::string>("kind");
     spec.peak_flops_fp32 = ReadQuantity(m, "peak_flops_fp32", sim::Quantity::kFlopRate, std::nullopt);
@@ -321,7 +363,32 @@ Cluster ParseCluster(const std::string& yaml_text, const std::string& source) {
   return ClusterReader(root, source).Read(StemOf(source));
 }
 
-Cluster LoadCluster(const std::string& path_or_preset) {
+Cluster LoadCluster(const std::string& given) {
+  // NAME_OR_PATH[:gpus=N]: parameters after the last ':' that holds an '='.
+  std::string path_or_preset = given;
+  std::optional<int32_t> gpus;
+  if (const size_t colon = given.rfind(':'); colon != std::string::npos &&
+                                             given.find('=', colon) != std::string::npos &&
+                                             given.find('/', colon) == std::string::npos) {
+    path_or_preset = given.substr(0, colon);
+    for (const std::string& item : Split(given.substr(colon + 1), ',')) {
+      const size_t eq = item.find('=');
+      const std::string key = item.substr(0, eq);
+      const std::string value = eq == std::string::npos ? "" : item.substr(eq + 1);
+      if (key != "gpus") {
+        throw ConfigError("unknown cluster parameter '" + key + "'." + DidYouMean(key, {"gpus"}),
+                          Location{given}, "clusters take gpus=N, e.g. p100x4_pcie:gpus=6");
+      }
+      int32_t n = 0;
+      const auto [end, error] = std::from_chars(value.data(), value.data() + value.size(), n);
+      if (error != std::errc() || end != value.data() + value.size()) {
+        throw ConfigError("gpus=" + value + " is not a whole number", Location{given},
+                          "write e.g. p100x4_pcie:gpus=6");
+      }
+      gpus = n;
+    }
+  }
+  if (gpus) return ScaleCluster(LoadCluster(path_or_preset), *gpus, Location{given});
   std::string path = path_or_preset;
   const bool bare =
       path.find('/') == std::string::npos && !EndsWith(path, ".yaml") && !EndsWith(path, ".yml");

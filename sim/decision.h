@@ -51,13 +51,32 @@ Decision SingleDeviceDecision(const graphs::Graph& graph, int32_t device = 0);
 void ValidateDecision(const Decision& decision, const graphs::Graph& graph, const Cluster& cluster,
                       bool check_colocation = false);
 
-// JSON I/O keyed by node name; `source` names the file in errors.
+// What made a decision, written to its file's "metadata" beside the graph's
+// digest. Unknown fields stay empty / negative and are left out.
+struct DecisionInfo {
+  std::string agent;         // e.g. "brkga"
+  int64_t seed = -1;         // the agent's seed
+  int64_t budget = -1;       // evaluations allowed
+  int64_t evaluations = -1;  // evaluations made
+  std::string objective;     // e.g. "step_time"
+};
+
+// 16 hex digits identifying a graph's structure: its node names and op types
+// in order and its edges (FNV-1a, then Mix64). Costs, sizes and the graph's
+// name do not enter it, so a re-export with other measured costs keeps it.
+std::string GraphDigest(const graphs::Graph& graph);
+
+// JSON I/O keyed by node name; `source` names the file in errors. A file
+// whose metadata.graph_digest differs from `graph`'s is read (its node names
+// all matched) with one warning line: it was made for a graph with the same
+// node names but other ops or edges.
 Decision ParseDecisionJson(const std::string& text, const std::string& source, const graphs::Graph& graph,
                            const Cluster& cluster);
-std::string DecisionToJson(const Decision& decision, const graphs::Graph& graph, const Cluster& cluster);
+std::string DecisionToJson(const Decision& decision, const graphs::Graph& graph, const Cluster& cluster,
+                           const DecisionInfo& info = {});
 Decision LoadDecision(const std::string& path, const graphs::Graph& graph, const Cluster& cluster);
 void SaveDecision(const std::string& path, const Decision& decision, const graphs::Graph& graph,
-                  const Cluster& cluster);
+                  const Cluster& cluster, const DecisionInfo& info = {});
 
 }  // namespace gosim::sim
 

@@ -1,12 +1,16 @@
 // Decision JSON I/O keyed by node name (docs/FORMATS.md, "Decision JSON").
 #include <algorithm>
+#include <cinttypes>
 #include <cmath>
+#include <cstdio>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <unordered_map>
 
 #include "core/io.h"
 #include "core/json_text.h"
+#include "core/log.h"
+#include "core/rng.h"
 #include "core/strings.h"
 #include "sim/cluster.h"
 #include "sim/decision.h"
@@ -48,6 +52,17 @@ class DecisionReader {
     for (const char* key : {"graph", "cluster"}) {
       if (root.contains(key) && !root[key].is_string()) Fail(key, std::string(key) + " must be a string");
     }
+    std::string digest;
+    if (root.contains("metadata")) {
+      const Json& metadata = root["metadata"];
+      if (!metadata.is_object()) Fail("metadata", "metadata must be an object");
+      if (metadata.contains("graph_digest")) {
+        if (!metadata["graph_digest"].is_string()) {
+          throw DecisionError("metadata.graph_digest must be a string", At("metadata.graph_digest"));
+        }
+        digest = metadata["graph_digest"].get<std::string>();
+      }
+    }
     Decision d;
     if (!root.contains("placement")) Fail("", "missing \"placement\"", "map every node name to a device");
     ReadPlacement(root["placement"], &d);
@@ -57,6 +72,16 @@ class DecisionReader {
     internal::CheckDecision(d, g_, c_, false, [this, &d](internal::Field field, int64_t index) {
       return Locate(field, index, d);
     });
+    if (!digest.empty() && digest != GraphDigest(g_)) {
+      const bool hex =
+          digest.size() == 16 && digest.find_first_not_of("0123456789abcdef") == std::string::npos;
+      GOSIM_LOG(Warn)
+          << Location(source_).ToString()
+          << ": this decision was made for a graph with the same node names but other ops or "
+             "edges (graph digest "
+          << (hex ? digest : "malformed") << ", this graph's " << GraphDigest(g_)
+          << "); its result may not carry over";
+    }
     return d;
   }
 
@@ -286,12 +311,43 @@ class DecisionReader {
 
 }  // namespace
 
+std::string GraphDigest(const graphs::Graph& graph) {
+  uint64_t hash = 0xcbf29ce484222325ULL;
+  auto add = [&hash](std::string_view bytes) {
+    for (const unsigned char c : bytes) {
+      hash ^= c;
+      hash *= 0x100000001b3ULL;
+    }
+  };
+  auto add_int = [&add](int64_t value) {
+    add(std::string_view(reinterpret_cast<const char*>(&value), sizeof(value)));
+  };
+  add_int(graph.num_nodes());
+  for (NodeId v = 0; v < graph.num_nodes(); ++v) {
+    const graphs::Node& node = graph.node(v);
+    add(node.name);
+    add(std::string_view("\0", 1));
+    add(graph.op_type_name(node.op));
+    add(std::string_view("\0", 1));
+  }
+  add_int(graph.num_edges());
+  for (const graphs::Edge& e : graph.edges()) {
+    add_int(e.src);
+    add_int(e.dst);
+    add_int(e.output_index);
+  }
+  char buffer[17];
+  std::snprintf(buffer, sizeof(buffer), "%016" PRIx64, Mix64(hash));
+  return buffer;
+}
+
 Decision ParseDecisionJson(const std::string& text, const std::string& source, const graphs::Graph& graph,
                            const Cluster& cluster) {
   return DecisionReader(text, source, graph, cluster).Read();
 }
 
-std::string DecisionToJson(const Decision& decision, const graphs::Graph& graph, const Cluster& cluster) {
+std::string DecisionToJson(const Decision& decision, const graphs::Graph& graph, const Cluster& cluster,
+                           const DecisionInfo& info) {
   ValidateDecision(decision, graph, cluster);
   // ordered_json keeps the node order of the graph in the file.
   nlohmann::ordered_json root;
@@ -341,6 +397,14 @@ std::string DecisionToJson(const Decision& decision, const graphs::Graph& graph,
     }
     root["fusion"] = std::move(fusion);
   }
+  nlohmann::ordered_json metadata = nlohmann::ordered_json::object();
+  if (!info.agent.empty()) metadata["agent"] = info.agent;
+  if (info.seed >= 0) metadata["seed"] = info.seed;
+  if (info.budget >= 0) metadata["budget"] = info.budget;
+  if (info.evaluations >= 0) metadata["evaluations"] = info.evaluations;
+  if (!info.objective.empty()) metadata["objective"] = info.objective;
+  metadata["graph_digest"] = GraphDigest(graph);
+  root["metadata"] = std::move(metadata);
   try {
     return root.dump(2) + "\n";
   } catch (const nlohmann::json::exception& e) {
@@ -354,8 +418,8 @@ Decision LoadDecision(const std::string& path, const graphs::Graph& graph, const
 }
 
 void SaveDecision(const std::string& path, const Decision& decision, const graphs::Graph& graph,
-                  const Cluster& cluster) {
-  WriteFileAtomic(path, DecisionToJson(decision, graph, cluster));
+                  const Cluster& cluster, const DecisionInfo& info) {
+  WriteFileAtomic(path, DecisionToJson(decision, graph, cluster, info));
 }
 
 }  // namespace gosim::sim

@@ -316,4 +316,29 @@ TEST_CASE("JSON writer rejects what the format cannot represent") {
   CHECK_THROWS_AS(WriteGraphJson(c.Build()), GraphError);
 }
 
+
+TEST_CASE("Another program's JSON is 'not a gosim graph', saying what it looks like") {
+  auto message = [](const std::string& text) { return std::string(ErrorOf(text).what()); };
+  auto has = [](const std::string& text, const std::string& part) {
+    return text.find(part) != std::string::npos;
+  };
+  const std::string placement =
+      message(R"({"maxSizePerFPGA": 8000, "maxFPGAs": 4, "maxCPUs": 1, "nodes": [{"id": 1}], "edges": []})");
+  CHECK(has(placement, "not a gosim graph (looks like an operator-graph placement problem"));
+  CHECK_FALSE(has(placement, "unknown key"));
+  CHECK(has(message(R"({"traceEvents": [], "displayTimeUnit": "ms"})"),
+            "looks like a Chrome / PyTorch-profiler"));
+  CHECK(has(message(R"([{"ph": "X", "name": "k", "ts": 1}])"), "looks like a Chrome / profiler trace"));
+  CHECK(has(message(R"({"format": "gosim.decision", "version": 1, "placement": {}})"),
+            "looks like a gosim decision"));
+  CHECK(
+      has(message(R"({"architectures": ["BertModel"], "model_type": "bert"})"), "Hugging Face model config"));
+  CHECK(has(message(R"({"directed": true, "nodes": [], "links": []})"), "node-link graph"));
+  // Unrecognized: the top-level keys, made printable, on one line.
+  const std::string unknown = message("{\"alpha\": 1, \"be\\nta\\u001b[2J\": 2}");
+  CHECK(has(unknown, "no \"format\": \"gosim.graph\" (top-level keys: 'alpha', 'be?ta?[2J')"));
+  CHECK(unknown.find('\n') == std::string::npos);
+  CHECK(has(message(R"({"format": "onnx\n", "nodes": []})"), "unknown format 'onnx?'"));
+}
+
 }  // namespace gosim::graphs

@@ -6,8 +6,10 @@
 
 #include "core/error.h"
 #include "core/io.h"
+#include "core/yaml.h"
 #include "graphs/io.h"
 #include "graphs/op_costs.h"
+#include "graphs/suite.h"
 
 namespace gosim::graphs {
 namespace {
@@ -180,6 +182,119 @@ TEST_CASE("ONNX: malformed models are GraphErrors naming the file" * doctest::sk
   CHECK_THROWS_AS(ReadOnnx("", "empty.onnx"), GraphError);
   CHECK_THROWS_AS(ReadOnnx("{\"format\": \"gosim.graph\"}", "json.onnx"), GraphError);
   CHECK_THROWS_AS(LoadGraph("tests/data/onnx/no_such_model.onnx"), IoError);
+}
+
+namespace {
+
+// The message of the GraphError that loading `path` with `shapes` throws.
+std::string LoadError(const std::string& path, const OnnxShapes& shapes = {}) {
+  try {
+    LoadGraph(path, shapes);
+  } catch (const GraphError& e) {
+    CHECK(e.where().file == path);
+    return e.what();
+  }
+  FAIL("no error loading " << path);
+  return "";
+}
+
+bool Has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+double TotalFlops(const Graph& g) {
+  double total = 0;
+  for (const Node& n : g.nodes()) total += n.flops;
+  return total;
+}
+
+}  // namespace
+
+TEST_CASE("ONNX: a symbolic batch dimension is bound by name or by input shape" *
+          doctest::skip(!OnnxSupported())) {
+  const std::string path = "tests/data/onnx/symbolic_batch.onnx";
+  // Per sample: conv 2*4*64*27 + 4*64 = 14,080; relu 256; gemm 2*256*10 + 10 = 5,130.
+  for (const int64_t batch : {1, 2, 32}) {
+    CAPTURE(batch);
+    const Graph g = LoadGraph(path, OnnxShapes{{{"batch", batch}}, {}});
+    REQUIRE(g.num_nodes() == 4);
+    CHECK(NodeNamed(g, "/conv/Conv").flops == 14080.0 * static_cast<double>(batch));
+    CHECK(NodeNamed(g, "/conv/Conv").outputs[0] ==
+          TensorInfo{batch * 4 * 64 * 4, {batch, 4, 8, 8}, DType::kFloat32});
+    CHECK(NodeNamed(g, "/conv/Conv").bytes_read == batch * 3 * 64 * 4 + 432 + 16);
+    CHECK(NodeNamed(g, "/relu/Relu").flops == 256.0 * static_cast<double>(batch));
+    CHECK(NodeNamed(g, "/Flatten").outputs[0].shape == std::vector<int64_t>{batch, 256});
+    CHECK(NodeNamed(g, "/fc/Gemm").flops == 5130.0 * static_cast<double>(batch));
+    CHECK(NodeNamed(g, "/fc/Gemm").bytes_written == batch * 10 * 4);
+    CHECK(TotalFlops(g) == 19466.0 * static_cast<double>(batch));
+  }
+  // The whole input shape binds "batch" everywhere it occurs, the same graph.
+  const Graph by_shape = LoadGraph(path, OnnxShapes{{}, {{"image", {32, 3, 8, 8}}}});
+  CHECK(TotalFlops(by_shape) == 19466.0 * 32);
+  CHECK(NodeNamed(by_shape, "/relu/Relu").outputs[0].shape == std::vector<int64_t>{32, 4, 8, 8});
+  // Both, consistent, are accepted.
+  CHECK(TotalFlops(LoadGraph(path, OnnxShapes{{{"batch", 4}}, {{"image", {4, 3, 8, 8}}}})) == 19466.0 * 4);
+}
+
+TEST_CASE("ONNX: an unbound or wrongly bound dimension is a one-line GraphError, never a silent zero" *
+          doctest::skip(!OnnxSupported())) {
+  const std::string path = "tests/data/onnx/symbolic_batch.onnx";
+  std::string message = LoadError(path);
+  CHECK(Has(message, "symbolic dimension 'batch'"));
+  CHECK(Has(message, "--dim batch=N"));
+  CHECK(Has(message, "dims: {batch: N}"));
+  CHECK(message.find('\n') == std::string::npos);
+
+  message = LoadError(path, OnnxShapes{{{"bacth", 8}}, {}});
+  CHECK(Has(message, "no symbolic input dimension named 'bacth'"));
+  CHECK(Has(message, "batch"));
+  CHECK(Has(LoadError(path, OnnxShapes{{{"batch", 0}}, {}}), "sizes must be positive"));
+  CHECK(Has(LoadError(path, OnnxShapes{{}, {{"img", {1, 3, 8, 8}}}}), "its inputs are: image"));
+  CHECK(Has(LoadError(path, OnnxShapes{{}, {{"image", {1, 3, 8}}}}), "has 4 dimensions"));
+  CHECK(Has(LoadError(path, OnnxShapes{{}, {{"image", {1, 3, 9, 8}}}}), "has size 8 in dimension 2"));
+  CHECK(Has(LoadError(path, OnnxShapes{{{"batch", 2}}, {{"image", {4, 3, 8, 8}}}}), "given as both 2 and 4"));
+  // A fixed-shape model has nothing to bind.
+  CHECK(Has(LoadError("tests/data/onnx/tiny_cnn.onnx", OnnxShapes{{{"batch", 2}}, {}}),
+            "its inputs have no symbolic dimensions"));
+
+  // A dimension with neither size nor name: only a whole input shape gives it.
+  message = LoadError("tests/data/onnx/unnamed_dim.onnx");
+  CHECK(Has(message, "dimension 0 of input 'x' has no size and no name"));
+  CHECK(Has(message, "--input-shape x="));
+  const Graph g = LoadGraph("tests/data/onnx/unnamed_dim.onnx", OnnxShapes{{}, {{"x", {5, 16}}}});
+  CHECK(NodeNamed(g, "relu").flops == 80);
+  CHECK(NodeNamed(g, "relu").bytes_written == 320);
+
+  // Sizes are for ONNX models only: not silently ignored elsewhere.
+  try {
+    LoadGraph("tests/data/costgraph/regal_style.pbtxt", OnnxShapes{{{"batch", 2}}, {}});
+    FAIL("no error");
+  } catch (const GraphError& e) {
+    CHECK(Has(e.what(), "apply only to ONNX models"));
+  }
+}
+
+TEST_CASE("ONNX: a suite entry binds dimensions with dims and input_shapes" *
+          doctest::skip(!OnnxSupported())) {
+  const YAML::Node list = LoadYamlString(R"(
+- {file: tests/data/onnx/symbolic_batch.onnx, name: b8, dims: {batch: 8}}
+- {file: tests/data/onnx/symbolic_batch.onnx, name: b3, input_shapes: {image: [3, 3, 8, 8]}}
+)",
+                                         "suite.yaml");
+  const std::vector<SuiteEntry> entries = ParseSuiteEntries(list, "suite.yaml", "graphs", ".");
+  REQUIRE(entries.size() == 2);
+  CHECK(entries[0].Spec() == "file:tests/data/onnx/symbolic_batch.onnx#dims=batch=8");
+  CHECK(entries[1].Spec() == "file:tests/data/onnx/symbolic_batch.onnx#input_shapes=image=3x3x8x8");
+  CHECK(TotalFlops(MaterializeGraph(entries[0])) == 19466.0 * 8);
+  CHECK(TotalFlops(MaterializeGraph(entries[1])) == 19466.0 * 3);
+
+  for (const char* bad : {"[{file: tests/data/onnx/symbolic_batch.onnx, dims: {batch: 0}}]",
+                          "[{file: tests/data/onnx/symbolic_batch.onnx, dims: [8]}]",
+                          "[{file: tests/data/onnx/symbolic_batch.onnx, input_shapes: {image: 8}}]",
+                          "[{file: tests/data/onnx/symbolic_batch.onnx, dims: {batch: x}}]"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_AS(ParseSuiteEntries(LoadYamlString(bad, "s.yaml"), "s.yaml", "graphs", "."), ConfigError);
+  }
 }
 
 }  // namespace gosim::graphs

@@ -60,7 +60,10 @@ TEST_CASE("ComputeStats: exact depth, width and sums on a hand-built graph") {
   CHECK(s.edges == 10);
   CHECK(s.control_edges == 1);
   CHECK(s.flops == 80.0);
-  CHECK(s.parameter_bytes == 1200);
+  // The Variable's 400 bytes are weights, the ApplyAdam's 800 optimizer state.
+  CHECK(s.weight_bytes == 400);
+  CHECK(s.optimizer_bytes == 800);
+  CHECK(s.persistent_bytes == 1200);
   // Forward outputs without the Variable's: a, b, c, e, d.
   CHECK(s.activation_bytes == 100 + 50 + 30 + 20 + 10);
   // Levels: a, w = 1; b, c = 2; e = 3; d = 4; f = 5; u = 6.

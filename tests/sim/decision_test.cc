@@ -318,4 +318,62 @@ TEST_CASE("Bad decision files are DecisionErrors with the file and JSON path") {
   }
 }
 
+
+TEST_CASE("Decision files carry metadata: agent, seed, budget and the graph's digest") {
+  const graphs::Graph g = TestGraph();
+  const Cluster c = TwoDevices();
+  DecisionInfo info;
+  info.agent = "brkga";
+  info.seed = 3;
+  info.budget = 500;
+  info.evaluations = 480;
+  info.objective = "step_time";
+  const std::string json = DecisionToJson(SingleDeviceDecision(g), g, c, info);
+  const std::string digest = GraphDigest(g);
+  CHECK(digest.size() == 16);
+  CHECK(Contains(json,
+                 "\"metadata\": {\n    \"agent\": \"brkga\",\n    \"seed\": 3,\n    \"budget\": 500,\n"
+                 "    \"evaluations\": 480,\n    \"objective\": \"step_time\",\n    \"graph_digest\": \"" +
+                     digest + "\"\n  }"));
+  // Without an info only the digest is written.
+  CHECK(Contains(DecisionToJson(SingleDeviceDecision(g), g, c), "\"metadata\": {\n    \"graph_digest\""));
+  CHECK(ParseDecisionJson(json, "m.json", g, c).placement == SingleDeviceDecision(g).placement);
+
+  // The digest follows names, ops and edges, not costs or the graph's name.
+  graphs::GraphBuilder renamed("another_name");
+  graphs::GraphBuilder extra_edge("test_graph");
+  for (const char* name : {"a", "b", "c", "d", "x", "p1", "p2", "q1", "q2"}) {
+    graphs::NodeSpec s = Op(name, (std::string(name) == "a" || std::string(name) == "d") ? "w" : "");
+    s.flops = 1e9;
+    renamed.AddNode(s);
+    extra_edge.AddNode(Op(name, (std::string(name) == "a" || std::string(name) == "d") ? "w" : ""));
+  }
+  for (auto [s, d] : {std::pair{"a", "b"},
+                      {"b", "c"},
+                      {"c", "d"},
+                      {"a", "x"},
+                      {"x", "c"},
+                      {"p1", "p2"},
+                      {"q1", "q2"},
+                      {"p1", "q2"},
+                      {"q1", "p2"}}) {
+    renamed.AddEdge(s, d, 0);
+    extra_edge.AddEdge(s, d, 0);
+  }
+  extra_edge.AddEdge("a", "d", 0);
+  const graphs::Graph same = renamed.Build(), other = extra_edge.Build();
+  CHECK(GraphDigest(same) == digest);
+  CHECK(GraphDigest(other) != digest);
+  // A decision for a graph with the same names but another digest is read
+  // (with a warning line), its placement intact.
+  CHECK(ParseDecisionJson(json, "m.json", other, c).placement == SingleDeviceDecision(other).placement);
+
+  for (const std::string& metadata :
+       {std::string("\"metadata\": [1]"), std::string("\"metadata\": {\"graph_digest\": 7}")}) {
+    CAPTURE(metadata);
+    const std::string bad = PlacementJson("", ",\n  " + metadata);
+    CHECK_THROWS_AS(ParseDecisionJson(bad, "bad.json", g, c), DecisionError);
+  }
+}
+
 }  // namespace gosim::sim
