@@ -21,6 +21,7 @@
 #include "core/error.h"
 #include "experiments/graph_source.h"
 #include "sim/cluster.h"
+#include "sim/cost_model.h"
 #include "sim/options.h"
 
 namespace gosim::experiments {
@@ -44,7 +45,7 @@ struct ExperimentConfig {
   std::vector<std::string> splits;    // keep only suite entries of these splits; empty = all
   std::vector<GraphEntry> graphs;     // after the split filter, in file order
   std::vector<std::string> clusters;  // preset names or paths, as written
-  std::string cost_model = "roofline";
+  std::string cost_model = sim::kDefaultCostModel;
   YAML::Node cost_model_options;  // a mapping (may be empty)
   sim::SimOptions sim;
   agents::Objective objective;

@@ -50,6 +50,7 @@ Summary Summarize(const ExperimentConfig& config, const std::vector<Cell>& cells
   summary.experiment = config.name;
   summary.reference = config.reference;
   summary.objective = ObjectiveKindName(config.objective.kind);
+  summary.cost_model = config.cost_model;
   const DisplayMetric probe = ObjectiveDisplay(config.objective, 0.0, 0.0, 0.0);
 
   // (cluster, graph, agent) -> entry index
@@ -142,7 +143,8 @@ std::string Summary::ToMarkdown() const {
   size_t i = 0;
   for (const std::string& cluster : clusters) {
     out << "## " << experiment << " on " << cluster << ": " << ObjectiveTitle(objective, unit)
-        << " (mean over seeds; % vs " << reference << ", negative is better)\n\n";
+        << " (mean over seeds; % vs " << reference << ", negative is better; cost model " << cost_model
+        << ")\n\n";
     // Rows are agents, columns graphs; entries for this cluster are graph-major.
     if (graphs.size() > kMaxGraphColumns) {
       // Too many graphs for a column each: one row per agent over them all.

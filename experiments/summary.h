@@ -38,6 +38,7 @@ struct Summary {
   std::string experiment;
   std::string reference;              // label
   std::string objective;              // "step_time", ...
+  std::string cost_model;             // the simulator's cost model, named in every table header
   std::vector<SummaryEntry> entries;  // cluster-major, then graph, then agent (config order)
 
   // One table per cluster: a row per agent, a column per graph; each cell
