@@ -44,7 +44,7 @@ TracePrediction PredictTrace(const Trace& trace, const TraceSamples& samples,
     throw TraceError("no profiler steps to predict", Location{trace.source},
                      "give --step-pattern REGEX matching the annotation that delimits a step");
   }
-  if (!profile.cpu) {
+  if (!profile.cpu && !trace.runtime.empty()) {
     throw ConfigError(
         "the profile for " + profile.device_kind + " has no cpu fit, so it cannot predict a step", {},
         "refit it with gosim calibrate --out (this version writes cpu: {per_call, per_step})");

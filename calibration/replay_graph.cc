@@ -60,9 +60,21 @@ class StepGraphBuilder {
       if (c.start >= s && c.start < e) calls_by_thread_[c.thread].push_back(static_cast<int32_t>(i));
     }
     if (calls_by_thread_.empty()) {
-      throw TraceError("step " + std::to_string(step_.number) + " has no CUDA runtime calls to replay",
-                       Location{trace_.source},
-                       "replay needs a GPU trace with runtime events (cuda_runtime)");
+      // A trace without runtime calls (`gosim profile` on CPU devices): the
+      // step's device activities alone, in stream order.
+      for (size_t i = 0; i < trace_.activities.size(); ++i) {
+        const GpuActivity& a = trace_.activities[i];
+        if (a.runtime < 0 && a.start >= s && a.start < e) step_activities_.push_back(static_cast<int32_t>(i));
+      }
+      if (step_activities_.empty()) {
+        throw TraceError(
+            "step " + std::to_string(step_.number) +
+                " has no CUDA runtime calls and no device activities to replay",
+            Location{trace_.source},
+            "replay needs a GPU trace with runtime events (cuda_runtime) or a gosim profile trace");
+      }
+      activity_only_ = true;
+      return;
     }
     for (auto& [thread, calls] : calls_by_thread_) {
       std::sort(calls.begin(), calls.end(),
@@ -140,7 +152,12 @@ class StepGraphBuilder {
   // ---- GPU ----
   // The back-to-back kernel gap: the target's own when replaying, the
   // profile's when predicting.
-  double Gap() const { return options_.predict_cpu ? profile_->kernel_gap : samples_.kernel_gap; }
+  // Without runtime calls the profile's launch overhead is the per-op cost
+  // between kernels (the executor's own).
+  double Gap() const {
+    if (!options_.predict_cpu) return samples_.kernel_gap;
+    return activity_only_ ? profile_->launch_overhead : profile_->kernel_gap;
+  }
 
   // Operators of `thread` that start in [lo, hi).
   double OpsIn(int32_t thread, double lo, double hi) const {
@@ -157,12 +174,21 @@ class StepGraphBuilder {
   double Cpu(double measured, bool first_of_call, int32_t thread = -1, double lo = 0.0,
              double hi = 0.0) const {
     if (!options_.predict_cpu) return measured;
+    if (!profile_->cpu) {
+      throw ConfigError(
+          "the profile for " + profile_->device_kind + " has no cpu fit, so it cannot predict a step", {},
+          "refit it with gosim calibrate --out (this version writes cpu: {per_call, per_op})");
+    }
     if (!first_of_call) return 0.0;
     return profile_->cpu->per_call + profile_->cpu->per_op * OpsIn(thread, lo, hi);
   }
 
-  double PredictedDuration(int32_t a) {
+  double PredictedDuration(int32_t a, double next_start) {
     const GpuActivity& act = Act(a);
+    // Without runtime calls, a measured activity lasts until the next one
+    // starts (its idle time after it included), so that the stream's nodes
+    // add up to the step.
+    if (options_.measured_gpu && activity_only_) return next_start - act.start;
     if (options_.measured_gpu) return act.duration + samples_.kernel_gap;
     const int32_t op = samples_.activity_op[static_cast<size_t>(a)];
     if (op >= 0) {
@@ -188,11 +214,14 @@ class StepGraphBuilder {
       });
       const int32_t device = Device("gpu" + std::to_string(key.first) + "_s" + std::to_string(key.second));
       int32_t previous = -1;
-      for (int32_t a : list) {
+      for (size_t k = 0; k < list.size(); ++k) {
+        const int32_t a = list[k];
         const GpuActivity& act = Act(a);
-        const double seconds = PredictedDuration(a);
+        const double next_start = k + 1 < list.size() ? Act(list[k + 1]).start
+                                                      : step_.end() + (Act(list.front()).start - step_.start);
+        const double seconds = PredictedDuration(a, next_start);
         measured_gpu_ += act.duration;
-        predicted_gpu_ += seconds - (options_.measured_gpu ? samples_.kernel_gap : Gap());
+        predicted_gpu_ += options_.measured_gpu ? act.duration : seconds - Gap();
         gpu_end_ = std::max(gpu_end_, act.end());
         const int32_t node = AddNode(act.kind == ActivityKind::kKernel   ? "gpu:kernel"
                                      : act.kind == ActivityKind::kMemcpy ? "gpu:memcpy"
@@ -482,6 +511,7 @@ class StepGraphBuilder {
   std::map<int64_t, int32_t> call_by_correlation_;
   std::vector<const GpuSync*> wait_syncs_;
   bool has_wait_events_ = false;
+  bool activity_only_ = false;  // no runtime calls in the step (see CollectCalls)
   EdgeCounts edges_;
   double measured_gpu_ = 0.0;
   double predicted_gpu_ = 0.0;
@@ -516,9 +546,8 @@ StepGraph BuildStepGraph(const Trace& trace, const TraceSamples& samples, int32_
   if (profile == nullptr && !options.measured_gpu) {
     throw ConfigError("replay needs a device profile unless GPU times are measured", {}, "");
   }
-  if (options.predict_cpu && (profile == nullptr || !profile->cpu || options.measured_gpu)) {
-    throw ConfigError("prediction needs a device profile with a cpu fit", {},
-                      "refit the profile with this version of gosim calibrate");
+  if (options.predict_cpu && (profile == nullptr || options.measured_gpu)) {
+    throw ConfigError("prediction needs a device profile and predicted GPU times", {}, "");
   }
   return StepGraphBuilder(trace, samples, step, profile, options).Build();
 }

@@ -184,6 +184,7 @@ int Predict(const CalibrateArgs& args) {
     throw ConfigError("--predict needs --profile", Location{"--predict"},
                       "give --profile configs/calibrated/KIND.yaml (a profile fitted on other traces)");
   }
+  if (args.skip_steps < 0) throw ConfigError("--skip-steps must be >= 0", Location{"--skip-steps"});
   const sim::DeviceProfile profile = sim::LoadDeviceProfile(args.profile);
   calibration::ReadOptions read;
   read.step_pattern = args.step_pattern;
