@@ -229,6 +229,15 @@ std::string FormatAccuracy(const AccuracyReport& report, int top) {
   } else if (!report.test_steps.empty()) {
     out += "  predicted steps " + StepList(report.test_steps) + "\n";
   }
+  if (report.ops.count == 0) {
+    // An empty match has no error to report (not "MAPE 0.0%").
+    out += "  op kernel times: no matched ops" +
+           (report.unmatched > 0 ? " (" + std::to_string(report.unmatched) +
+                                       " target ops without shapes or a partner in the source trace)"
+                                 : std::string()) +
+           "\n";
+    return out;
+  }
   std::snprintf(
       line, sizeof(line),
       "  op kernel times: %lld ops, MAPE %s, time-weighted error %s, total %s (measured %s, predicted %s)\n",

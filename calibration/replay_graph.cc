@@ -60,15 +60,31 @@ class StepGraphBuilder {
       if (c.start >= s && c.start < e) calls_by_thread_[c.thread].push_back(static_cast<int32_t>(i));
     }
     if (calls_by_thread_.empty()) {
-      throw TraceError("step " + std::to_string(step_.number) + " has no CUDA runtime calls to replay",
-                       Location{trace_.source},
-                       "replay needs a GPU trace with runtime events (cuda_runtime)");
+      // A trace without runtime calls (`gosim profile` on CPU devices): the
+      // step's device activities alone, in stream order.
+      for (size_t i = 0; i < trace_.activities.size(); ++i) {
+        const GpuActivity& a = trace_.activities[i];
+        if (a.runtime < 0 && a.start >= s && a.start < e) step_activities_.push_back(static_cast<int32_t>(i));
+      }
+      if (step_activities_.empty()) {
+        throw TraceError(
+            "step " + std::to_string(step_.number) +
+                " has no CUDA runtime calls and no device activities to replay",
+            Location{trace_.source},
+            "replay needs a GPU trace with runtime events (cuda_runtime) or a gosim profile trace");
+      }
+      activity_only_ = true;
+      return;
     }
     for (auto& [thread, calls] : calls_by_thread_) {
       std::sort(calls.begin(), calls.end(),
                 [&](int32_t a, int32_t b) { return Call(a).start < Call(b).start; });
       for (int32_t c : calls) in_step_call_.insert(c);
     }
+    for (const TraceOp& op : trace_.ops) {
+      if (!op.annotation && op.start >= s && op.start < e) op_starts_[op.thread].push_back(op.start);
+    }
+    for (auto& [thread, starts] : op_starts_) std::sort(starts.begin(), starts.end());
     for (size_t i = 0; i < trace_.activities.size(); ++i) {
       const GpuActivity& a = trace_.activities[i];
       if (a.runtime >= 0 && in_step_call_.count(a.runtime)) {
@@ -134,21 +150,58 @@ class StepGraphBuilder {
   }
 
   // ---- GPU ----
-  double PredictedDuration(int32_t a) {
+  // The back-to-back kernel gap: the target's own when replaying, the
+  // profile's when predicting.
+  // Without runtime calls the profile's launch overhead is the per-op cost
+  // between kernels (the executor's own).
+  double Gap() const {
+    if (!options_.predict_cpu) return samples_.kernel_gap;
+    return activity_only_ ? profile_->launch_overhead : profile_->kernel_gap;
+  }
+
+  // Operators of `thread` that start in [lo, hi).
+  double OpsIn(int32_t thread, double lo, double hi) const {
+    const auto it = op_starts_.find(thread);
+    if (it == op_starts_.end()) return 0.0;
+    const auto& v = it->second;
+    return static_cast<double>(std::lower_bound(v.begin(), v.end(), hi) -
+                               std::lower_bound(v.begin(), v.end(), lo));
+  }
+
+  // A CPU node's seconds: measured, or (predicting) for the first node of a
+  // call the profile's cost per call plus its cost per operator dispatched on
+  // the thread since the previous call ([lo, hi)), nothing for the rest.
+  double Cpu(double measured, bool first_of_call, int32_t thread = -1, double lo = 0.0,
+             double hi = 0.0) const {
+    if (!options_.predict_cpu) return measured;
+    if (!profile_->cpu) {
+      throw ConfigError(
+          "the profile for " + profile_->device_kind + " has no cpu fit, so it cannot predict a step", {},
+          "refit it with gosim calibrate --out (this version writes cpu: {per_call, per_op})");
+    }
+    if (!first_of_call) return 0.0;
+    return profile_->cpu->per_call + profile_->cpu->per_op * OpsIn(thread, lo, hi);
+  }
+
+  double PredictedDuration(int32_t a, double next_start) {
     const GpuActivity& act = Act(a);
+    // Without runtime calls, a measured activity lasts until the next one
+    // starts (its idle time after it included), so that the stream's nodes
+    // add up to the step.
+    if (options_.measured_gpu && activity_only_) return next_start - act.start;
     if (options_.measured_gpu) return act.duration + samples_.kernel_gap;
     const int32_t op = samples_.activity_op[static_cast<size_t>(a)];
     if (op >= 0) {
       const OpSample& s = samples_.ops[static_cast<size_t>(op)];
-      return PredictSample(*profile_, s) / std::max(1, s.kernels) + samples_.kernel_gap;
+      return PredictSample(*profile_, s, options_.scale) / std::max(1, s.kernels) + Gap();
     }
     const int32_t t = samples_.activity_transfer[static_cast<size_t>(a)];
     if (t >= 0) {
       const TransferSample& x = samples_.transfers[static_cast<size_t>(t)];
-      return PredictTransfer(*profile_, x.link, x.has_size ? x.bytes : 0.0) + samples_.kernel_gap;
+      return options_.scale.link * PredictTransfer(*profile_, x.link, x.has_size ? x.bytes : 0.0) + Gap();
     }
     ++unpredicted_;
-    return profile_->fallback.Time(0.0, 0.0) + samples_.kernel_gap;
+    return profile_->fallback.Time(0.0, 0.0) + Gap();
   }
 
   void AddGpuNodes() {
@@ -161,11 +214,14 @@ class StepGraphBuilder {
       });
       const int32_t device = Device("gpu" + std::to_string(key.first) + "_s" + std::to_string(key.second));
       int32_t previous = -1;
-      for (int32_t a : list) {
+      for (size_t k = 0; k < list.size(); ++k) {
+        const int32_t a = list[k];
         const GpuActivity& act = Act(a);
-        const double seconds = PredictedDuration(a);
+        const double next_start = k + 1 < list.size() ? Act(list[k + 1]).start
+                                                      : step_.end() + (Act(list.front()).start - step_.start);
+        const double seconds = PredictedDuration(a, next_start);
         measured_gpu_ += act.duration;
-        predicted_gpu_ += seconds - samples_.kernel_gap;
+        predicted_gpu_ += options_.measured_gpu ? act.duration : seconds - Gap();
         gpu_end_ = std::max(gpu_end_, act.end());
         const int32_t node = AddNode(act.kind == ActivityKind::kKernel   ? "gpu:kernel"
                                      : act.kind == ActivityKind::kMemcpy ? "gpu:memcpy"
@@ -278,20 +334,25 @@ class StepGraphBuilder {
         if (!awaited.empty()) {
           // The CPU time up to the call, then a wait for the GPU and the
           // measured residual after the last awaited activity ended.
-          entry = AddNode(op, device, call.start - segment_start, segment_start, call.start);
+          entry = AddNode(op, device, Cpu(call.start - segment_start, true, thread, previous_end, call.end()),
+                          segment_start, call.start);
           double last = call.start;
           for (int32_t a : awaited) last = std::max(last, Act(a).end());
           const double residual = std::clamp(call.end() - last, 0.0, call.duration);
-          exit = AddNode("cpu:wait", device, residual, call.end() - residual, call.end());
+          exit = AddNode("cpu:wait", device, Cpu(residual, false), call.end() - residual, call.end());
           AddEdge(entry, exit, &edges_.cpu_order);
           for (int32_t a : awaited) AddCheckedEdge(activity_node_.at(a), exit, &edges_.sync);
         } else if (launch_point < call.end()) {
           // The kernel started before the call returned: it was ready then.
-          entry = AddNode(op, device, launch_point - segment_start, segment_start, launch_point);
-          exit = AddNode(op, device, call.end() - launch_point, launch_point, call.end());
+          entry =
+              AddNode(op, device, Cpu(launch_point - segment_start, true, thread, previous_end, call.end()),
+                      segment_start, launch_point);
+          exit = AddNode(op, device, Cpu(call.end() - launch_point, false), launch_point, call.end());
           AddEdge(entry, exit, &edges_.cpu_order);
         } else {
-          entry = exit = AddNode(op, device, call.end() - segment_start, segment_start, call.end());
+          entry = exit =
+              AddNode(op, device, Cpu(call.end() - segment_start, true, thread, previous_end, call.end()),
+                      segment_start, call.end());
         }
         cpu_nodes_ += entry == exit ? 1 : 2;
         AddEdge(previous, entry, &edges_.cpu_order);
@@ -304,9 +365,11 @@ class StepGraphBuilder {
         previous_end = call.end();
         last_end_ = std::max(last_end_, call.end());
       }
-      if (main && step_.end() > previous_end) {
-        const int32_t tail =
-            AddNode("cpu:tail", device, step_.end() - previous_end, previous_end, step_.end());
+      if (main && (step_.end() > previous_end || options_.predict_cpu)) {
+        const double tail_seconds = options_.predict_cpu
+                                        ? profile_->cpu->per_op * OpsIn(thread, previous_end, step_.end())
+                                        : step_.end() - previous_end;
+        const int32_t tail = AddNode("cpu:tail", device, tail_seconds, previous_end, step_.end());
         AddEdge(previous, tail, &edges_.cpu_order);
         ++cpu_nodes_;
       }
@@ -406,13 +469,16 @@ class StepGraphBuilder {
     out.graph = builder_.Build();
     out.decision.placement.assign(static_cast<size_t>(out.graph.num_nodes()), 0);
     out.gpu_node.assign(static_cast<size_t>(out.graph.num_nodes()), false);
+    out.node_start.assign(static_cast<size_t>(out.graph.num_nodes()), 0.0);
     for (size_t i = 0; i < nodes_.size(); ++i) {
       const auto id = out.graph.FindNode("n" + std::to_string(i));
       out.decision.placement[static_cast<size_t>(*id)] = nodes_[i].device;
       out.gpu_node[static_cast<size_t>(*id)] = nodes_[i].gpu;
+      out.node_start[static_cast<size_t>(*id)] = nodes_[i].start;
     }
     out.step_number = step_.number;
-    out.measured_time = std::max(last_end_, step_.end()) - step_.start;
+    out.measured_time = MeasuredPeriod(trace_, step_);
+    out.measured_drain = std::max(last_end_, step_.end()) - step_.start;
     out.measured_gpu_end = gpu_end_ > 0.0 ? gpu_end_ - step_.start : 0.0;
     out.measured_gpu = measured_gpu_;
     out.predicted_gpu = predicted_gpu_;
@@ -434,6 +500,7 @@ class StepGraphBuilder {
   std::vector<std::string> device_names_;
   std::map<std::string, int32_t> device_index_;
   std::map<int32_t, std::vector<int32_t>> calls_by_thread_;
+  std::map<int32_t, std::vector<double>> op_starts_;  // per thread: operator starts in the step
   std::set<int32_t> in_step_call_;
   std::map<int32_t, std::vector<int32_t>> activities_of_call_;
   std::vector<int32_t> step_activities_;
@@ -444,6 +511,7 @@ class StepGraphBuilder {
   std::map<int64_t, int32_t> call_by_correlation_;
   std::vector<const GpuSync*> wait_syncs_;
   bool has_wait_events_ = false;
+  bool activity_only_ = false;  // no runtime calls in the step (see CollectCalls)
   EdgeCounts edges_;
   double measured_gpu_ = 0.0;
   double predicted_gpu_ = 0.0;
@@ -456,6 +524,18 @@ class StepGraphBuilder {
 
 }  // namespace
 
+double MeasuredPeriod(const Trace& trace, const ProfilerStep& step) {
+  // The next step annotation on the same thread that starts at or after this
+  // one ends (steps are in time order); else the annotation's own span.
+  for (const ProfilerStep& next : trace.steps) {
+    if (next.thread == step.thread && next.start >= step.end() - kTolerance && next.start > step.start &&
+        next.start - step.end() < 0.5 * step.duration) {
+      return next.start - step.start;
+    }
+  }
+  return step.duration;
+}
+
 StepGraph BuildStepGraph(const Trace& trace, const TraceSamples& samples, int32_t step,
                          const sim::DeviceProfile* profile, const ReplayOptions& options) {
   if (step < 0 || step >= static_cast<int32_t>(trace.steps.size())) {
@@ -465,6 +545,9 @@ StepGraph BuildStepGraph(const Trace& trace, const TraceSamples& samples, int32_
   }
   if (profile == nullptr && !options.measured_gpu) {
     throw ConfigError("replay needs a device profile unless GPU times are measured", {}, "");
+  }
+  if (options.predict_cpu && (profile == nullptr || options.measured_gpu)) {
+    throw ConfigError("prediction needs a device profile and predicted GPU times", {}, "");
   }
   return StepGraphBuilder(trace, samples, step, profile, options).Build();
 }

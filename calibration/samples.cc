@@ -8,6 +8,7 @@
 #include "calibration/op_work.h"
 #include "core/error.h"
 #include "core/stats.h"
+#include "core/strings.h"
 
 namespace gosim::calibration {
 namespace {
@@ -24,6 +25,51 @@ std::string LinkNameOf(const Trace& trace, const GpuActivity& a) {
   if (a.collective >= 0) return "nccl_" + trace.collectives[static_cast<size_t>(a.collective)].name;
   return "";
 }
+
+namespace {
+
+// A runtime call that may block on the GPU: its CPU time is not dispatch.
+bool MayBlock(const std::string& name) {
+  return name == "cudaDeviceSynchronize" || name == "cudaStreamSynchronize" ||
+         name == "cudaEventSynchronize" || name == "cudaFree" || name == "cudaMalloc" ||
+         StartsWith(name, "cudaMemcpy");
+}
+
+// The host side (TraceSamples::cpu_rows): per step and thread, the CPU time
+// of its non-blocking runtime calls since the previous call (or the step
+// start on the step's thread, plus the tail after its last call there), its
+// non-blocking calls and its operators (annotations excluded).
+void FitCpuSide(const Trace& trace, TraceSamples* out) {
+  for (const ProfilerStep& step : trace.steps) {
+    std::map<int32_t, std::vector<const RuntimeCall*>> by_thread;
+    for (const RuntimeCall& c : trace.runtime) {
+      if (c.start >= step.start && c.start < step.end()) by_thread[c.thread].push_back(&c);
+    }
+    std::map<int32_t, double> ops;
+    for (const TraceOp& op : trace.ops) {
+      if (!op.annotation && op.start >= step.start && op.start < step.end()) ops[op.thread] += 1.0;
+    }
+    for (auto& [thread, calls] : by_thread) {
+      std::sort(calls.begin(), calls.end(),
+                [](const RuntimeCall* a, const RuntimeCall* b) { return a->start < b->start; });
+      const bool main = thread == step.thread;
+      double previous = main ? step.start : calls.front()->start;
+      TraceSamples::CpuRow row;
+      for (const RuntimeCall* c : calls) {
+        const double segment = std::max(0.0, c->end() - std::min(previous, c->start));
+        previous = c->end();
+        if (MayBlock(c->name)) continue;
+        row.seconds += segment;
+        row.calls += 1.0;
+      }
+      if (main && step.end() > previous) row.seconds += step.end() - previous;
+      row.ops = ops[thread];
+      out->cpu_rows.push_back(row);
+    }
+  }
+}
+
+}  // namespace
 
 TraceSamples ExtractSamples(const Trace& trace) {
   TraceSamples out;
@@ -136,6 +182,7 @@ TraceSamples ExtractSamples(const Trace& trace) {
   out.launch_latency = Median(latencies);
   out.launch_samples = static_cast<int64_t>(latencies.size());
   out.kernel_gap = Median(queued_gaps);
+  FitCpuSide(trace, &out);
   return out;
 }
 
@@ -170,6 +217,7 @@ TraceSamples MergeSamples(const std::vector<TraceSamples>& parts) {
     ops += in_steps;
     latency += p.launch_latency * static_cast<double>(p.launch_samples);
     gap += p.kernel_gap * static_cast<double>(p.launch_samples);
+    out.cpu_rows.insert(out.cpu_rows.end(), p.cpu_rows.begin(), p.cpu_rows.end());
     launches += static_cast<double>(p.launch_samples);
     out.launch_samples += p.launch_samples;
   }

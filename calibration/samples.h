@@ -68,6 +68,16 @@ struct TraceSamples {
   // was launched before the first ended (the GPU's own per-kernel cost when
   // kernels are queued back to back), in seconds.
   double kernel_gap = 0.0;
+  // The host side (sim::CpuFit): per step and CPU thread, the CPU time that
+  // is not waiting for the GPU (the time up to each non-blocking runtime call
+  // since the previous one, on the step's thread also the tail after its last
+  // call), its runtime calls and its operators.
+  struct CpuRow {
+    double seconds = 0.0;
+    double calls = 0.0;
+    double ops = 0.0;
+  };
+  std::vector<CpuRow> cpu_rows;
 };
 
 // Extracts the samples of every op, memcpy and collective of `trace`.

@@ -1,5 +1,7 @@
 // `gosim calibrate --trace T.json[.gz] --out configs/calibrated/NAME.yaml
 //  [--report] [--holdout-steps 20,21] [--transfer-trace B.json.gz] ...`
+// `gosim calibrate --profile P --predict T.json[.gz] [--json]`
+// `gosim calibrate --evaluate [--manifest calibration/evaluation.yaml]`
 //
 // Reads a profiler trace, fits a calibrated device profile on every step and
 // writes it (--out). With --report it also prints the accuracy: kernel-time
@@ -17,6 +19,7 @@
 
 #include "calibration/accuracy.h"
 #include "calibration/fit.h"
+#include "calibration/predict.h"
 #include "calibration/replay.h"
 #include "calibration/samples.h"
 #include "calibration/trace_reader.h"
@@ -54,6 +57,15 @@ struct CalibrateArgs {
   std::string transfer_trace;
   std::string transfer_step_pattern;
   double cross_thread_gap_us = 200.0;
+  // Prediction and evaluation.
+  std::string profile;
+  std::string predict;
+  bool json = false;
+  bool evaluate = false;
+  std::string manifest = "calibration/evaluation.yaml";
+  std::string traces_dir = "../shared/data/traces";
+  int skip_steps = 0;
+  double max_median_error = -1.0;
 };
 
 std::string TraceSummary(const Trace& trace, const TraceSamples& samples) {
@@ -156,7 +168,82 @@ void ReportTransfer(const CalibrateArgs& args, const sim::DeviceProfile& profile
   std::printf("%s", calibration::FormatAccuracy(scaled).c_str());
 }
 
+// Scaling between two device kinds from the cluster presets.
+std::optional<DeviceScale> PresetScale(const std::string& from_kind, const std::string& to_kind) {
+  const auto from = PresetDevice(from_kind);
+  const auto to = PresetDevice(to_kind);
+  if (!from || !to) return std::nullopt;
+  DeviceScale scale;
+  scale.per_flop = from->peak_flops_fp32 / to->peak_flops_fp32;
+  scale.per_byte = from->memory_bandwidth / to->memory_bandwidth;
+  return scale;
+}
+
+int Predict(const CalibrateArgs& args) {
+  if (args.profile.empty()) {
+    throw ConfigError("--predict needs --profile", Location{"--predict"},
+                      "give --profile configs/calibrated/KIND.yaml (a profile fitted on other traces)");
+  }
+  if (args.skip_steps < 0) throw ConfigError("--skip-steps must be >= 0", Location{"--skip-steps"});
+  const sim::DeviceProfile profile = sim::LoadDeviceProfile(args.profile);
+  calibration::ReadOptions read;
+  read.step_pattern = args.step_pattern;
+  Trace trace = calibration::ReadTrace(ResolveDataPath(args.predict), read);
+  calibration::SkipSteps(&trace, args.skip_steps);
+  const TraceSamples samples = calibration::ExtractSamples(trace);
+  DeviceScale scale;
+  if (samples.device_kind != profile.device_kind) {
+    const std::optional<DeviceScale> s = PresetScale(profile.device_kind, samples.device_kind);
+    if (!s) {
+      throw ConfigError(
+          "the profile is for " + profile.device_kind + ", the trace ran on " + samples.device_kind,
+          Location{args.profile},
+          "give a profile of " + samples.device_kind +
+              " (no cluster preset has both kinds, so it cannot be scaled)");
+    }
+    scale = *s;
+  }
+  const calibration::TracePrediction prediction =
+      calibration::PredictTrace(trace, samples, profile, scale, args.cross_thread_gap_us * 1e-6);
+  std::printf("%s", args.json ? calibration::PredictionJson(prediction).c_str()
+                              : calibration::FormatPrediction(prediction).c_str());
+  return 0;
+}
+
+int Evaluate(const CalibrateArgs& args) {
+  calibration::FitOptions fit;
+  fit.method = calibration::ParseFitMethod(args.fit);
+  fit.weighting = calibration::ParseWeighting(args.weighting);
+  fit.min_samples = args.min_samples;
+  const std::string manifest = ResolveDataPath(args.manifest);
+  std::vector<std::string> missing;
+  const std::vector<calibration::EvaluationTrace> traces =
+      calibration::ReadEvaluationManifest(manifest, args.traces_dir, &missing);
+  for (const std::string& m : missing) std::printf("skipped (file absent): %s\n", m.c_str());
+  if (traces.size() < 2) {
+    std::printf(
+        "leave-one-trace-out needs two traces or more; %zu present (the shared traces are not part of "
+        "a clone: see docs/CALIBRATION.md)\n",
+        traces.size());
+    return args.max_median_error >= 0.0 ? 77 : 0;  // 77: CTest's "skipped"
+  }
+  const calibration::Evaluation evaluation = calibration::EvaluateLeaveOneOut(traces, fit, PresetScale);
+  std::printf("%s", calibration::FormatEvaluation(evaluation).c_str());
+  if (args.max_median_error >= 0.0 && evaluation.median_abs_error > args.max_median_error) {
+    std::printf("FAILED: median |error| %.1f%% is above %.1f%%\n", 100.0 * evaluation.median_abs_error,
+                100.0 * args.max_median_error);
+    return 1;
+  }
+  return 0;
+}
+
 int Calibrate(const CalibrateArgs& args) {
+  if (!args.predict.empty()) return Predict(args);
+  if (args.evaluate) return Evaluate(args);
+  if (args.trace.empty()) {
+    throw ConfigError("give --trace T.json.gz to fit, --predict T.json.gz to predict, or --evaluate",
+                      Location{"gosim calibrate"}, "see gosim calibrate --help");
+  }
   calibration::FitOptions fit;
   fit.method = calibration::ParseFitMethod(args.fit);
   fit.weighting = calibration::ParseWeighting(args.weighting);
@@ -168,12 +255,19 @@ int Calibrate(const CalibrateArgs& args) {
   }
   calibration::ReadOptions read;
   read.step_pattern = args.step_pattern;
-  const Trace trace = calibration::ReadTrace(args.trace, read);
+  const Trace trace = calibration::ReadTrace(ResolveDataPath(args.trace), read);
   TraceSamples samples = calibration::ExtractSamples(trace);
   if (!args.device_kind.empty()) samples.device_kind = args.device_kind;
   if (samples.ops.empty()) {
     throw TraceError("the trace has no GPU kernels joined to operators", Location{args.trace},
                      "calibration needs a GPU trace recorded with CUDA activities and CPU ops");
+  }
+  if (trace.steps.empty()) {
+    // Without steps there is no period to fit or score against: write nothing.
+    throw TraceError("no step annotation matches --step-pattern '" + args.step_pattern + "'",
+                     Location{args.trace},
+                     "record with torch.profiler and prof.step() per step, or give --step-pattern REGEX "
+                     "matching the annotation that delimits a step (e.g. '\\|forward\\]$')");
   }
 
   std::vector<int64_t> numbers;
@@ -280,6 +374,11 @@ int Calibrate(const CalibrateArgs& args) {
                       ", ")
                       .c_str());
       std::printf("%s", calibration::FormatReplay(all).c_str());
+      if (trace.steps.size() < 2) {
+        std::printf(
+            "  in-sample: the trace has one step, so the profile was fitted on the step it scores (use "
+            "--predict with a profile fitted on other traces for a held-out figure)\n");
+      }
       if (!test.empty()) {
         double sum = 0.0;
         for (const auto& r : test) sum += std::fabs(r.error());
@@ -303,8 +402,26 @@ void AddCalibrateCommand(CLI::App& root) {
   auto args = std::make_shared<CalibrateArgs>();
   CLI::App* cmd = root.add_subcommand("calibrate", "Fit a calibrated device profile to a GPU profiler trace");
   InputFile(cmd->add_option("--trace", args->trace,
-                            "PyTorch profiler / Kineto or TensorFlow timeline JSON (.gz too)"))
-      ->required();
+                            "PyTorch profiler / Kineto or TensorFlow timeline JSON (.gz too)"));
+  InputFile(cmd->add_option("--profile", args->profile, "--predict: the device profile to predict with"));
+  InputFile(cmd->add_option(
+      "--predict", args->predict,
+      "Predict this trace's step period and GPU busy time with --profile, using from the trace only "
+      "its ops, shapes, dtypes, threads, streams and devices"));
+  cmd->add_flag("--json", args->json,
+                "--predict: one JSON object per step (step, predicted_step_s, measured_step_s, "
+                "predicted_gpu_busy_s, measured_gpu_busy_s, replay_step_s)");
+  cmd->add_option("--skip-steps", args->skip_steps, "--predict: leave out the first N steps (warm-up)");
+  cmd->add_flag(
+      "--evaluate", args->evaluate,
+      "Leave-one-trace-out over the traces of --manifest: fit on the others, predict the one left out");
+  cmd->add_option("--manifest", args->manifest, "--evaluate: the traces (YAML)")->capture_default_str();
+  cmd->add_option("--traces-dir", args->traces_dir, "--evaluate: the folder the manifest's files are in")
+      ->capture_default_str();
+  cmd->add_option(
+      "--max-median-error", args->max_median_error,
+      "--evaluate: exit 1 when the median |step error| is above this fraction (77 when fewer than "
+      "two traces are present)");
   InputFile(cmd->add_option(
       "--also", args->also,
       "Another trace of the same device kind to fit the written profile on too (repeatable; e.g. "

@@ -38,7 +38,7 @@ struct OptimizeArgs {
   double memory_weight = -1.0;
   double reference_step_time = -1.0;
   std::vector<std::string> agent_options;
-  std::string cost_model = "roofline";
+  std::string cost_model = sim::kDefaultCostModel;
   std::vector<std::string> cost_model_options;
   std::string out;
   std::string trace;
@@ -79,10 +79,12 @@ int Optimize(const OptimizeArgs& args) {
       experiments::Solve(*agent, problem, args.no_progress ? std::string() : args.agent);
   const sim::SimResult result = evaluator.Simulate(solved.result.best, !args.trace.empty());
 
-  std::printf("graph %s: %d nodes, %d edges; cluster %s: %d devices; agent %s, seed %llu, objective %s\n",
-              graph.name().c_str(), graph.num_nodes(), graph.num_edges(), cluster.name().c_str(),
-              cluster.num_devices(), args.agent.c_str(), static_cast<unsigned long long>(args.seed),
-              experiments::ObjectiveKindName(objective.kind));
+  std::printf(
+      "graph %s: %d nodes, %d edges; cluster %s: %d devices; agent %s, seed %llu, objective %s; cost model "
+      "%s\n",
+      graph.name().c_str(), graph.num_nodes(), graph.num_edges(), cluster.name().c_str(),
+      cluster.num_devices(), args.agent.c_str(), static_cast<unsigned long long>(args.seed),
+      experiments::ObjectiveKindName(objective.kind), cost_model->Describe(graph, cluster).c_str());
   std::printf("%lld evaluations in %s\n", static_cast<long long>(solved.result.evaluations),
               FormatSeconds(solved.wall_seconds).c_str());
   std::printf("%s", sim::FormatSimResult(result, graph, cluster).c_str());
@@ -136,7 +138,9 @@ void AddOptimizeCommand(CLI::App& root) {
                   "Weighted objective: the step time in seconds that counts as 1.0");
   cmd->add_option("--agent-option", args->agent_options,
                   "An agent option key=value (repeatable; dotted keys and YAML values, e.g. population=64)");
-  cmd->add_option("--cost-model", args->cost_model, "Cost model: roofline, measured or calibrated")
+  cmd->add_option("--cost-model", args->cost_model,
+                  "Cost model: auto (measured, else the committed profile of the device kind, else "
+                  "roofline), roofline, measured or calibrated")
       ->capture_default_str();
   cmd->add_option("--cost-model-option", args->cost_model_options,
                   "A cost-model option key=value (repeatable)");

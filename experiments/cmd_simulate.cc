@@ -30,7 +30,7 @@ struct SimulateArgs {
   std::string trace;
   bool json = false;
   bool check_colocation = false;
-  std::string cost_model = "roofline";
+  std::string cost_model = sim::kDefaultCostModel;
   std::vector<std::string> cost_model_options;
   std::vector<std::string> sim_options;
 };
@@ -64,7 +64,7 @@ int Simulate(const SimulateArgs& args) {
   std::printf(
       "graph %s: %d nodes, %d edges; cluster %s: %d devices; cost model %s; decision %s\n",
       graph.name().c_str(), graph.num_nodes(), graph.num_edges(), cluster.name().c_str(),
-      cluster.num_devices(), cost_model->name().c_str(),
+      cluster.num_devices(), cost_model->Describe(graph, cluster).c_str(),
       args.decision.empty() ? ("everything on " + cluster.device(0).name).c_str() : args.decision.c_str());
   std::printf("%s", sim::FormatSimResult(result, graph, cluster).c_str());
   if (!args.trace.empty()) {
@@ -92,7 +92,9 @@ void AddSimulateCommand(CLI::App& root) {
   cmd->add_flag("--json", args->json, "Print the full result as JSON instead of the summary");
   cmd->add_flag("--check-colocation", args->check_colocation,
                 "Reject decisions that split a colocation group across devices");
-  cmd->add_option("--cost-model", args->cost_model, "Cost model: roofline, measured or calibrated")
+  cmd->add_option("--cost-model", args->cost_model,
+                  "Cost model: auto (measured, else the committed profile of the device kind, else "
+                  "roofline), roofline, measured or calibrated")
       ->capture_default_str();
   cmd->add_option("--cost-model-option", args->cost_model_options,
                   "A cost-model option key=value (repeatable; e.g. profile=configs/calibrated/a100.yaml)");

@@ -23,6 +23,7 @@
 #include "core/error.h"
 #include "experiments/graph_source.h"
 #include "sim/cluster.h"
+#include "sim/cost_model.h"
 #include "sim/options.h"
 
 namespace gosim::experiments {
@@ -49,7 +50,7 @@ struct ExperimentConfig {
   // (experiments/splits.h); running them needs RunOptions::final.
   std::vector<std::string> test_graphs;
   std::vector<std::string> clusters;  // preset names or paths, as written
-  std::string cost_model = "roofline";
+  std::string cost_model = sim::kDefaultCostModel;
   YAML::Node cost_model_options;  // a mapping (may be empty)
   sim::SimOptions sim;
   agents::Objective objective;

@@ -54,6 +54,7 @@ Summary Summarize(const ExperimentConfig& config, const std::vector<Cell>& cells
   summary.mode = config.mode;
   summary.test_graphs = static_cast<int>(config.test_graphs.size());
   summary.final_runs = CountFinalRuns(config.output);
+  summary.cost_model = config.cost_model;
   const DisplayMetric probe = ObjectiveDisplay(config.objective, 0.0, 0.0, 0.0);
 
   // (cluster, graph, agent) -> entry index
@@ -199,7 +200,8 @@ std::string Summary::ToMarkdown() const {
   size_t i = 0;
   for (const std::string& cluster : clusters) {
     out << "## " << experiment << " on " << cluster << ": " << ObjectiveTitle(objective, unit)
-        << " (mean over seeds +- 95% t-interval; % vs " << reference << ", negative is better)\n\n";
+        << " (mean over seeds +- 95% t-interval; % vs " << reference << ", negative is better; cost model "
+        << cost_model << ")\n\n";
     // Per agent over this cluster's graphs: speedups against the reference
     // (geometric mean), paired verdicts, mean evaluations per finished cell.
     struct Totals {

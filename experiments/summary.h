@@ -61,6 +61,7 @@ struct Summary {
   int64_t final_runs = 0;             // lines of the run folder's final_runs.jsonl
   std::string reference;              // label
   std::string objective;              // "step_time", ...
+  std::string cost_model;             // the simulator's cost model, named in every table header
   std::vector<SummaryEntry> entries;  // cluster-major, then graph, then agent (config order)
 
   // One table per cluster: a row per agent, a column per graph, then the

@@ -58,8 +58,8 @@ void ReadClassEfficiencies(YamlMap& m, const std::string& key, double Efficiency
   }
 }
 
-Fallback ReadFallback(YamlMap& m) {
-  const std::string text = m.Get<std::string>("fallback", "roofline");
+Fallback ReadFallback(YamlMap& m, const char* default_fallback = "roofline") {
+  const std::string text = m.Get<std::string>("fallback", default_fallback);
   if (text == "roofline") return Fallback::kRoofline;
   if (text == "error") return Fallback::kError;
   m.Fail("fallback",
@@ -104,6 +104,24 @@ const CostModelRegistry& CostModels() {
   static const CostModelRegistry* registry = [] {
     auto* r = new CostModelRegistry("cost model");
     r->Register(
+        "auto",
+        [](const YAML::Node& options, const std::string& source) -> std::shared_ptr<const CostModel> {
+          YamlMap m = OptionsMap(options, source);
+          AutoOptions o;
+          o.profiles_dir = m.Get<std::string>("profiles_dir", o.profiles_dir);
+          if (m.Has("profile")) o.profiles.push_back(m.Get<std::string>("profile", ""));
+          if (m.Has("profiles")) {
+            for (const std::string& p : m.Get<std::vector<std::string>>("profiles", {}))
+              o.profiles.push_back(p);
+          }
+          o.measured.add_launch_overhead = m.Get<bool>("add_launch_overhead", false);
+          o.measured.roofline = ReadNestedRoofline(m);
+          m.Finish();
+          return std::make_shared<AutoCostModel>(std::move(o));
+        },
+        "per node: measured time for the device kind, else the committed profile of the kind "
+        "(configs/calibrated/<kind>.yaml), else roofline (the default)");
+    r->Register(
         "roofline",
         [](const YAML::Node& options, const std::string& source) -> std::shared_ptr<const CostModel> {
           YamlMap m = OptionsMap(options, source);
@@ -129,7 +147,7 @@ const CostModelRegistry& CostModels() {
         [](const YAML::Node& options, const std::string& source) -> std::shared_ptr<const CostModel> {
           YamlMap m = OptionsMap(options, source);
           CalibratedOptions o;
-          o.fallback = ReadFallback(m);
+          o.fallback = ReadFallback(m, "error");
           o.roofline = ReadNestedRoofline(m);
           o.calibrate_links = m.Get<bool>("calibrate_links", o.calibrate_links);
           std::vector<std::string> paths;
@@ -372,6 +390,25 @@ CalibratedCostModel::CalibratedCostModel(std::vector<DeviceProfile> profiles, Ca
   }
 }
 
+void CalibratedCostModel::NoKindProfile(const graphs::Graph& graph, const DeviceSpec& device) const {
+  std::vector<std::string> kinds;
+  for (const DeviceProfile& p : profiles_) kinds.push_back(p.device_kind);
+  NoData(
+      "calibrated", "no profile (the profiles given are for " + Join(kinds, ", ") + ")", graph, device,
+      "give a profile fitted on " + device.kind +
+          " (gosim calibrate), use --cost-model auto, or set fallback: roofline to price it with roofline");
+}
+
+std::string CalibratedCostModel::Describe(const graphs::Graph& graph, const Cluster& cluster) const {
+  (void)graph;
+  std::vector<std::string> parts;
+  for (const DeviceSpec& d : cluster.devices()) {
+    std::string part = d.kind + (ProfileFor(d.kind) != nullptr ? " profile" : " roofline");
+    if (std::find(parts.begin(), parts.end(), part) == parts.end()) parts.push_back(part);
+  }
+  return "calibrated (" + Join(parts, "; ") + ")";
+}
+
 const DeviceProfile* CalibratedCostModel::ProfileFor(std::string_view device_kind) const {
   for (const DeviceProfile& p : profiles_) {
     if (p.device_kind == device_kind) return &p;
@@ -390,8 +427,7 @@ double CalibratedCostModel::Time(std::string_view op_type, double flops, double 
 double CalibratedCostModel::NodeTime(const graphs::Graph& graph, graphs::NodeId node,
                                      const DeviceSpec& device) const {
   if (options_.fallback == Fallback::kError && ProfileFor(device.kind) == nullptr) {
-    NoData("calibrated", "no profile", graph, device,
-           "calibrate this device kind, or set fallback: roofline");
+    NoKindProfile(graph, device);
   }
   const graphs::Node& n = graph.node(node);
   return Time(graph.op_type_name(n.op), n.flops, NodeBytes(n), NodeDType(n), device);
@@ -400,8 +436,7 @@ double CalibratedCostModel::NodeTime(const graphs::Graph& graph, graphs::NodeId 
 double CalibratedCostModel::KernelTime(const graphs::Graph& graph, const KernelWork& work,
                                        const DeviceSpec& device) const {
   if (options_.fallback == Fallback::kError && ProfileFor(device.kind) == nullptr) {
-    NoData("calibrated", "no profile", graph, device,
-           "calibrate this device kind, or set fallback: roofline");
+    NoKindProfile(graph, device);
   }
   return Time(graph.op_type_name(work.op), work.flops, work.bytes_read + work.bytes_written, work.dtype,
               device);

@@ -8,8 +8,12 @@
 //   measured    the node's measured time for the device kind (else "any"),
 //               else roofline (or an error)
 //   calibrated  a fitted linear model per op type / op class from a
-//               calibrated device profile (sim/device_profile.h), else
-//               roofline for device kinds the profiles do not cover
+//               calibrated device profile (sim/device_profile.h); a device
+//               kind without a profile is an error naming the kinds (or
+//               roofline with fallback: roofline)
+//   auto        (the default) per node: measured for the device kind, else
+//               the committed profile of the kind (configs/calibrated/
+//               <kind>.yaml), else roofline
 //
 // Links: latency + bytes / bandwidth (alpha-beta) with the link's figures
 // from the cluster, except where the calibrated model has a fitted copy of
@@ -76,15 +80,32 @@ class CostModel {
     (void)cluster;
     return {link.latency, link.bandwidth};
   }
+  // What the model uses for this graph and cluster, in a few words for
+  // table headers (e.g. "auto: calibrated V100 profile"). Default: name().
+  virtual std::string Describe(const graphs::Graph& graph, const Cluster& cluster) const {
+    (void)graph;
+    (void)cluster;
+    return name();
+  }
+  // One-line warnings about numbers this model would get silently wrong on
+  // this graph and cluster (the Evaluator logs each distinct one once).
+  virtual std::vector<std::string> Warnings(const graphs::Graph& graph, const Cluster& cluster) const {
+    (void)graph;
+    (void)cluster;
+    return {};
+  }
 };
 
-// Builds the cost model `name` ("roofline", "measured", "calibrated") from
+// Builds the cost model `name` ("auto", "roofline", "measured", "calibrated") from
 // its YAML options (a mapping, or null for the defaults); `source` names the
 // file the options come from. Unknown names and invalid options are
 // ConfigErrors with the valid names / the YAML line and path.
 std::shared_ptr<const CostModel> MakeCostModel(const std::string& name, const YAML::Node& options = {},
                                                const std::string& source = {});
 std::vector<std::string> CostModelNames();
+
+// The name of the default cost model: "auto".
+inline constexpr const char* kDefaultCostModel = "auto";
 
 }  // namespace gosim::sim
 

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "core/yaml.h"
@@ -91,7 +92,9 @@ class MeasuredCostModel : public CostModel {
 };
 
 struct CalibratedOptions {
-  Fallback fallback = Fallback::kRoofline;  // for device kinds without a profile
+  // For device kinds without a profile: an error naming the kinds (the
+  // default), or roofline when asked for explicitly.
+  Fallback fallback = Fallback::kError;
   RooflineOptions roofline;
   // Replace a link's latency and bandwidth with the profile's fit of copies in
   // that direction: `memcpy_ptop` (device to device, the source device's
@@ -114,14 +117,62 @@ class CalibratedCostModel : public CostModel {
   LinkCost LinkCostOf(const Cluster& cluster, const LinkSpec& link) const override;
   // The profile of a device kind, or nullptr.
   const DeviceProfile* ProfileFor(std::string_view device_kind) const;
+  const std::vector<DeviceProfile>& profiles() const { return profiles_; }
+  std::string Describe(const graphs::Graph& graph, const Cluster& cluster) const override;
 
  private:
   double Time(std::string_view op_type, double flops, double bytes, graphs::DType dtype,
               const DeviceSpec& device) const;
+  [[noreturn]] void NoKindProfile(const graphs::Graph& graph, const DeviceSpec& device) const;
   std::vector<DeviceProfile> profiles_;
   CalibratedOptions options_;
   RooflineCostModel roofline_;
 };
+
+struct AutoOptions {
+  // Where the per-kind profiles are: `<dir>/<device kind in lower case>.yaml`
+  // (e.g. configs/calibrated/v100.yaml for kind V100); a file there is used
+  // only when its device_kind matches its name.
+  std::string profiles_dir = "configs/calibrated";
+  // Explicit profiles (paths or names) instead of the directory's.
+  std::vector<std::string> profiles;
+  MeasuredOptions measured;
+};
+
+// The default cost model. Per node: its measured time for the device kind
+// (or "any") when the graph has one; else the calibrated profile of the
+// device kind when one is committed, never below the device's roofline at
+// efficiency 1 (plus the profile's launch overhead); else roofline. A fused
+// group is measured only when all its nodes are.
+class AutoCostModel : public CostModel {
+ public:
+  // Loads the profiles (ConfigError for a broken profile file).
+  explicit AutoCostModel(AutoOptions options = {});
+  std::string name() const override { return "auto"; }
+  double NodeTime(const graphs::Graph& graph, graphs::NodeId node, const DeviceSpec& device) const override;
+  double KernelTime(const graphs::Graph& graph, const KernelWork& work,
+                    const DeviceSpec& device) const override;
+  LinkCost LinkCostOf(const Cluster& cluster, const LinkSpec& link) const override;
+  std::string Describe(const graphs::Graph& graph, const Cluster& cluster) const override;
+  std::vector<std::string> Warnings(const graphs::Graph& graph, const Cluster& cluster) const override;
+  // The profile used for a device kind, or nullptr (roofline).
+  const DeviceProfile* ProfileFor(std::string_view device_kind) const {
+    return calibrated_.ProfileFor(device_kind);
+  }
+
+ private:
+  AutoCostModel(const AutoOptions& options, std::vector<std::pair<std::string, DeviceProfile>> loaded);
+  bool HasMeasured(const graphs::Graph& graph, graphs::NodeId node, const std::string& kind) const;
+  double Floored(double seconds, double flops, double bytes, graphs::DType dtype,
+                 const DeviceSpec& device) const;
+  MeasuredCostModel measured_;
+  CalibratedCostModel calibrated_;
+  std::vector<std::string> profile_paths_;  // parallel to the loaded profiles, for Describe
+};
+
+// The committed per-kind profiles of `dir` (see AutoOptions::profiles_dir),
+// with their paths; an unreadable directory gives none.
+std::vector<std::pair<std::string, DeviceProfile>> KindProfiles(const std::string& dir);
 
 }  // namespace gosim::sim
 

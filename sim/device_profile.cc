@@ -97,8 +97,8 @@ DeviceProfile ParseDeviceProfile(const std::string& yaml_text, const std::string
                       YamlLocation(root_node, source, ""), "see docs/FORMATS.md, Calibrated device profile");
   }
   YamlMap root = YamlMap::Root(root_node, source);
-  root.Allow({"format", "version", "device_kind", "source", "launch_overhead", "default", "op_classes",
-              "op_types", "links"});
+  root.Allow({"format", "version", "device_kind", "source", "launch_overhead", "kernel_gap", "cpu", "default",
+              "op_classes", "op_types", "links"});
   root.Finish();
   if (root.Get<std::string>("format", "") != kFormat) {
     root.Fail(root.Has("format") ? "format" : "",
@@ -111,6 +111,18 @@ DeviceProfile ParseDeviceProfile(const std::string& yaml_text, const std::string
   if (p.device_kind.empty()) root.Fail("device_kind", "device_kind must not be empty");
   p.source = YAML::Clone(root.Node("source"));
   p.launch_overhead = Finite(root, "launch_overhead", 0.0, true);
+  p.kernel_gap = Finite(root, "kernel_gap", 0.0, true);
+  if (root.Has("cpu")) {
+    YamlMap cpu = root.Child("cpu");
+    cpu.Allow({"per_call", "per_op", "samples"});
+    cpu.Finish();
+    CpuFit fit;
+    fit.per_call = Finite(cpu, "per_call", 0.0, true);
+    fit.per_op = Finite(cpu, "per_op", 0.0, true);
+    fit.samples = cpu.Get<int64_t>("samples", 0);
+    if (fit.samples < 0) cpu.Fail("samples", "samples must be >= 0");
+    p.cpu = fit;
+  }
   if (!root.Has("default"))
     root.Fail("", "missing required key 'default'", "give default: {intercept, per_flop, per_byte}");
   p.fallback = ReadFit(root.Child("default"));
@@ -152,6 +164,14 @@ std::string DeviceProfileToYaml(const DeviceProfile& p) {
   out << YAML::Key << "device_kind" << YAML::Value << p.device_kind;
   if (p.source && !p.source.IsNull()) out << YAML::Key << "source" << YAML::Value << p.source;
   out << YAML::Key << "launch_overhead" << YAML::Value << p.launch_overhead;
+  if (p.kernel_gap > 0.0) out << YAML::Key << "kernel_gap" << YAML::Value << p.kernel_gap;
+  if (p.cpu) {
+    out << YAML::Key << "cpu" << YAML::Value << YAML::Flow << YAML::BeginMap;
+    out << YAML::Key << "per_call" << YAML::Value << p.cpu->per_call;
+    out << YAML::Key << "per_op" << YAML::Value << p.cpu->per_op;
+    if (p.cpu->samples > 0) out << YAML::Key << "samples" << YAML::Value << p.cpu->samples;
+    out << YAML::EndMap;
+  }
   out << YAML::Key << "default" << YAML::Value;
   EmitFit(out, p.fallback);
   bool any_class = false;

@@ -45,10 +45,23 @@ struct LinkFit {
   bool operator==(const LinkFit&) const = default;
 };
 
+// The host side of a step (docs/CALIBRATION.md, "Prediction"): CPU time per
+// CUDA runtime call (launch) and per profiled operator (dispatch, framework
+// and Python time around it), fitted by non-negative least squares on the
+// CPU time of each step and thread.
+struct CpuFit {
+  double per_call = 0.0;  // seconds, >= 0
+  double per_op = 0.0;    // seconds, >= 0
+  int64_t samples = 0;    // (step, thread) rows the fit used
+  bool operator==(const CpuFit&) const = default;
+};
+
 struct DeviceProfile {
   std::string device_kind;       // matches DeviceSpec::kind, e.g. "A100"
   YAML::Node source;             // free-form provenance (trace, steps, ...); may be null
   double launch_overhead = 0.0;  // seconds, added once per kernel
+  double kernel_gap = 0.0;       // seconds: median idle time between back-to-back kernels on a stream
+  std::optional<CpuFit> cpu;     // absent in profiles fitted before it existed
   KernelFit fallback;            // the file's `default`
   std::array<std::optional<KernelFit>, graphs::kNumOpClasses> op_classes;
   std::map<std::string, KernelFit, std::less<>> op_types;

@@ -2,6 +2,8 @@
 #include "sim/evaluator.h"
 
 #include <cstring>
+#include <mutex>
+#include <set>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -11,6 +13,7 @@
 #include <tbb/parallel_for.h>
 
 #include "core/error.h"
+#include "core/log.h"
 #include "sim/batch_exchange.h"
 #include "sim/engine.h"
 
@@ -33,6 +36,14 @@ Evaluator::Evaluator(const graphs::Graph& graph, const Cluster& cluster,
   if (cost_model_ == nullptr)
     throw ConfigError("Evaluator needs a cost model", {}, "pass MakeCostModel(\"roofline\")");
   impl_ = std::make_unique<Impl>(graph_, cluster_, *cost_model_, options_);
+  // Each distinct warning once per process (evaluators are built per cell
+  // and per thread).
+  static std::mutex mutex;
+  static std::set<std::string> warned;
+  for (const std::string& line : cost_model_->Warnings(graph_, cluster_)) {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (warned.insert(line).second) GOSIM_LOG(Warn) << line;
+  }
 }
 
 Evaluator::~Evaluator() = default;

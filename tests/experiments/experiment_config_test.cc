@@ -45,7 +45,7 @@ TEST_CASE("A valid experiment parses with its defaults") {
   CHECK(config.agents[1].budget.evaluations == 40);
   CHECK(config.agents[1].budget.wall_seconds == 0.0);
   CHECK(config.reference == "single_device");  // the first agent by default
-  CHECK(config.cost_model == "roofline");
+  CHECK(config.cost_model == "auto");
   CHECK(config.objective.kind == agents::ObjectiveKind::kStepTime);
   CHECK(config.output == dir / "run");
   CHECK_FALSE(config.parallel_cells);

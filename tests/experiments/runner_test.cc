@@ -66,7 +66,7 @@ std::map<std::string, std::string> ReproducibleById(const std::string& folder) {
 double SingleDeviceStepTime() {
   const graphs::Graph graph = graphs::LoadGraph(testing::kTinyGraph);
   const sim::Cluster cluster = sim::LoadCluster(testing::kTwoGpus);
-  const sim::Evaluator evaluator(graph, cluster, sim::MakeCostModel("roofline"));
+  const sim::Evaluator evaluator(graph, cluster, sim::MakeCostModel(sim::kDefaultCostModel));
   return evaluator.Evaluate(sim::SingleDeviceDecision(graph)).step_time;
 }
 
@@ -90,7 +90,7 @@ TEST_CASE("A tiny experiment runs end to end and writes every file") {
 
   const graphs::Graph graph = graphs::LoadGraph(testing::kTinyGraph);
   const sim::Cluster cluster = sim::LoadCluster(testing::kTwoGpus);
-  const sim::Evaluator evaluator(graph, cluster, sim::MakeCostModel("roofline"));
+  const sim::Evaluator evaluator(graph, cluster, sim::MakeCostModel(sim::kDefaultCostModel));
   const double single = SingleDeviceStepTime();
   const ResultsLog log(run + "/results.jsonl");
   for (const CellRecord& r : log.records()) {

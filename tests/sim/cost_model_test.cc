@@ -223,11 +223,22 @@ TEST_CASE("Calibrated profiles: op type, then class, then default; roofline for 
   // Relu: elementwise fit 2^-29 * 2^30 bytes.
   CHECK(model.NodeTime(g, N(g, "relu"), a100) == launch + 2.0);
   CHECK(model.NodeTime(g, N(g, "view"), a100) == 0.0);
-  // A device kind without a profile falls back to the roofline.
+  // A device kind without a profile is an error naming both kinds, unless
+  // roofline is asked for.
+  try {
+    model.NodeTime(g, N(g, "mm"), Device("V100"));
+    FAIL("expected ConfigError");
+  } catch (const ConfigError& e) {
+    CHECK(Contains(e.what(), "no profile (the profiles given are for A100) for device kind 'V100'"));
+  }
+  CHECK_THROWS_AS(model.KernelTime(g, MakeKernelWork(g, std::vector<NodeId>{N(g, "mm")}), Device("V100")),
+                  ConfigError);
   const auto roofline = MakeCostModel("roofline");
-  CHECK(model.NodeTime(g, N(g, "mm"), Device("V100")) == roofline->NodeTime(g, N(g, "mm"), Device("V100")));
-  const CalibratedCostModel strict({profile}, CalibratedOptions{Fallback::kError, {}});
-  CHECK_THROWS_AS(strict.NodeTime(g, N(g, "mm"), Device("V100")), ConfigError);
+  CalibratedOptions lenient;
+  lenient.fallback = Fallback::kRoofline;
+  const CalibratedCostModel with_roofline({profile}, lenient);
+  CHECK(with_roofline.NodeTime(g, N(g, "mm"), Device("V100")) ==
+        roofline->NodeTime(g, N(g, "mm"), Device("V100")));
   CHECK_THROWS_AS(CalibratedCostModel({profile, profile}), ConfigError);
 
   // Written and parsed back: the same profile.
@@ -245,17 +256,121 @@ TEST_CASE("Calibrated profiles: op type, then class, then default; roofline for 
   const auto by_name = Make("calibrated", "profile: " + path + "\n");
   CHECK(by_name->name() == "calibrated");
   CHECK(by_name->NodeTime(g, N(g, "h"), a100) == launch + std::ldexp(1.0, -16));
+  // By name too, another kind is an error unless roofline is asked for.
+  CHECK_THROWS_AS(by_name->NodeTime(g, N(g, "mm"), Device("V100")), ConfigError);
+  CHECK(Make("calibrated", "profile: " + path + "\nfallback: roofline\n")
+            ->NodeTime(g, N(g, "mm"), Device("V100")) == roofline->NodeTime(g, N(g, "mm"), Device("V100")));
   std::filesystem::remove(path);
 }
 
+TEST_CASE("Auto: measured for the kind, then the kind's committed profile, then roofline") {
+  const graphs::Graph g = CostGraph();
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "gosim_auto_profiles";
+  std::filesystem::create_directories(dir);
+  WriteFileAtomic((dir / "a100.yaml").string(), kProfile);
+  // Named after a trace, not a kind: used only by name, never by auto.
+  std::string other = kProfile;
+  other.replace(other.find("device_kind: A100"), 17, "device_kind: V100");
+  WriteFileAtomic((dir / "v100_resnet50.yaml").string(), other);
+  const auto model = Make("auto", "profiles_dir: " + dir.string() + "\n");
+  CHECK(model->name() == "auto");
+  CHECK(MakeCostModel(kDefaultCostModel)->name() == "auto");
+  const auto roofline = MakeCostModel("roofline");
+  const double launch = std::ldexp(1.0, -18);
+  // m1: measured for V100, else "any"; m2: "any" on every kind.
+  CHECK(model->NodeTime(g, N(g, "m1"), Device("V100")) == 1e-3);
+  CHECK(model->NodeTime(g, N(g, "m1"), Device("A100")) == 2e-3);
+  CHECK(model->NodeTime(g, N(g, "m2"), Device("A100")) == 3e-3);
+  // Unmeasured nodes: the A100 profile (exactly as calibrated gives it) ...
+  CHECK(model->NodeTime(g, N(g, "mm"), Device("A100")) == launch + std::ldexp(1.0, -17) + 1.0);
+  CHECK(model->NodeTime(g, N(g, "relu"), Device("A100")) == launch + 2.0);
+  // ... and roofline for a kind with no profile named after it.
+  CHECK(model->NodeTime(g, N(g, "mm"), Device("V100")) == roofline->NodeTime(g, N(g, "mm"), Device("V100")));
+  // Fused groups: measured when every member is, else the profile.
+  const std::vector<NodeId> measured_group{N(g, "m1"), N(g, "m2")};
+  const auto measured = MakeCostModel("measured");
+  CHECK(model->KernelTime(g, MakeKernelWork(g, measured_group), Device("A100")) ==
+        measured->KernelTime(g, MakeKernelWork(g, measured_group), Device("A100")));
+  const std::vector<NodeId> mixed{N(g, "mm"), N(g, "relu")};
+  CHECK(model->KernelTime(g, MakeKernelWork(g, mixed), Device("A100")) ==
+        launch + std::ldexp(1.0, -17) + (1.0 + std::ldexp(1.0, -10)));
+  // Never below the device's peak: h's aten::mm fit is a constant 2^-16 s,
+  // but 2^40 fp16 FLOPs take 2^-3 s at the 2^43 FLOP/s peak.
+  CHECK(model->NodeTime(g, N(g, "h"), Device("A100")) == launch + std::ldexp(1.0, -3));
+  CHECK(Make("calibrated", "profile: " + (dir / "a100.yaml").string() + "\n")
+            ->NodeTime(g, N(g, "h"), Device("A100")) == launch + std::ldexp(1.0, -16));
+  // Links: the profile's fitted host-to-device copy.
+  ClusterBuilder cb("two", "test");
+  cb.AddDevice(Device("A100"));
+  DeviceSpec v100 = Device("V100");
+  v100.name = "d1";
+  cb.AddDevice(v100);
+  LinkSpec htod;
+  htod.src = Cluster::kHost;
+  htod.dst = 0;
+  htod.latency = 1e-6;
+  htod.bandwidth = 1e9;
+  for (const int32_t d : {0, 1}) {
+    LinkSpec to = htod;
+    to.dst = d;
+    cb.AddLink(to);
+    LinkSpec from = htod;
+    from.src = d;
+    from.dst = Cluster::kHost;
+    cb.AddLink(from);
+  }
+  const Cluster cluster = cb.Build();
+  CHECK(model->LinkCostOf(cluster, htod).bandwidth == 1.2e10);
+  CHECK(model->Describe(g, cluster) == "auto (A100: measured for 2 of 6 nodes, else calibrated (" +
+                                           dir.string() +
+                                           "/a100.yaml); V100: measured for 2 of 6 nodes, else roofline)");
+  // An explicit profile list replaces the directory's.
+  const auto explicit_profile = Make("auto", "profile: " + (dir / "v100_resnet50.yaml").string() + "\n");
+  CHECK(explicit_profile->NodeTime(g, N(g, "mm"), Device("V100")) == launch + std::ldexp(1.0, -17) + 1.0);
+  CHECK(explicit_profile->NodeTime(g, N(g, "mm"), Device("A100")) ==
+        roofline->NodeTime(g, N(g, "mm"), Device("A100")));
+  std::filesystem::remove_all(dir);
+}
+
+TEST_CASE("Auto prices measured nodes without FLOPs and warns about nodes with neither") {
+  // An expert split of a graph with measured times but no FLOPs: roofline
+  // prices it at the launch overhead alone, auto at the measured time.
+  graphs::GraphBuilder b("measured_only");
+  graphs::NodeSpec a = Op("a", "MatMul", 0.0, 0, 0, 64);
+  a.measured = {{"any", 2.5e-3}};
+  graphs::NodeSpec c = Op("c", "MatMul", 0.0, 0, 0, 64);
+  c.measured = {{"K80", 1.5e-3}};
+  b.AddNode(a);
+  b.AddNode(c);
+  b.AddEdge("a", "c", 0);
+  const graphs::Graph g = b.Build();
+  const auto model = Make("auto", "profiles_dir: /nonexistent\n");
+  CHECK(model->NodeTime(g, N(g, "a"), Device("V100")) == 2.5e-3);
+  CHECK(MakeCostModel("roofline")->NodeTime(g, N(g, "a"), Device("V100")) == 0.0);
+  CHECK(model->NodeTime(g, N(g, "c"), Device("K80")) == 1.5e-3);
+  ClusterBuilder cb("one", "test");
+  cb.AddDevice(Device("V100"));
+  const Cluster v100 = cb.Build();
+  const std::vector<std::string> warnings = model->Warnings(g, v100);
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0] ==
+        "cost model auto: 1 of 2 nodes of graph 'measured_only' have neither FLOPs nor a measured time for "
+        "device kind 'V100' (e.g. 'c'); measured times exist for K80: simulate on that kind");
+  ClusterBuilder ck("one", "test");
+  ck.AddDevice(Device("K80"));
+  CHECK(model->Warnings(g, ck.Build()).empty());
+  // A graph with FLOPs everywhere: nothing to say.
+  CHECK(model->Warnings(CostGraph(), v100).empty());
+}
+
 TEST_CASE("Bad cost model names, options and profiles are ConfigErrors") {
-  CHECK(CostModelNames() == std::vector<std::string>{"calibrated", "measured", "roofline"});
+  CHECK(CostModelNames() == std::vector<std::string>{"auto", "calibrated", "measured", "roofline"});
   try {
     MakeCostModel("rooflin");
     FAIL("expected ConfigError");
   } catch (const ConfigError& e) {
     CHECK(Contains(e.what(), "Did you mean 'roofline'?"));
-    CHECK(Contains(e.what(), "calibrated, measured, roofline"));
+    CHECK(Contains(e.what(), "auto, calibrated, measured, roofline"));
   }
   try {
     Make("roofline", "compute_efficiency: {matmull: 0.5}\n");

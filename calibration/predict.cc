@@ -1,0 +1,275 @@
+// PredictTrace and the leave-one-trace-out evaluation (predict.h).
+#include "calibration/predict.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "calibration/trace_reader.h"
+#include "core/error.h"
+#include "core/io.h"
+#include "core/stats.h"
+#include "core/strings.h"
+#include "core/yaml.h"
+
+namespace gosim::calibration {
+namespace {
+
+double MedianOf(std::vector<double> v) {
+  return v.empty() ? 0.0 : Median(v);
+}
+
+std::string Ms(double seconds) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%.2f ms", 1e3 * seconds);
+  return text;
+}
+
+std::string Pct(double fraction) {
+  char text[32];
+  std::snprintf(text, sizeof(text), "%+.1f%%", 100.0 * fraction);
+  return text;
+}
+
+}  // namespace
+
+TracePrediction PredictTrace(const Trace& trace, const TraceSamples& samples,
+                             const sim::DeviceProfile& profile, const DeviceScale& scale,
+                             double cross_thread_gap) {
+  if (trace.steps.empty()) {
+    throw TraceError("no profiler steps to predict", Location{trace.source},
+                     "give --step-pattern REGEX matching the annotation that delimits a step");
+  }
+  if (!profile.cpu && !trace.runtime.empty()) {
+    throw ConfigError(
+        "the profile for " + profile.device_kind + " has no cpu fit, so it cannot predict a step", {},
+        "refit it with gosim calibrate --out (this version writes cpu: {per_call, per_step})");
+  }
+  TracePrediction out;
+  out.trace = trace.source;
+  out.device_kind = samples.device_kind;
+  out.profile_kind = profile.device_kind;
+  out.scale = scale;
+  ReplayOptions predict;
+  predict.predict_cpu = true;
+  predict.scale = scale;
+  predict.cross_thread_gap = cross_thread_gap;
+  ReplayOptions check;
+  check.measured_gpu = true;
+  check.cross_thread_gap = cross_thread_gap;
+  std::vector<double> measured, predicted, replay, gpu_measured, gpu_predicted;
+  for (int32_t i = 0; i < static_cast<int32_t>(trace.steps.size()); ++i) {
+    const StepGraph graph = BuildStepGraph(trace, samples, i, &profile, predict);
+    const StepGraph measured_graph = BuildStepGraph(trace, samples, i, nullptr, check);
+    StepPrediction s;
+    s.step = graph.step_number;
+    s.measured_step_s = graph.measured_time;
+    s.predicted_step_s = SimulateSteadyState(graph);
+    s.replay_step_s = SimulateSteadyState(measured_graph);
+    s.measured_gpu_busy_s = graph.measured_gpu;
+    s.predicted_gpu_busy_s = graph.predicted_gpu;
+    out.steps.push_back(s);
+    measured.push_back(s.measured_step_s);
+    predicted.push_back(s.predicted_step_s);
+    replay.push_back(s.replay_step_s);
+    gpu_measured.push_back(s.measured_gpu_busy_s);
+    gpu_predicted.push_back(s.predicted_gpu_busy_s);
+  }
+  out.measured_step_s = MedianOf(measured);
+  out.predicted_step_s = MedianOf(predicted);
+  out.replay_step_s = MedianOf(replay);
+  out.measured_gpu_busy_s = MedianOf(gpu_measured);
+  out.predicted_gpu_busy_s = MedianOf(gpu_predicted);
+  return out;
+}
+
+std::string PredictionJson(const TracePrediction& p) {
+  std::string out;
+  for (const StepPrediction& s : p.steps) {
+    const nlohmann::json line = {{"trace", p.trace},
+                                 {"device_kind", p.device_kind},
+                                 {"profile_kind", p.profile_kind},
+                                 {"step", s.step},
+                                 {"predicted_step_s", s.predicted_step_s},
+                                 {"measured_step_s", s.measured_step_s},
+                                 {"predicted_gpu_busy_s", s.predicted_gpu_busy_s},
+                                 {"measured_gpu_busy_s", s.measured_gpu_busy_s},
+                                 {"replay_step_s", s.replay_step_s}};
+    out += line.dump() + "\n";
+  }
+  return out;
+}
+
+std::string FormatPrediction(const TracePrediction& p) {
+  std::string out =
+      "prediction of " + p.trace + " (" + p.device_kind + ") with a " + p.profile_kind + " profile";
+  if (p.device_kind != p.profile_kind) {
+    char text[160];
+    std::snprintf(text, sizeof(text), ", scaled: per_flop x %.3f, per_byte x %.3f", p.scale.per_flop,
+                  p.scale.per_byte);
+    out += text;
+  }
+  out += "\n";
+  char line[256];
+  std::snprintf(line, sizeof(line), "  %-8s %12s %12s %8s %12s %12s %12s %8s\n", "step", "measured",
+                "predicted", "error", "GPU meas.", "GPU pred.", "replay", "error");
+  out += line;
+  for (const StepPrediction& s : p.steps) {
+    std::snprintf(line, sizeof(line), "  %-8lld %12s %12s %8s %12s %12s %12s %8s\n",
+                  static_cast<long long>(s.step), Ms(s.measured_step_s).c_str(),
+                  Ms(s.predicted_step_s).c_str(), Pct(s.error()).c_str(), Ms(s.measured_gpu_busy_s).c_str(),
+                  Ms(s.predicted_gpu_busy_s).c_str(), Ms(s.replay_step_s).c_str(),
+                  Pct(s.replay_error()).c_str());
+    out += line;
+  }
+  std::snprintf(
+      line, sizeof(line),
+      "  median: measured %s, predicted %s (%s); GPU busy measured %s, predicted %s; replay fed the "
+      "measured times %s (%s)\n",
+      Ms(p.measured_step_s).c_str(), Ms(p.predicted_step_s).c_str(), Pct(p.error()).c_str(),
+      Ms(p.measured_gpu_busy_s).c_str(), Ms(p.predicted_gpu_busy_s).c_str(), Ms(p.replay_step_s).c_str(),
+      Pct(p.replay_error()).c_str());
+  out += line;
+  return out;
+}
+
+void SkipSteps(Trace* trace, int count) {
+  if (count <= 0) return;
+  if (static_cast<size_t>(count) >= trace->steps.size()) {
+    throw ConfigError(
+        "cannot skip " + std::to_string(count) + " steps of " + std::to_string(trace->steps.size()),
+        Location{trace->source}, "skip fewer steps than the trace has");
+  }
+  trace->steps.erase(trace->steps.begin(), trace->steps.begin() + count);
+}
+
+std::vector<EvaluationTrace> ReadEvaluationManifest(const std::string& path, const std::string& traces_dir,
+                                                    std::vector<std::string>* missing) {
+  const YAML::Node root = LoadYamlString(ReadFile(path), path);
+  YamlMap m = YamlMap::Root(root, path);
+  m.Allow({"traces"});
+  m.Finish();
+  const YAML::Node list = m.Node("traces");
+  if (!list || !list.IsSequence() || list.size() == 0) {
+    m.Fail("traces", "expected a non-empty list of {name, file, step_pattern}");
+  }
+  const std::filesystem::path base(traces_dir);
+  std::vector<EvaluationTrace> out;
+  for (size_t i = 0; i < list.size(); ++i) {
+    YamlMap entry(list[i], path, "traces[" + std::to_string(i) + "]");
+    entry.Allow({"name", "file", "step_pattern", "skip_steps", "about"});
+    entry.Finish();
+    EvaluationTrace t;
+    t.name = entry.Require<std::string>("name");
+    const std::string relative = entry.Require<std::string>("file");
+    t.path = (base / relative).lexically_normal().string();
+    t.step_pattern = entry.Get<std::string>("step_pattern", "");
+    t.skip_steps = entry.Get<int>("skip_steps", 0);
+    if (t.skip_steps < 0) entry.Fail("skip_steps", "skip_steps must be >= 0");
+    if (!FileExists(t.path)) {
+      if (missing != nullptr) missing->push_back(t.name + " (" + t.path + ")");
+      continue;
+    }
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+Evaluation EvaluateLeaveOneOut(const std::vector<EvaluationTrace>& traces, const FitOptions& fit,
+                               const ScaleFor& scale_for) {
+  if (traces.size() < 2) {
+    throw ConfigError("leave-one-trace-out needs two traces or more, not " + std::to_string(traces.size()),
+                      {}, "list more traces in the evaluation manifest");
+  }
+  struct Loaded {
+    Trace trace;
+    TraceSamples samples;
+  };
+  std::vector<Loaded> loaded;
+  std::map<std::string, int> per_kind;
+  for (const EvaluationTrace& t : traces) {
+    ReadOptions read;
+    if (!t.step_pattern.empty()) read.step_pattern = t.step_pattern;
+    Loaded l{ReadTrace(t.path, read), {}};
+    SkipSteps(&l.trace, t.skip_steps);
+    l.samples = ExtractSamples(l.trace);
+    ++per_kind[l.samples.device_kind];
+    loaded.push_back(std::move(l));
+  }
+  Evaluation out;
+  std::vector<double> errors;
+  for (size_t i = 0; i < loaded.size(); ++i) {
+    const std::string& kind = loaded[i].samples.device_kind;
+    std::string fit_kind = kind;
+    if (per_kind[kind] < 2) {
+      int best = 0;
+      for (const auto& [k, n] : per_kind) {
+        if (k != kind && n > best) {
+          best = n;
+          fit_kind = k;
+        }
+      }
+    }
+    std::vector<TraceSamples> parts;
+    EvaluationRow row;
+    row.trace = traces[i].name;
+    for (size_t j = 0; j < loaded.size(); ++j) {
+      if (j == i || loaded[j].samples.device_kind != fit_kind) continue;
+      parts.push_back(loaded[j].samples);
+      row.fitted_on.push_back(traces[j].name);
+    }
+    if (parts.empty()) {
+      throw ConfigError("nothing to fit on when leaving out " + traces[i].name, {},
+                        "list at least two traces in the evaluation manifest");
+    }
+    const TraceSamples merged = MergeSamples(parts);
+    const sim::DeviceProfile profile = FitProfile(merged, fit, {}, merged.step_numbers);
+    DeviceScale scale;
+    if (fit_kind != kind) {
+      const std::optional<DeviceScale> s = scale_for(fit_kind, kind);
+      if (!s) {
+        throw ConfigError("cannot scale a " + fit_kind + " profile to " + kind, {},
+                          "add a cluster preset with both device kinds' peak FLOP/s and bandwidth");
+      }
+      scale = *s;
+    }
+    row.prediction = PredictTrace(loaded[i].trace, loaded[i].samples, profile, scale);
+    errors.push_back(std::fabs(row.prediction.error()));
+    out.worst_abs_error = std::max(out.worst_abs_error, std::fabs(row.prediction.error()));
+    out.worst_replay_error = std::max(out.worst_replay_error, std::fabs(row.prediction.replay_error()));
+    out.rows.push_back(std::move(row));
+  }
+  out.median_abs_error = MedianOf(errors);
+  return out;
+}
+
+std::string FormatEvaluation(const Evaluation& e) {
+  std::string out;
+  out +=
+      "| trace | kind | fitted on | measured period | predicted | error | GPU busy measured / predicted | "
+      "replay "
+      "(measured times) |\n";
+  out += "|---|---|---|---:|---:|---:|---:|---:|\n";
+  for (const EvaluationRow& r : e.rows) {
+    const TracePrediction& p = r.prediction;
+    std::string kind = p.device_kind;
+    if (p.profile_kind != p.device_kind) kind += " (from " + p.profile_kind + ", scaled)";
+    out += "| " + r.trace + " | " + kind + " | " + Join(r.fitted_on, " + ") + " | " + Ms(p.measured_step_s) +
+           " | " + Ms(p.predicted_step_s) + " | " + Pct(p.error()) + " | " + Ms(p.measured_gpu_busy_s) +
+           " / " + Ms(p.predicted_gpu_busy_s) + " | " + Pct(p.replay_error()) + " |\n";
+  }
+  char line[200];
+  std::snprintf(
+      line, sizeof(line),
+      "\nmedian |error| %.1f%%, worst %.1f%% over %zu held-out traces; replay fed the measured times: "
+      "worst %.1f%%\n",
+      100.0 * e.median_abs_error, 100.0 * e.worst_abs_error, e.rows.size(), 100.0 * e.worst_replay_error);
+  out += line;
+  return out;
+}
+
+}  // namespace gosim::calibration

@@ -1,0 +1,118 @@
+// Prediction of a trace it was not fitted on, and leave-one-trace-out
+// evaluation (`gosim calibrate --predict` / `--evaluate`; the method and the
+// measured figures are in docs/CALIBRATION.md, "Prediction").
+//
+// From the target trace a prediction uses only what a user knows before
+// running it: the ops with their shapes and dtypes (FLOPs and bytes), the
+// threads, streams and devices, and the order of launches and waits (the
+// step's dependency graph, calibration/replay.h). Every duration (kernels,
+// copies, CPU dispatch, the per-step framework overhead, the gap between
+// queued kernels) comes from the profile. The predicted step period is the
+// steady state of the step run over and over (SimulateSteadyState: the CPU
+// runs ahead and kernels stay queued across step boundaries).
+#ifndef GOSIM_CALIBRATION_PREDICT_H_
+#define GOSIM_CALIBRATION_PREDICT_H_
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "calibration/accuracy.h"
+#include "calibration/fit.h"
+#include "calibration/replay.h"
+#include "calibration/samples.h"
+#include "calibration/trace.h"
+#include "sim/device_profile.h"
+
+namespace gosim::calibration {
+
+struct StepPrediction {
+  int64_t step = -1;
+  double predicted_step_s = 0.0;      // steady-state period, everything from the profile
+  double measured_step_s = 0.0;       // ProfilerStep to ProfilerStep
+  double predicted_gpu_busy_s = 0.0;  // sum of the predicted GPU activity times
+  double measured_gpu_busy_s = 0.0;   // sum of the measured GPU activity times
+  double replay_step_s = 0.0;         // steady state fed the measured CPU and GPU times (the check)
+
+  double error() const { return measured_step_s > 0.0 ? predicted_step_s / measured_step_s - 1.0 : 0.0; }
+  double replay_error() const { return measured_step_s > 0.0 ? replay_step_s / measured_step_s - 1.0 : 0.0; }
+};
+
+struct TracePrediction {
+  std::string trace;
+  std::string device_kind;   // of the trace
+  std::string profile_kind;  // of the profile
+  DeviceScale scale;         // applied when the kinds differ
+  std::vector<StepPrediction> steps;
+  // Medians over the steps.
+  double measured_step_s = 0.0;
+  double predicted_step_s = 0.0;
+  double replay_step_s = 0.0;
+  double measured_gpu_busy_s = 0.0;
+  double predicted_gpu_busy_s = 0.0;
+
+  double error() const { return measured_step_s > 0.0 ? predicted_step_s / measured_step_s - 1.0 : 0.0; }
+  double replay_error() const { return measured_step_s > 0.0 ? replay_step_s / measured_step_s - 1.0 : 0.0; }
+};
+
+// Predicts every step of `trace` with `profile` (scaled by `scale`). Throws
+// TraceError when the trace has no steps, ConfigError when the profile has
+// no cpu fit.
+TracePrediction PredictTrace(const Trace& trace, const TraceSamples& samples,
+                             const sim::DeviceProfile& profile, const DeviceScale& scale = {},
+                             double cross_thread_gap = 200.0e-6);
+
+// One line of JSON per step with the field names of StepPrediction (and
+// `trace`).
+std::string PredictionJson(const TracePrediction& prediction);
+// A text table of the steps.
+std::string FormatPrediction(const TracePrediction& prediction);
+
+// One trace of a leave-one-out evaluation.
+struct EvaluationTrace {
+  std::string name;
+  std::string path;          // resolved
+  std::string step_pattern;  // empty = the default
+  int skip_steps = 0;        // leading steps left out (warm-up)
+};
+
+// Drops the first `count` steps of a trace (warm-up: a first forward pass
+// that allocates memory and picks algorithms).
+void SkipSteps(Trace* trace, int count);
+
+// The manifest (YAML: `traces: [{name, file, step_pattern, skip_steps}]`, each file
+// relative to `traces_dir`): the listed traces whose file exists; `missing`
+// gets the others.
+std::vector<EvaluationTrace> ReadEvaluationManifest(const std::string& path, const std::string& traces_dir,
+                                                    std::vector<std::string>* missing);
+
+struct EvaluationRow {
+  std::string trace;
+  std::vector<std::string> fitted_on;
+  TracePrediction prediction;
+};
+
+struct Evaluation {
+  std::vector<EvaluationRow> rows;
+  double median_abs_error = 0.0;
+  double worst_abs_error = 0.0;
+  double worst_replay_error = 0.0;  // of the check replay fed measured times
+};
+
+// Scaling of a profile of kind `from` to kind `to` (fp32 peak and memory
+// bandwidth ratios of the cluster presets); nullopt when a kind has no preset.
+using ScaleFor = std::function<std::optional<DeviceScale>(const std::string& from, const std::string& to)>;
+
+// Leave one trace out: each trace is predicted by a profile fitted on the
+// other traces of its device kind, or, when it is the only one of its kind,
+// on the traces of the kind with the most traces, scaled by `scale_for`.
+Evaluation EvaluateLeaveOneOut(const std::vector<EvaluationTrace>& traces, const FitOptions& fit,
+                               const ScaleFor& scale_for);
+
+std::string FormatEvaluation(const Evaluation& evaluation);
+
+}  // namespace gosim::calibration
+
+#endif  // GOSIM_CALIBRATION_PREDICT_H_

@@ -1,0 +1,188 @@
+// The `auto` cost model (the default): measured times where the graph has
+// them, else the committed calibrated profile of the device kind, else
+// roofline; and the per-kind profile lookup it uses.
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <utility>
+
+#include "core/data_path.h"
+#include "core/error.h"
+#include "core/strings.h"
+#include "sim/cost_models.h"
+
+namespace gosim::sim {
+namespace {
+
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+CalibratedOptions CalibratedFor(const AutoOptions& o) {
+  CalibratedOptions c;
+  c.fallback = Fallback::kRoofline;  // kinds without a profile: roofline, by design
+  c.roofline = o.measured.roofline;
+  return c;
+}
+
+std::vector<std::pair<std::string, DeviceProfile>> LoadProfiles(const AutoOptions& o) {
+  if (o.profiles.empty()) return KindProfiles(o.profiles_dir);
+  std::vector<std::pair<std::string, DeviceProfile>> out;
+  for (const std::string& p : o.profiles) out.emplace_back(p, LoadDeviceProfile(p));
+  return out;
+}
+
+std::vector<DeviceProfile> ProfilesOnly(const std::vector<std::pair<std::string, DeviceProfile>>& loaded) {
+  std::vector<DeviceProfile> out;
+  for (const auto& [path, profile] : loaded) out.push_back(profile);
+  return out;
+}
+
+std::vector<std::string> PathsOnly(const std::vector<std::pair<std::string, DeviceProfile>>& loaded) {
+  std::vector<std::string> out;
+  for (const auto& [path, profile] : loaded) out.push_back(path);
+  return out;
+}
+
+// The distinct device kinds of the cluster, in device order.
+std::vector<std::string> Kinds(const Cluster& cluster) {
+  std::vector<std::string> kinds;
+  for (const DeviceSpec& d : cluster.devices()) {
+    if (std::find(kinds.begin(), kinds.end(), d.kind) == kinds.end()) kinds.push_back(d.kind);
+  }
+  return kinds;
+}
+
+}  // namespace
+
+std::vector<std::pair<std::string, DeviceProfile>> KindProfiles(const std::string& dir) {
+  std::vector<std::pair<std::string, DeviceProfile>> out;
+  std::error_code ec;
+  std::vector<std::filesystem::path> files;
+  for (const auto& entry : std::filesystem::directory_iterator(ResolveDataPath(dir), ec)) {
+    if (entry.path().extension() == ".yaml") files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  for (const auto& file : files) {
+    // Only files named after a device kind; the others (per-trace fits such
+    // as v100_resnet50.yaml, this machine's local.yaml) are used by name.
+    const std::string stem = file.stem().string();
+    DeviceProfile profile = LoadDeviceProfile(file.string());
+    if (Lower(profile.device_kind) != stem) continue;
+    out.emplace_back(dir + "/" + file.filename().string(), std::move(profile));
+  }
+  return out;
+}
+
+AutoCostModel::AutoCostModel(AutoOptions options) : AutoCostModel(options, LoadProfiles(options)) {}
+
+AutoCostModel::AutoCostModel(const AutoOptions& options,
+                             std::vector<std::pair<std::string, DeviceProfile>> loaded)
+    : measured_(options.measured),
+      calibrated_(ProfilesOnly(loaded), CalibratedFor(options)),
+      profile_paths_(PathsOnly(loaded)) {}
+
+bool AutoCostModel::HasMeasured(const graphs::Graph& graph, graphs::NodeId node,
+                                const std::string& kind) const {
+  for (const graphs::MeasuredTime& m : graph.node(node).measured) {
+    if (m.device_kind == kind || m.device_kind == "any") return true;
+  }
+  return false;
+}
+
+double AutoCostModel::Floored(double seconds, double flops, double bytes, graphs::DType dtype,
+                              const DeviceSpec& device) const {
+  const DeviceProfile* profile = calibrated_.ProfileFor(device.kind);
+  if (profile == nullptr || (flops == 0.0 && bytes == 0.0)) return seconds;
+  // No kernel beats the device's peak: a fit extrapolated past its samples
+  // (a class fitted on small products pricing a large one by bytes alone)
+  // is raised to the roofline at efficiency 1.
+  const double compute = flops > 0.0 ? flops / device.PeakFlops(dtype) : 0.0;
+  const double memory = bytes > 0.0 ? bytes / device.memory_bandwidth : 0.0;
+  return std::max(seconds, profile->launch_overhead + std::max(compute, memory));
+}
+
+double AutoCostModel::NodeTime(const graphs::Graph& graph, graphs::NodeId node,
+                               const DeviceSpec& device) const {
+  if (HasMeasured(graph, node, device.kind)) return measured_.NodeTime(graph, node, device);
+  const graphs::Node& n = graph.node(node);
+  return Floored(calibrated_.NodeTime(graph, node, device), n.flops,
+                 static_cast<double>(n.bytes_read) + static_cast<double>(n.bytes_written),
+                 n.outputs.empty() ? graphs::DType::kFloat32 : n.outputs.front().dtype, device);
+}
+
+double AutoCostModel::KernelTime(const graphs::Graph& graph, const KernelWork& work,
+                                 const DeviceSpec& device) const {
+  bool measured = !work.nodes.empty();
+  for (const graphs::NodeId v : work.nodes) measured = measured && HasMeasured(graph, v, device.kind);
+  if (measured) return measured_.KernelTime(graph, work, device);
+  return Floored(calibrated_.KernelTime(graph, work, device), work.flops,
+                 work.bytes_read + work.bytes_written, work.dtype, device);
+}
+
+LinkCost AutoCostModel::LinkCostOf(const Cluster& cluster, const LinkSpec& link) const {
+  return calibrated_.LinkCostOf(cluster, link);
+}
+
+std::string AutoCostModel::Describe(const graphs::Graph& graph, const Cluster& cluster) const {
+  std::vector<std::string> parts;
+  for (const std::string& kind : Kinds(cluster)) {
+    int64_t measured = 0;
+    for (graphs::NodeId v = 0; v < graph.num_nodes(); ++v) measured += HasMeasured(graph, v, kind);
+    std::string part = kind + ": ";
+    if (measured > 0)
+      part += "measured for " + std::to_string(measured) + " of " + std::to_string(graph.num_nodes()) +
+              " nodes, else ";
+    const DeviceProfile* profile = calibrated_.ProfileFor(kind);
+    if (profile != nullptr) {
+      size_t i = 0;
+      while (calibrated_.profiles()[i].device_kind != kind) ++i;
+      part += "calibrated (" + profile_paths_[i] + ")";
+    } else {
+      part += "roofline";
+    }
+    parts.push_back(part);
+  }
+  return "auto (" + Join(parts, "; ") + ")";
+}
+
+std::vector<std::string> AutoCostModel::Warnings(const graphs::Graph& graph, const Cluster& cluster) const {
+  std::vector<std::string> out;
+  for (const std::string& kind : Kinds(cluster)) {
+    // Nodes that would cost nothing or nearly nothing for want of data: no
+    // FLOPs and no measured time for this kind, while they have measured
+    // times for another kind or are of a class that computes.
+    int64_t missing = 0;
+    std::set<std::string> other_kinds;
+    std::string example;
+    for (graphs::NodeId v = 0; v < graph.num_nodes(); ++v) {
+      const graphs::Node& n = graph.node(v);
+      if (n.flops > 0.0 || HasMeasured(graph, v, kind)) continue;
+      const graphs::OpClass c = graphs::ClassifyOp(graph.op_type_name(n.op));
+      const bool compute =
+          c == graphs::OpClass::kMatMul || c == graphs::OpClass::kConv || c == graphs::OpClass::kConvBackward;
+      if (n.measured.empty() && !compute) continue;
+      for (const graphs::MeasuredTime& m : n.measured) other_kinds.insert(m.device_kind);
+      if (missing++ == 0) example = n.name;
+    }
+    if (missing == 0) continue;
+    std::string line = "cost model auto: " + std::to_string(missing) + " of " +
+                       std::to_string(graph.num_nodes()) + " nodes of graph '" + graph.name() +
+                       "' have neither FLOPs nor a measured time for device kind '" + kind + "' (e.g. '" +
+                       example + "')";
+    if (!other_kinds.empty()) {
+      line += "; measured times exist for " +
+              Join(std::vector<std::string>(other_kinds.begin(), other_kinds.end()), ", ") +
+              ": simulate on that kind";
+    } else {
+      line += "; they cost only their bytes (or nothing)";
+    }
+    out.push_back(line);
+  }
+  return out;
+}
+
+}  // namespace gosim::sim

@@ -1,0 +1,126 @@
+#include "calibration/predict.h"
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "calibration/accuracy.h"
+#include "calibration/fit.h"
+#include "calibration/trace_reader.h"
+#include "core/error.h"
+
+namespace gosim::calibration {
+namespace {
+
+// The committed real trace (calibration/data/README.md): AlexNet forward
+// passes on an A100; the first is a 12.8 s warm-up.
+Trace CommittedTrace() {
+  ReadOptions read;
+  read.step_pattern = "\\|forward\\]$";
+  return ReadTrace(std::string(GOSIM_SOURCE_DIR) + "/calibration/data/hta_a100_alexnet.json.gz", read);
+}
+
+}  // namespace
+
+TEST_CASE("prediction of the committed A100 trace: period, GPU busy, the replay check and the JSON") {
+  Trace trace = CommittedTrace();
+  REQUIRE(trace.steps.size() == 2);
+  SkipSteps(&trace, 1);
+  REQUIRE(trace.steps.size() == 1);
+  CHECK_THROWS_AS(SkipSteps(&trace, 1), ConfigError);
+  const TraceSamples samples = ExtractSamples(trace);
+  CHECK(samples.device_kind == "A100");
+  // In-sample (fitted on the step it predicts): only the machinery is
+  // checked here; held-out figures come from --evaluate.
+  const sim::DeviceProfile profile = FitProfile(samples, FitOptions{}, {}, samples.step_numbers);
+  REQUIRE(profile.cpu.has_value());
+  const TracePrediction p = PredictTrace(trace, samples, profile);
+  REQUIRE(p.steps.size() == 1);
+  CHECK(p.steps[0].step == 1);
+  CHECK(p.measured_step_s == doctest::Approx(0.036356).epsilon(1e-6));  // the forward annotation
+  CHECK(p.measured_gpu_busy_s == doctest::Approx(0.005317).epsilon(1e-6));
+  CHECK(std::abs(p.replay_error()) < 0.02);  // the steady state fed the measured times
+  CHECK(p.predicted_step_s > 0.0);
+  CHECK(p.predicted_gpu_busy_s > 0.0);
+  const std::string json = PredictionJson(p);
+  for (const char* field : {"\"step\":1", "\"predicted_step_s\":", "\"measured_step_s\":",
+                            "\"predicted_gpu_busy_s\":", "\"measured_gpu_busy_s\":"}) {
+    CHECK(json.find(field) != std::string::npos);
+  }
+  CHECK(FormatPrediction(p).find("median: measured 36.36 ms") != std::string::npos);
+
+  // A profile without the host side cannot predict.
+  sim::DeviceProfile old = profile;
+  old.cpu.reset();
+  CHECK_THROWS_AS(PredictTrace(trace, samples, old), ConfigError);
+}
+
+TEST_CASE("a trace without runtime calls (gosim profile on a CPU) predicts from its activities") {
+  // Two steps of 100 us on one device: mm [10, 50) then relu [60, 80), each
+  // a cpu_op with its own kernel activity (joined by External id).
+  const char* text = R"({"traceEvents": [
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 1000, "dur": 100, "args": {}},
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#2", "pid": 1, "tid": 1, "ts": 1100, "dur": 100, "args": {}},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 2, "ts": 1010, "dur": 40,
+   "args": {"External id": 1, "Input Dims": [[64, 64], [64, 64]], "Input type": ["float", "float"]}},
+  {"ph": "X", "cat": "kernel", "name": "aten::mm", "pid": 0, "tid": 7, "ts": 1010, "dur": 40, "args": {"External id": 1, "device": 0, "stream": 7}},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::relu", "pid": 1, "tid": 2, "ts": 1060, "dur": 20,
+   "args": {"External id": 2, "Input Dims": [[64, 64]], "Input type": ["float"]}},
+  {"ph": "X", "cat": "kernel", "name": "aten::relu", "pid": 0, "tid": 7, "ts": 1060, "dur": 20, "args": {"External id": 2, "device": 0, "stream": 7}},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 2, "ts": 1110, "dur": 40,
+   "args": {"External id": 3, "Input Dims": [[64, 64], [64, 64]], "Input type": ["float", "float"]}},
+  {"ph": "X", "cat": "kernel", "name": "aten::mm", "pid": 0, "tid": 7, "ts": 1110, "dur": 40, "args": {"External id": 3, "device": 0, "stream": 7}},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::relu", "pid": 1, "tid": 2, "ts": 1160, "dur": 20,
+   "args": {"External id": 4, "Input Dims": [[64, 64]], "Input type": ["float"]}},
+  {"ph": "X", "cat": "kernel", "name": "aten::relu", "pid": 0, "tid": 7, "ts": 1160, "dur": 20, "args": {"External id": 4, "device": 0, "stream": 7}}
+]})";
+  const Trace trace = ParseTrace(text, "cpu.json");
+  REQUIRE(trace.steps.size() == 2);
+  CHECK(trace.runtime.empty());
+  const TraceSamples samples = ExtractSamples(trace);
+  REQUIRE(samples.ops.size() == 4);
+  // Idle before relu (10 us), before the second mm (30 us), before the
+  // second relu (10 us): 50 us over 4 ops.
+  CHECK(samples.launch_overhead == doctest::Approx(12.5e-6));
+  const sim::DeviceProfile profile = FitProfile(samples, FitOptions{}, {}, samples.step_numbers);
+  CHECK(!profile.cpu.has_value());  // no runtime calls, no host fit: not needed here
+  const TracePrediction p = PredictTrace(trace, samples, profile);
+  REQUIRE(p.steps.size() == 2);
+  CHECK(p.steps[0].measured_step_s == doctest::Approx(100e-6));
+  // The replay fed the measured times: each activity until the next starts.
+  CHECK(p.steps[0].replay_step_s == doctest::Approx(100e-6));
+  // Predicted: mm 40 us and relu 20 us (two samples each: their medians),
+  // plus the 12.5 us launch overhead per op.
+  CHECK(p.steps[0].predicted_step_s == doctest::Approx(85e-6));
+  CHECK(p.steps[0].predicted_gpu_busy_s == doctest::Approx(60e-6));
+  CHECK(p.steps[0].measured_gpu_busy_s == doctest::Approx(60e-6));
+}
+
+TEST_CASE("prediction and evaluation edge cases") {
+  // No steps: a TraceError, never an empty table.
+  ReadOptions read;
+  read.step_pattern = "^no such annotation$";
+  const Trace none =
+      ReadTrace(std::string(GOSIM_SOURCE_DIR) + "/calibration/data/hta_a100_alexnet.json.gz", read);
+  CHECK(none.steps.empty());
+  const TraceSamples samples = ExtractSamples(none);
+  const sim::DeviceProfile profile = FitProfile(samples, FitOptions{}, {}, {});
+  CHECK_THROWS_AS(PredictTrace(none, samples, profile), TraceError);
+
+  // An empty match says so instead of "MAPE 0.0%".
+  AccuracyReport empty;
+  empty.unmatched = 7;
+  const std::string text = FormatAccuracy(empty);
+  CHECK(text.find("no matched ops (7 target ops") != std::string::npos);
+  CHECK(text.find("MAPE") == std::string::npos);
+
+  // A manifest whose files are absent lists them as missing.
+  std::vector<std::string> missing;
+  const auto traces = ReadEvaluationManifest(std::string(GOSIM_SOURCE_DIR) + "/calibration/evaluation.yaml",
+                                             "/nonexistent", &missing);
+  CHECK(traces.empty());
+  CHECK(missing.size() == 4);
+  CHECK_THROWS_AS(EvaluateLeaveOneOut({}, FitOptions{}, nullptr), ConfigError);
+}
+
+}  // namespace gosim::calibration
