@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "agents/builtin.h"
+#include "agents/colocation.h"
 #include "agents/options_util.h"
 #include "agents/search_tracker.h"
 #include "core/rng.h"
@@ -119,6 +120,7 @@ class RandomSearchAgent : public Agent {
     const int32_t n = problem.graph.num_nodes();
     const int32_t num_devices = problem.cluster.num_devices();
     const size_t transfer_slots = static_cast<size_t>(problem.graph.num_tensors()) * num_devices;
+    const ColocationUnits& units = tracker.units();  // one device drawn per colocation unit
     std::vector<sim::Decision> decisions;
     std::vector<sim::Evaluation> evaluations;
     uint64_t sample = 0;
@@ -130,8 +132,15 @@ class RandomSearchAgent : public Agent {
         Rng rng = Rng::Derive(problem.seed, {0x72616e64ULL, sample});
         sim::Decision& d = decisions[static_cast<size_t>(i)];
         d.placement.resize(static_cast<size_t>(n));
-        for (int32_t& p : d.placement)
-          p = static_cast<int32_t>(rng.UniformInt(static_cast<uint64_t>(num_devices)));
+        if (units.grouped()) {
+          for (int32_t u = 0; u < units.num_units(); ++u) {
+            const auto device = static_cast<int32_t>(rng.UniformInt(static_cast<uint64_t>(num_devices)));
+            for (graphs::NodeId v : units.members(u)) d.placement[static_cast<size_t>(v)] = device;
+          }
+        } else {
+          for (int32_t& p : d.placement)
+            p = static_cast<int32_t>(rng.UniformInt(static_cast<uint64_t>(num_devices)));
+        }
         if (priorities_) {
           d.priority.resize(static_cast<size_t>(n));
           for (double& p : d.priority) p = rng.Uniform();

@@ -151,6 +151,7 @@ sim::SimOptions ParseSimOptions(YamlMap& map) {
   options.stop_at_oom = map.Get<bool>("stop_at_oom", options.stop_at_oom);
   options.reuse_transfers = map.Get<bool>("reuse_transfers", options.reuse_transfers);
   options.oom_live_tensors = map.Get<int>("oom_live_tensors", options.oom_live_tensors);
+  options.enforce_colocation = map.Get<bool>("enforce_colocation", options.enforce_colocation);
   map.Finish();
   return options;
 }
