@@ -159,10 +159,12 @@ TEST_CASE(
   for (const char* name : {"scotch", "mincut", "metis", "gp_dfs", "human_expert"}) {
     CAPTURE(name);
     const AgentResult all =
-        Make(name, std::string(name) == "human_expert" ? kExpertRules : "{}")->Optimize(problem);
+        Make(name,
+             std::string(name) == "human_expert" ? "{rules: tests/agents/data/layers_expert.yaml}" : "{}")
+            ->Optimize(problem);
     CheckResult(all, problem);
     const std::string rules =
-        std::string(name) == "human_expert" ? "rules: tests/agents/data/chains_expert.yaml, " : "";
+        std::string(name) == "human_expert" ? "rules: tests/agents/data/layers_expert.yaml, " : "";
     const AgentResult two = Make(name, "{" + rules + "exclude_devices: [gpu1]}")->Optimize(problem);
     CheckResult(two, problem);
     for (int32_t d : two.best.placement) CHECK(d != 1);
