@@ -54,6 +54,10 @@ class SearchTracker {
   // improved the best objective.
   bool Record(const sim::Decision& decision, const sim::Evaluation& evaluation);
 
+  // Charges `count` evaluations made outside the tracker (e.g. by the
+  // one-shot agents of a warm start) to the budget.
+  void Charge(int64_t count) { evaluations_ += count; }
+
   // The problem's objective of `evaluation` (lower is better).
   double Score(const sim::Evaluation& evaluation) const;
 

@@ -221,6 +221,7 @@ ExperimentConfig ParseExperiment(const YAML::Node& root, const std::string& sour
     map.Fail("name", "an experiment name may use only letters, digits, '.', '_' and '-'");
   }
   map.Get<std::string>("description", "");
+  config.note = map.Get<std::string>("note", "");
 
   // Graphs: a suite file, inline entries, or both (suite entries first).
   const bool has_suite = map.Has("suite");

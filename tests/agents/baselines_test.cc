@@ -42,6 +42,8 @@ std::vector<Case> AllCases() {
           {"simulated_annealing", "{evaluations: 200}"},
           {"random_search", "{evaluations: 200}"},
           {"brkga", "{evaluations: 200, population: 20}"},
+          {"brkga_5k", "{evaluations: 200, population: 20}"},
+          {"random_search", "{evaluations: 200, warm_start: []}"},
           {"tuned_brkga", "{evaluations: 200}"}};
 }
 
