@@ -3,7 +3,8 @@
 // summary of the best decision next to the single-device baseline; writes the
 // decision (--out) and the timeline (--trace) when asked. When the agent
 // found no feasible decision (every one ran out of memory or split a
-// colocation group) it says so, writes no decision and exits with status 2.
+// colocation group) it says so, writes no decision and exits with status 3
+// (errors exit with 1, usage errors with 2).
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -27,6 +28,9 @@
 namespace gosim::cli {
 
 namespace {
+
+// Exit status when the agent found no feasible decision.
+constexpr int kNoFeasibleDecision = 3;
 
 struct OptimizeArgs {
   std::string graph;
@@ -108,7 +112,7 @@ int Optimize(const OptimizeArgs& args) {
                                "simulates split groups as they are)"
                              : "try repair=true, another agent or a larger budget");
     if (!args.out.empty()) std::printf("no decision written to %s\n", args.out.c_str());
-    return 2;
+    return kNoFeasibleDecision;
   }
   if (baseline.feasible && solved.final.feasible && baseline.step_time > 0.0) {
     std::printf("step time vs single device: %+.1f%%\n",
