@@ -52,11 +52,15 @@ std::vector<int32_t> TopoPlacement(const graphs::Graph& graph, const StaticCosts
 // without the event loop: the pair with the earliest start is committed
 // next, which yields the same choices when transfers do not contend).
 ListSchedule EtfSchedule(const graphs::Graph& graph, const StaticCosts& costs, double memory_fraction,
-                         const std::vector<graphs::NodeId>& favorite, int64_t* overflows) {
+                         const std::vector<graphs::NodeId>& favorite, const ColocationUnits* units,
+                         int64_t* overflows) {
   const int32_t n = graph.num_nodes();
   const int32_t num_devices = costs.num_devices();
   const size_t nd = static_cast<size_t>(num_devices);
-  ListSchedule schedule(graph, costs, memory_fraction);
+  ListSchedule schedule(graph, costs, memory_fraction, units);
+  // A device is usable for `u` when its colocation group allows it (and, in
+  // pass 0, when `u` fits there).
+  auto usable = [&](graphs::NodeId u, int32_t d) { return schedule.Allowed(u, d) && schedule.Fits(u, d); };
   std::vector<int32_t> missing(static_cast<size_t>(n));
   std::vector<graphs::NodeId> ready;
   std::vector<char> is_ready(static_cast<size_t>(n), 0);
@@ -84,7 +88,7 @@ ListSchedule EtfSchedule(const graphs::Graph& graph, const StaticCosts& costs, d
       for (graphs::NodeId u : ready) {
         double latest = -1.0;
         for (int32_t d = 0; d < num_devices; ++d) {
-          if (schedule.Fits(u, d)) latest = std::max(latest, start_on(u, d));
+          if (usable(u, d)) latest = std::max(latest, start_on(u, d));
         }
         urgent[static_cast<size_t>(u)] = latest < 0 ? std::numeric_limits<double>::infinity() : latest;
       }
@@ -93,11 +97,11 @@ ListSchedule EtfSchedule(const graphs::Graph& graph, const StaticCosts& costs, d
         const graphs::NodeId last = last_op[static_cast<size_t>(d)];
         if (last < 0) continue;
         const graphs::NodeId child = favorite[static_cast<size_t>(last)];
-        if (child < 0 || !is_ready[static_cast<size_t>(child)] || !schedule.Fits(child, d)) continue;
+        if (child < 0 || !is_ready[static_cast<size_t>(child)] || !usable(child, d)) continue;
         const double here = start_on(child, d);
         bool earliest = true;
         for (int32_t e = 0; e < num_devices && earliest; ++e) {
-          if (e != d && schedule.Fits(child, e) && start_on(child, e) < here) earliest = false;
+          if (e != d && usable(child, e) && start_on(child, e) < here) earliest = false;
         }
         if (earliest) waiting_for[static_cast<size_t>(d)] = child;
       }
@@ -109,6 +113,7 @@ ListSchedule EtfSchedule(const graphs::Graph& graph, const StaticCosts& costs, d
       // Pass 0 honours memory; pass 1 (nothing fits anywhere) ignores it.
       for (graphs::NodeId u : ready) {
         for (int32_t d = 0; d < num_devices; ++d) {
+          if (!schedule.Allowed(u, d)) continue;  // its colocation group is on another device
           if (pass == 0 && !schedule.Fits(u, d)) continue;
           const double start = start_on(u, d);
           if (sct && pass == 0) {
@@ -173,7 +178,9 @@ class BaechiAgent : public Agent {
         extra["favorite_children"] = static_cast<double>(count);
         favorite = std::move(fc.favorite);
       }
-      const ListSchedule schedule = EtfSchedule(graph, costs, memory_fraction_, favorite, &overflows);
+      const ColocationUnits units(problem.evaluator);
+      const ListSchedule schedule = EtfSchedule(graph, costs, memory_fraction_, favorite,
+                                                units.grouped() ? &units : nullptr, &overflows);
       extra["estimated_makespan"] = schedule.makespan();
       decision.placement = schedule.placement();
       if (finish_.schedule == "static") {

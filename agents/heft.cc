@@ -19,6 +19,7 @@
 #include <numeric>
 
 #include "agents/builtin.h"
+#include "agents/colocation.h"
 #include "agents/list_schedule.h"
 #include "agents/options_util.h"
 #include "agents/search_tracker.h"
@@ -51,7 +52,8 @@ class HeftAgent : public Agent {
       return rank[static_cast<size_t>(a)] > rank[static_cast<size_t>(b)];
     });
 
-    ListSchedule schedule(graph, costs, memory_fraction_);
+    const ColocationUnits units(problem.evaluator);
+    ListSchedule schedule(graph, costs, memory_fraction_, units.grouped() ? &units : nullptr);
     int64_t overflows = 0;
     for (graphs::NodeId v : order) {
       int32_t best = -1;
@@ -60,6 +62,7 @@ class HeftAgent : public Agent {
       for (int pass = 0; pass < 2 && best < 0; ++pass) {
         // Pass 0 honours memory; pass 1 (nothing fits) ignores it.
         for (int32_t d = 0; d < num_devices; ++d) {
+          if (!schedule.Allowed(v, d)) continue;  // its colocation group is on another device
           if (pass == 0 && memory_aware_ && !schedule.Fits(v, d)) continue;
           const double start = schedule.EarliestStart(v, d, insertion_);
           const double end = start + costs.NodeTime(v, d);

@@ -164,6 +164,22 @@ std::vector<int32_t> ExpertPlacement(const ExpertRules& rules, const graphs::Gra
       break;
     }
   }
+  if (n > 0 && !rules.rules.empty() &&
+      std::all_of(rule_of.begin(), rule_of.end(), [](int32_t r) { return r < 0; })) {
+    // Otherwise every node would silently take the default device. (A file
+    // with no rules at all states that default on purpose, e.g. Inception's
+    // expert placement is one GPU.)
+    std::string example;
+    for (graphs::NodeId v = 0; v < n && example.empty(); ++v) example = graph.node(v).scope;
+    throw ConfigError(
+        "no rule of the '" + rules.model + "' expert placement matches a node of graph '" + graph.name() +
+            "' (" +
+            (example.empty() ? std::string("its nodes have no scope paths")
+                             : "scope paths look like '" + example + "'") +
+            "), so every node would go to the default device",
+        Location(rules.file),
+        "write rules whose `scope` regexes match this graph's scope paths, or use single_device");
+  }
   std::vector<int32_t> placement(static_cast<size_t>(n), 0);
   for (graphs::NodeId v = 0; v < n; ++v) {
     const int32_t r = rule_of[static_cast<size_t>(v)];

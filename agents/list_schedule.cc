@@ -5,8 +5,10 @@
 
 namespace gosim::agents {
 
-ListSchedule::ListSchedule(const graphs::Graph& graph, const StaticCosts& costs, double memory_fraction)
-    : graph_(graph), costs_(costs) {
+ListSchedule::ListSchedule(const graphs::Graph& graph, const StaticCosts& costs, double memory_fraction,
+                           const ColocationUnits* units)
+    : graph_(graph), costs_(costs), units_(units) {
+  if (units_ != nullptr) unit_device_.assign(static_cast<size_t>(units_->num_units()), -1);
   const size_t n = static_cast<size_t>(graph.num_nodes());
   const size_t d = static_cast<size_t>(costs.num_devices());
   limit_.resize(d);
@@ -64,6 +66,11 @@ void ListSchedule::Assign(graphs::NodeId v, int32_t device, double start) {
   assert(device_[i] < 0);
   const double end = start + costs_.NodeTime(v, device);
   device_[i] = device;
+  if (units_ != nullptr) {
+    int32_t& pinned = unit_device_[static_cast<size_t>(units_->unit(v))];
+    assert(pinned < 0 || pinned == device);
+    pinned = device;
+  }
   finish_[i] = end;
   order_.push_back(v);
   makespan_ = std::max(makespan_, end);

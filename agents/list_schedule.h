@@ -8,12 +8,19 @@
 // output is released when every consumer edge has been assigned; received
 // copies are not counted. `Fits` checks that against capacity times
 // `memory_fraction`.
+//
+// Colocation: given the units (agents/colocation.h), a node whose unit
+// already has a placed member may only go to that device (Allowed); the
+// first member placed decides for its group. Nodes are still assigned one
+// at a time in the caller's (topological) order, so groups are never
+// contracted and cannot create cycles.
 #ifndef GOSIM_AGENTS_LIST_SCHEDULE_H_
 #define GOSIM_AGENTS_LIST_SCHEDULE_H_
 
 #include <cstdint>
 #include <vector>
 
+#include "agents/colocation.h"
 #include "agents/static_costs.h"
 #include "graphs/graph.h"
 
@@ -21,7 +28,16 @@ namespace gosim::agents {
 
 class ListSchedule {
  public:
-  ListSchedule(const graphs::Graph& graph, const StaticCosts& costs, double memory_fraction = 1.0);
+  ListSchedule(const graphs::Graph& graph, const StaticCosts& costs, double memory_fraction = 1.0,
+               const ColocationUnits* units = nullptr);
+
+  // Whether `v` may go to `device`: true unless another node of its
+  // colocation unit is already placed elsewhere.
+  bool Allowed(graphs::NodeId v, int32_t device) const {
+    if (units_ == nullptr) return true;
+    const int32_t pinned = unit_device_[static_cast<size_t>(units_->unit(v))];
+    return pinned < 0 || pinned == device;
+  }
 
   // Seconds at which every input of `v` (all producers assigned) is on `device`.
   double DataReady(graphs::NodeId v, int32_t device) const;
@@ -52,6 +68,8 @@ class ListSchedule {
   };
   const graphs::Graph& graph_;
   const StaticCosts& costs_;
+  const ColocationUnits* units_;
+  std::vector<int32_t> unit_device_;  // per unit: the device of its placed members, or -1
   std::vector<double> limit_;
   std::vector<int32_t> device_;
   std::vector<double> finish_;

@@ -2,7 +2,9 @@
 //
 // Both work on placement plus op priorities (`priorities: true`, default):
 // a move either sends one op to another device or gives one op a new
-// uniform priority (probability `device_move_fraction` for the former).
+// uniform priority (probability `device_move_fraction` for the former). A
+// device move takes the op's whole colocation group along
+// (agents/colocation.h), so decisions never split a group.
 //
 // local_search  REGAL's "Local search" baseline (Paliwal et al. 2020,
 //   Sec. 5): start from a solution and apply single-op device / priority
@@ -20,6 +22,7 @@
 #include <memory>
 
 #include "agents/builtin.h"
+#include "agents/colocation.h"
 #include "agents/options_util.h"
 #include "agents/search_tracker.h"
 #include "core/rng.h"
@@ -53,6 +56,7 @@ sim::Decision InitialDecision(const MoveOptions& options, const Problem& problem
     if (options.init == "round_robin") device = v % num_devices;
     d.placement[static_cast<size_t>(v)] = device;
   }
+  ColocationUnits(problem.evaluator).KeepTogether(d.placement);
   if (options.priorities) {
     d.priority.resize(static_cast<size_t>(n));
     for (double& p : d.priority) p = rng.Uniform();
@@ -62,7 +66,8 @@ sim::Decision InitialDecision(const MoveOptions& options, const Problem& problem
 
 // Applies one random move to `d`; false when no move exists (one device and
 // no priorities).
-bool RandomMove(const MoveOptions& options, int32_t num_devices, Rng& rng, sim::Decision& d) {
+bool RandomMove(const MoveOptions& options, const ColocationUnits& units, int32_t num_devices, Rng& rng,
+                sim::Decision& d) {
   const int32_t n = static_cast<int32_t>(d.placement.size());
   if (n == 0) return false;
   const bool can_place = num_devices > 1;
@@ -73,7 +78,9 @@ bool RandomMove(const MoveOptions& options, int32_t num_devices, Rng& rng, sim::
   const size_t v = static_cast<size_t>(rng.UniformInt(static_cast<uint64_t>(n)));
   if (device_move) {
     const int32_t shift = 1 + static_cast<int32_t>(rng.UniformInt(static_cast<uint64_t>(num_devices - 1)));
-    d.placement[v] = (d.placement[v] + shift) % num_devices;
+    const int32_t device = (d.placement[v] + shift) % num_devices;
+    for (graphs::NodeId w : units.members(units.unit(static_cast<graphs::NodeId>(v))))
+      d.placement[static_cast<size_t>(w)] = device;
   } else {
     d.priority[v] = rng.Uniform();
   }
@@ -115,7 +122,7 @@ class LocalSearchAgent : public Agent {
         bool moved = false;
         for (int64_t i = 0; i < count; ++i) {
           Rng rng = Rng::Derive(problem.seed, {0x6c6d6f7665ULL, step, static_cast<uint64_t>(i)});
-          moved |= RandomMove(moves_, num_devices, rng, candidates[static_cast<size_t>(i)]);
+          moved |= RandomMove(moves_, tracker.units(), num_devices, rng, candidates[static_cast<size_t>(i)]);
         }
         ++step;
         if (!moved) break;
@@ -177,7 +184,7 @@ class SimulatedAnnealingAgent : public Agent {
     sim::Decision candidate;
     while (!tracker.Done()) {
       candidate = current;
-      if (!RandomMove(moves_, num_devices, rng, candidate)) break;
+      if (!RandomMove(moves_, tracker.units(), num_devices, rng, candidate)) break;
       const double score = tracker.Score(tracker.Evaluate(candidate));
       const double progress_fraction = std::min(1.0, static_cast<double>(tracker.evaluations()) / horizon);
       const double temperature = initial_temperature_ * std::pow(ratio, progress_fraction);

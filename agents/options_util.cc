@@ -66,13 +66,17 @@ FinishOptions FinishOptions::Parse(YamlMap& options, const std::string& default_
   return out;
 }
 
-void EvaluateAndMaybeRepair(SearchTracker& tracker, const sim::Decision& decision,
+void EvaluateAndMaybeRepair(SearchTracker& tracker, const sim::Decision& proposed,
                             const FinishOptions& options) {
+  sim::Decision decision = proposed;
+  if (decision.placement.size() == static_cast<size_t>(tracker.units().num_nodes()))
+    tracker.units().KeepTogether(decision.placement);  // what the tracker evaluates; repair starts there
   const sim::Evaluation evaluation = tracker.Evaluate(decision);
   if (evaluation.feasible || !options.repair) return;
   const Problem& problem = tracker.problem();
   const StaticCosts costs(problem.evaluator);
   RepairOptions repair;
+  repair.keep_colocation = problem.evaluator.options().enforce_colocation;
   repair.max_evaluations = std::min<int64_t>(options.repair_evaluations, tracker.Remaining());
   if (repair.max_evaluations <= 0) return;
   RepairMemory(

@@ -138,19 +138,23 @@ bool TrivialPartition(const PartitionGraph& graph, int32_t parts, std::vector<in
 }  // namespace
 
 PartitionGraph BuildPartitionGraph(const graphs::Graph& graph,
-                                   const std::vector<std::vector<double>>& vertex_weights) {
+                                   const std::vector<std::vector<double>>& vertex_weights,
+                                   const ColocationUnits* units) {
   PartitionGraph out;
-  const int32_t n = graph.num_nodes();
+  const int32_t n = units != nullptr ? units->num_units() : graph.num_nodes();
+  const auto vertex = [&](graphs::NodeId v) { return units != nullptr ? units->unit(v) : v; };
   out.num_vertices = n;
   out.num_constraints = static_cast<int32_t>(std::max<size_t>(1, vertex_weights.size()));
-  // (u, v, bytes) in both directions, merged per pair.
+  // (u, v, bytes) in both directions, merged per pair of vertices; edges
+  // inside a unit cut nothing.
   std::vector<std::tuple<int32_t, int32_t, double>> arcs;
   arcs.reserve(static_cast<size_t>(graph.num_edges()) * 2);
   for (const graphs::Edge& edge : graph.edges()) {
-    if (edge.src == edge.dst) continue;
+    const int32_t a = vertex(edge.src), b = vertex(edge.dst);
+    if (a == b) continue;
     const double bytes = static_cast<double>(edge.bytes);
-    arcs.emplace_back(edge.src, edge.dst, bytes);
-    arcs.emplace_back(edge.dst, edge.src, bytes);
+    arcs.emplace_back(a, b, bytes);
+    arcs.emplace_back(b, a, bytes);
   }
   std::sort(arcs.begin(), arcs.end());
   std::vector<double> arc_bytes;
@@ -171,7 +175,11 @@ PartitionGraph BuildPartitionGraph(const graphs::Graph& graph,
 
   out.vwgt.assign(static_cast<size_t>(n) * out.num_constraints, 1);
   for (int32_t c = 0; c < static_cast<int32_t>(vertex_weights.size()); ++c) {
-    const std::vector<int32_t> scaled = ScaleWeights(vertex_weights[static_cast<size_t>(c)]);
+    const std::vector<double>& node_weight = vertex_weights[static_cast<size_t>(c)];
+    std::vector<double> summed(static_cast<size_t>(n), 0.0);
+    for (graphs::NodeId v = 0; v < graph.num_nodes(); ++v)
+      summed[static_cast<size_t>(vertex(v))] += node_weight[static_cast<size_t>(v)];
+    const std::vector<int32_t> scaled = ScaleWeights(summed);
     for (int32_t v = 0; v < n; ++v) {
       out.vwgt[static_cast<size_t>(v) * out.num_constraints + c] = scaled[static_cast<size_t>(v)];
     }

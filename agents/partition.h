@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "agents/colocation.h"
 #include "graphs/graph.h"
 
 namespace gosim::agents {
@@ -28,9 +29,14 @@ struct PartitionGraph {
 
 // Builds the partition graph. `vertex_weights` holds one vector of
 // num_nodes() doubles per constraint (>= 0); edge weights are the bytes
-// between two ops (summed over their edges, both directions).
+// between two ops (summed over their edges, both directions). With `units`,
+// one vertex per colocation unit (ColocationUnits numbering; weights and
+// bytes summed over its members, edges inside a unit dropped): the result
+// is a part per unit (expand it with ColocationUnits::Expand). An undirected
+// graph, so contracting units cannot create the cycles a DAG would get.
 PartitionGraph BuildPartitionGraph(const graphs::Graph& graph,
-                                   const std::vector<std::vector<double>>& vertex_weights);
+                                   const std::vector<std::vector<double>>& vertex_weights,
+                                   const ColocationUnits* units = nullptr);
 
 // Scotch static mapping (SCOTCH_graphMap) onto a complete architecture graph
 // whose vertex weights are `device_speed` (relative compute capacities, > 0):

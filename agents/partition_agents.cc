@@ -86,18 +86,23 @@ class PartitionAgent : public Agent {
     const graphs::Graph& graph = problem.graph;
     const StaticCosts costs(problem.evaluator);
     const std::vector<int32_t> kept = KeptDevices(name_, problem.cluster, exclude_);
+    // Partition colocation units, not nodes (agents/colocation.h).
+    const ColocationUnits units(problem.evaluator);
+    const ColocationUnits* by_unit = units.grouped() ? &units : nullptr;
     const auto num_devices = static_cast<int32_t>(kept.size());
     std::vector<double> speeds;
     for (int32_t d : kept) speeds.push_back(problem.cluster.device(d).peak_flops_fp32);
     sim::Decision decision;
     switch (method_) {
       case Method::kScotchMap: {
-        const PartitionGraph pg = BuildPartitionGraph(graph, {VertexWeight(vertex_weight_, graph, costs)});
+        const PartitionGraph pg =
+            BuildPartitionGraph(graph, {VertexWeight(vertex_weight_, graph, costs)}, by_unit);
         decision.placement = ScotchMap(pg, speeds, imbalance_, problem.seed);
         break;
       }
       case Method::kScotchPart: {
-        const PartitionGraph pg = BuildPartitionGraph(graph, {VertexWeight(vertex_weight_, graph, costs)});
+        const PartitionGraph pg =
+            BuildPartitionGraph(graph, {VertexWeight(vertex_weight_, graph, costs)}, by_unit);
         decision.placement = ScotchPartition(pg, num_devices, imbalance_, problem.seed);
         break;
       }
@@ -114,7 +119,7 @@ class PartitionAgent : public Agent {
           for (int32_t d : kept) capacity.push_back(costs.Capacity(d));
           fractions.push_back(Fractions(capacity));
         }
-        const PartitionGraph pg = BuildPartitionGraph(graph, weights);
+        const PartitionGraph pg = BuildPartitionGraph(graph, weights, by_unit);
         std::vector<float> target(static_cast<size_t>(num_devices) * weights.size());
         for (int32_t d = 0; d < num_devices; ++d) {
           for (size_t c = 0; c < weights.size(); ++c) {
@@ -126,7 +131,8 @@ class PartitionAgent : public Agent {
         break;
       }
     }
-    for (int32_t& d : decision.placement) d = kept[static_cast<size_t>(d)];  // part -> device
+    if (by_unit != nullptr) decision.placement = units.Expand(decision.placement);  // unit -> node
+    for (int32_t& d : decision.placement) d = kept[static_cast<size_t>(d)];         // part -> device
     ApplySchedule(finish_.schedule, graph, costs, decision);
     EvaluateAndMaybeRepair(tracker, decision, finish_);
     return tracker.Finish();

@@ -13,6 +13,7 @@ constexpr double kReportInterval = 0.1;
 
 SearchTracker::SearchTracker(const Problem& problem, const ProgressFn& progress, int64_t default_evaluations)
     : problem_(problem),
+      units_(problem.evaluator),
       progress_(progress),
       budget_evaluations_(problem.budget.evaluations > 0 ? problem.budget.evaluations
                           : default_evaluations > 0      ? default_evaluations
@@ -39,7 +40,20 @@ int64_t SearchTracker::Remaining() const {
   return std::max<int64_t>(0, budget_evaluations_ - evaluations_);
 }
 
+bool SearchTracker::NeedsKeeping(const sim::Decision& decision) const {
+  return decision.placement.size() == static_cast<size_t>(units_.num_nodes()) &&
+         units_.Splits(decision.placement);
+}
+
 sim::Evaluation SearchTracker::Evaluate(const sim::Decision& decision) {
+  if (NeedsKeeping(decision)) {
+    sim::Decision kept = decision;
+    colocation_moved_nodes_ += units_.KeepTogether(kept.placement);
+    DissolveSplitFusion(kept);
+    sim::Evaluation evaluation = problem_.evaluator.Evaluate(kept);
+    Record(kept, evaluation);
+    return evaluation;
+  }
   sim::Evaluation evaluation = problem_.evaluator.Evaluate(decision);
   Record(decision, evaluation);
   return evaluation;
@@ -50,8 +64,43 @@ void SearchTracker::EvaluateBatch(std::span<const sim::Decision> decisions, std:
     throw Error("SearchTracker::EvaluateBatch: " + std::to_string(decisions.size()) + " decisions but " +
                 std::to_string(out.size()) + " result slots");
   }
-  problem_.evaluator.EvaluateBatch(decisions, out);
-  for (size_t i = 0; i < decisions.size(); ++i) Record(decisions[i], out[i]);
+  bool any = false;
+  for (const sim::Decision& d : decisions) any = any || NeedsKeeping(d);
+  if (!any) {
+    problem_.evaluator.EvaluateBatch(decisions, out);
+    for (size_t i = 0; i < decisions.size(); ++i) Record(decisions[i], out[i]);
+    return;
+  }
+  std::vector<sim::Decision> kept(decisions.begin(), decisions.end());
+  for (sim::Decision& d : kept) {
+    if (!NeedsKeeping(d)) continue;
+    colocation_moved_nodes_ += units_.KeepTogether(d.placement);
+    DissolveSplitFusion(d);
+  }
+  problem_.evaluator.EvaluateBatch(kept, out);
+  for (size_t i = 0; i < kept.size(); ++i) Record(kept[i], out[i]);
+}
+
+void SearchTracker::DissolveSplitFusion(sim::Decision& decision) {
+  // A fusion group whose nodes no longer share a device is dissolved (as
+  // memory repair does); the others are kept.
+  if (!decision.has_fusion()) return;
+  std::vector<int32_t> device_of_group;
+  std::vector<bool> split;
+  for (size_t v = 0; v < decision.fusion_group.size(); ++v) {
+    const int32_t g = decision.fusion_group[v];
+    if (g < 0) continue;
+    if (static_cast<size_t>(g) >= device_of_group.size()) {
+      device_of_group.resize(static_cast<size_t>(g) + 1, -1);
+      split.resize(static_cast<size_t>(g) + 1, false);
+    }
+    int32_t& d = device_of_group[static_cast<size_t>(g)];
+    if (d < 0) d = decision.placement[v];
+    if (d != decision.placement[v]) split[static_cast<size_t>(g)] = true;
+  }
+  for (int32_t& g : decision.fusion_group) {
+    if (g >= 0 && split[static_cast<size_t>(g)]) g = -1;
+  }
 }
 
 bool SearchTracker::Record(const sim::Decision& decision, const sim::Evaluation& evaluation) {
@@ -100,6 +149,8 @@ AgentResult SearchTracker::Finish(std::map<std::string, double> extra) {
   result.evaluations = evaluations_;
   result.wall_seconds = curve_.back().wall_seconds;
   result.extra = std::move(extra);
+  if (colocation_moved_nodes_ > 0)
+    result.extra["colocation_moved_nodes"] = static_cast<double>(colocation_moved_nodes_);
   return result;
 }
 

@@ -8,13 +8,18 @@
 //   naive placement; no paper's exact recipe.
 // random_search: uniform random decisions (placement, and op and transfer
 //   priorities in the same space the BRKGA decoder spans), the baseline of
-//   the multi-chip partitioning paper (PAPERS.md) at equal budget.
+//   the multi-chip partitioning paper (PAPERS.md) at equal budget. By default
+//   the decisions of single_device and m_etf are its first samples
+//   (`warm_start`, charged to the budget); `warm_start: []` is the paper's
+//   cold random search.
 #include <memory>
 #include <unordered_map>
 
 #include "agents/builtin.h"
+#include "agents/colocation.h"
 #include "agents/options_util.h"
 #include "agents/search_tracker.h"
+#include "agents/warm_start.h"
 #include "core/rng.h"
 #include "core/strings.h"
 #include "sim/decision.h"
@@ -110,15 +115,24 @@ class RandomSearchAgent : public Agent {
     priorities_ = options.Get<bool>("priorities", true);
     transfer_priorities_ = options.Get<bool>("transfer_priorities", true);
     batch_ = static_cast<int32_t>(GetInt(options, "batch", 64, 1, 1 << 20));
+    warm_start_ = ParseWarmStart(options, "random_search", DefaultWarmStart());
     options.Finish();
   }
   std::string name() const override { return "random_search"; }
 
   AgentResult Optimize(const Problem& problem, const ProgressFn& progress) override {
     SearchTracker tracker(problem, progress, evaluations_);
+    if (!warm_start_.empty()) {
+      // The seeds' decisions count as samples; their evaluations are charged.
+      const WarmStartResult warm = RunWarmStart(name(), warm_start_, problem);
+      tracker.Charge(warm.evaluations - static_cast<int64_t>(warm.seeds.size()));
+      for (const WarmStartSeed& seed : warm.seeds)
+        tracker.Record(seed.result.best, seed.result.best_evaluation);
+    }
     const int32_t n = problem.graph.num_nodes();
     const int32_t num_devices = problem.cluster.num_devices();
     const size_t transfer_slots = static_cast<size_t>(problem.graph.num_tensors()) * num_devices;
+    const ColocationUnits& units = tracker.units();  // one device drawn per colocation unit
     std::vector<sim::Decision> decisions;
     std::vector<sim::Evaluation> evaluations;
     uint64_t sample = 0;
@@ -130,8 +144,15 @@ class RandomSearchAgent : public Agent {
         Rng rng = Rng::Derive(problem.seed, {0x72616e64ULL, sample});
         sim::Decision& d = decisions[static_cast<size_t>(i)];
         d.placement.resize(static_cast<size_t>(n));
-        for (int32_t& p : d.placement)
-          p = static_cast<int32_t>(rng.UniformInt(static_cast<uint64_t>(num_devices)));
+        if (units.grouped()) {
+          for (int32_t u = 0; u < units.num_units(); ++u) {
+            const auto device = static_cast<int32_t>(rng.UniformInt(static_cast<uint64_t>(num_devices)));
+            for (graphs::NodeId v : units.members(u)) d.placement[static_cast<size_t>(v)] = device;
+          }
+        } else {
+          for (int32_t& p : d.placement)
+            p = static_cast<int32_t>(rng.UniformInt(static_cast<uint64_t>(num_devices)));
+        }
         if (priorities_) {
           d.priority.resize(static_cast<size_t>(n));
           for (double& p : d.priority) p = rng.Uniform();
@@ -151,6 +172,7 @@ class RandomSearchAgent : public Agent {
   bool priorities_ = true;
   bool transfer_priorities_ = true;
   int32_t batch_ = 64;
+  std::vector<std::string> warm_start_;
 };
 
 }  // namespace

@@ -36,10 +36,13 @@ nlohmann::json ScalarToJson(const YAML::Node& node) {
 }
 
 nlohmann::json SimOptionsJson(const sim::SimOptions& options) {
-  return {{"track_memory", options.track_memory},
-          {"infeasible_step_time", options.infeasible_step_time},
-          {"stop_at_oom", options.stop_at_oom},
-          {"reuse_transfers", options.reuse_transfers}};
+  nlohmann::json out = {{"track_memory", options.track_memory},
+                        {"infeasible_step_time", options.infeasible_step_time},
+                        {"stop_at_oom", options.stop_at_oom},
+                        {"reuse_transfers", options.reuse_transfers}};
+  // Only when off, so that cells of the default keep their ids.
+  if (!options.enforce_colocation) out["enforce_colocation"] = false;
+  return out;
 }
 
 nlohmann::json ObjectiveJson(const agents::Objective& objective) {

@@ -1,7 +1,10 @@
 // `gosim optimize --graph G --cluster C --agent NAME [--budget N] ...`: one
 // optimization problem, outside any experiment. Prints the simulator's
 // summary of the best decision next to the single-device baseline; writes the
-// decision (--out) and the timeline (--trace) when asked.
+// decision (--out) and the timeline (--trace) when asked. When the agent
+// found no feasible decision (every one ran out of memory or split a
+// colocation group) it says so, writes no decision and exits with status 3
+// (errors exit with 1, usage errors with 2).
 #include <algorithm>
 #include <cstdio>
 #include <memory>
@@ -26,6 +29,9 @@ namespace gosim::cli {
 
 namespace {
 
+// Exit status when the agent found no feasible decision.
+constexpr int kNoFeasibleDecision = 3;
+
 struct OptimizeArgs {
   std::string graph;
   ShapeArgs shape;
@@ -40,6 +46,7 @@ struct OptimizeArgs {
   std::vector<std::string> agent_options;
   std::string cost_model = sim::kDefaultCostModel;
   std::vector<std::string> cost_model_options;
+  std::vector<std::string> sim_options;
   std::string out;
   std::string trace;
   bool no_progress = false;
@@ -55,6 +62,10 @@ int Optimize(const OptimizeArgs& args) {
   YAML::Node cost_model_options(YAML::NodeType::Map);
   for (const std::string& assignment : args.cost_model_options) ApplyOverride(cost_model_options, assignment);
   const auto cost_model = sim::MakeCostModel(args.cost_model, cost_model_options, "--cost-model-option");
+  YAML::Node sim_node(YAML::NodeType::Map);
+  for (const std::string& assignment : args.sim_options) ApplyOverride(sim_node, assignment);
+  YamlMap sim_map(sim_node, "--option", "");
+  const sim::SimOptions sim_options = experiments::ParseSimOptions(sim_map);
   const std::vector<std::string> names = agents::AgentNames();
   if (std::find(names.begin(), names.end(), args.agent) == names.end()) {
     throw ConfigError("unknown agent '" + args.agent + "'." + DidYouMean(args.agent, names),
@@ -72,7 +83,7 @@ int Optimize(const OptimizeArgs& args) {
 
   const sim::Cluster cluster = experiments::LoadClusterAt(args.cluster, Location{"--cluster"});
   const graphs::Graph graph = experiments::MaterializeGraph(entry);
-  const sim::Evaluator evaluator(graph, cluster, cost_model);
+  const sim::Evaluator evaluator(graph, cluster, cost_model, sim_options);
   const sim::Evaluation baseline = evaluator.Evaluate(sim::SingleDeviceDecision(graph));
   const agents::Problem problem{graph, cluster, evaluator, objective, budget, args.seed};
   const experiments::SolveResult solved =
@@ -91,6 +102,21 @@ int Optimize(const OptimizeArgs& args) {
   std::printf("single device: step time %s, peak memory %s%s\n", FormatSeconds(baseline.step_time).c_str(),
               FormatBytes(baseline.peak_memory).c_str(),
               baseline.feasible ? "" : " (infeasible: out of memory)");
+  if (!args.trace.empty()) {
+    sim::WriteChromeTrace(args.trace, result, graph, cluster);
+    std::printf("timeline written to %s (open it in https://ui.perfetto.dev)\n", args.trace.c_str());
+  }
+  if (!solved.final.feasible) {
+    // Never reported as a result: the summary above shows why it fails.
+    std::printf("NO FEASIBLE DECISION: %s found none in %lld evaluations (the best one above %s); %s\n",
+                args.agent.c_str(), static_cast<long long>(solved.result.evaluations),
+                result.split ? "splits a colocation group" : "runs out of memory",
+                result.split ? "enforce_colocation is on by default (--option enforce_colocation=false "
+                               "simulates split groups as they are)"
+                             : "try repair=true, another agent or a larger budget");
+    if (!args.out.empty()) std::printf("no decision written to %s\n", args.out.c_str());
+    return kNoFeasibleDecision;
+  }
   if (baseline.feasible && solved.final.feasible && baseline.step_time > 0.0) {
     std::printf("step time vs single device: %+.1f%%\n",
                 (solved.final.step_time / baseline.step_time - 1.0) * 100.0);
@@ -104,10 +130,6 @@ int Optimize(const OptimizeArgs& args) {
     info.objective = experiments::ObjectiveKindName(objective.kind);
     sim::SaveDecision(args.out, solved.result.best, graph, cluster, info);
     std::printf("decision written to %s\n", args.out.c_str());
-  }
-  if (!args.trace.empty()) {
-    sim::WriteChromeTrace(args.trace, result, graph, cluster);
-    std::printf("timeline written to %s (open it in https://ui.perfetto.dev)\n", args.trace.c_str());
   }
   return 0;
 }
@@ -144,7 +166,11 @@ void AddOptimizeCommand(CLI::App& root) {
       ->capture_default_str();
   cmd->add_option("--cost-model-option", args->cost_model_options,
                   "A cost-model option key=value (repeatable)");
-  cmd->add_option("--out", args->out, "Write the best decision as JSON here");
+  cmd->add_option(
+      "--option", args->sim_options,
+      "A simulator option key=value (repeatable): track_memory, infeasible_step_time, stop_at_oom, "
+      "reuse_transfers, oom_live_tensors, enforce_colocation");
+  cmd->add_option("--out", args->out, "Write the best decision as JSON here (only when it is feasible)");
   cmd->add_option("--trace", args->trace, "Write the best decision's timeline (Chrome trace JSON) here");
   cmd->add_flag("--no-progress", args->no_progress, "No progress bar");
   Commands().push_back({cmd, [args] { return Optimize(*args); }, /*tune_allocator=*/true});

@@ -58,6 +58,7 @@ int Run(const RunArgs& args) {
   const experiments::RunReport report = experiments::RunExperiment(config, options);
   if (world.rank() != 0) return 0;  // rank 0 prints the table and the failures
   std::printf("%s", report.summary.ToMarkdown().c_str());
+  if (!config.note.empty()) std::printf("Note: %s\n\n", config.note.c_str());
   std::printf(
       "%lld cells: %lld already finished, %s%lld run now, %zu failed; results in %s/ (results.jsonl, "
       "curves.csv, decisions/, summary.md, summary.csv)\n",

@@ -101,7 +101,7 @@ void AddSimulateCommand(CLI::App& root) {
   cmd->add_option(
       "--option", args->sim_options,
       "A simulator option key=value (repeatable): track_memory, infeasible_step_time, stop_at_oom, "
-      "reuse_transfers, oom_live_tensors");
+      "reuse_transfers, oom_live_tensors, enforce_colocation");
   Commands().push_back({cmd, [args] { return Simulate(*args); }});
 }
 

@@ -150,6 +150,7 @@ sim::SimOptions ParseSimOptions(YamlMap& map) {
   options.stop_at_oom = map.Get<bool>("stop_at_oom", options.stop_at_oom);
   options.reuse_transfers = map.Get<bool>("reuse_transfers", options.reuse_transfers);
   options.oom_live_tensors = map.Get<int>("oom_live_tensors", options.oom_live_tensors);
+  options.enforce_colocation = map.Get<bool>("enforce_colocation", options.enforce_colocation);
   map.Finish();
   return options;
 }
@@ -219,6 +220,7 @@ ExperimentConfig ParseExperiment(const YAML::Node& root, const std::string& sour
     map.Fail("name", "an experiment name may use only letters, digits, '.', '_' and '-'");
   }
   map.Get<std::string>("description", "");
+  config.note = map.Get<std::string>("note", "");
 
   // Graphs: a suite file, inline entries, or both (suite entries first).
   const bool has_suite = map.Has("suite");

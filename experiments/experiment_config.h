@@ -58,6 +58,7 @@ struct ExperimentConfig {
   std::vector<uint64_t> seeds{0};
   agents::Budget budget;        // default for every agent; 0 = each agent's own default
   std::string reference;        // label of the agent the summary compares against
+  std::string note;             // printed under the summary table (`note:`), e.g. what labels mean
   std::string output;           // run folder; default runs/<name>
   bool parallel_cells = false;  // run independent cells concurrently (results identical)
   // "full" or "quick" (`mode:`): quick runs are pipeline checks at toy sizes

@@ -94,7 +94,8 @@ RoomFilterResult FilterRoom(const RoomFilterOptions& options,
   const sim::Cluster cluster = sim::LoadCluster(options.cluster);
   const std::shared_ptr<const sim::CostModel> cost_model = sim::MakeCostModel(options.cost_model);
   YamlMap no_options = YamlMap::Root(YAML::Node(YAML::NodeType::Map), "room filter");
-  const std::unique_ptr<agents::Agent> brkga = agents::MakeAgent("brkga", no_options);
+  const std::unique_ptr<agents::Agent> brkga =
+      agents::MakeAgent("brkga_5k", no_options);  // REGAL's uniform BRKGA, cold
   std::map<std::string, RoomCandidate> cache = ReadCache(options);
 
   RoomFilterResult result;

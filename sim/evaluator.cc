@@ -44,13 +44,49 @@ Evaluator::Evaluator(const graphs::Graph& graph, const Cluster& cluster,
     const std::lock_guard<std::mutex> lock(mutex);
     if (warned.insert(line).second) GOSIM_LOG(Warn) << line;
   }
+  if (options_.enforce_colocation && !graph_.colocation_groups().empty()) {
+    std::vector<graphs::NodeId> first(graph_.colocation_groups().size(), -1);
+    group_head_.assign(static_cast<size_t>(graph_.num_nodes()), -1);
+    for (graphs::NodeId v = 0; v < graph_.num_nodes(); ++v) {
+      const int32_t group = graph_.node(v).colocation;
+      if (group < 0) continue;
+      graphs::NodeId& head = first[static_cast<size_t>(group)];
+      if (head < 0) head = v;
+      group_head_[static_cast<size_t>(v)] = head;
+    }
+  }
+}
+
+std::optional<ColocationSplit> Evaluator::FindSplit(const std::vector<int32_t>& placement) const {
+  if (group_head_.empty() || placement.size() != group_head_.size()) return std::nullopt;
+  for (size_t v = 0; v < group_head_.size(); ++v) {
+    const graphs::NodeId head = group_head_[v];
+    if (head < 0 || placement[v] == placement[static_cast<size_t>(head)]) continue;
+    const auto node = static_cast<graphs::NodeId>(v);
+    return ColocationSplit{graph_.node(node).colocation, head, placement[static_cast<size_t>(head)], node,
+                           placement[v]};
+  }
+  return std::nullopt;
+}
+
+Evaluation Evaluator::EvaluateOne(const Decision& decision, Workspace& workspace) const {
+  // Simulated even when split, so that malformed decisions still throw and
+  // search can rank split decisions by their simulated step time when
+  // infeasible_step_time <= 0.
+  Evaluation out = impl_->engine.Evaluate(decision, workspace);
+  if (const std::optional<ColocationSplit> split = FindSplit(decision.placement)) {
+    out.feasible = false;
+    out.split_group = split->group;
+    if (options_.infeasible_step_time > 0.0) out.step_time = options_.infeasible_step_time;
+  }
+  return out;
 }
 
 Evaluator::~Evaluator() = default;
 
 Evaluation Evaluator::Evaluate(const Decision& decision) const {
   evaluations_.fetch_add(1, std::memory_order_relaxed);
-  return impl_->engine.Evaluate(decision, impl_->workspaces.local());
+  return EvaluateOne(decision, impl_->workspaces.local());
 }
 
 void Evaluator::EvaluateBatch(std::span<const Decision> decisions, std::span<Evaluation> out) const {
@@ -70,7 +106,7 @@ void Evaluator::EvaluateBatch(std::span<const Decision> decisions, std::span<Eva
                       [&](const tbb::blocked_range<size_t>& range) {
                         Workspace& ws = impl_->workspaces.local();
                         for (size_t k = range.begin(); k != range.end(); ++k)
-                          local[k] = impl_->engine.Evaluate(decisions[owned[k]], ws);
+                          local[k] = EvaluateOne(decisions[owned[k]], ws);
                       });
     const std::string all = GatherByIndex(
         *exchange,
@@ -85,13 +121,16 @@ void Evaluator::EvaluateBatch(std::span<const Decision> decisions, std::span<Eva
                     [&](const tbb::blocked_range<size_t>& range) {
                       Workspace& ws = impl_->workspaces.local();
                       for (size_t i = range.begin(); i != range.end(); ++i)
-                        out[i] = impl_->engine.Evaluate(decisions[i], ws);
+                        out[i] = EvaluateOne(decisions[i], ws);
                     });
 }
 
 SimResult Evaluator::Simulate(const Decision& decision, bool timeline) const {
   evaluations_.fetch_add(1, std::memory_order_relaxed);
-  return impl_->engine.Simulate(decision, timeline, impl_->workspaces.local());
+  SimResult result = impl_->engine.Simulate(decision, timeline, impl_->workspaces.local());
+  result.split = FindSplit(decision.placement);
+  if (result.split) result.feasible = false;
+  return result;
 }
 
 }  // namespace gosim::sim

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -27,11 +28,14 @@ namespace gosim::sim {
 
 // The summary an optimizer needs from one simulation.
 struct Evaluation {
-  bool feasible = true;      // false when some device ran out of memory
+  bool feasible = true;      // false when some device ran out of memory or a colocation group is split
   double step_time = 0.0;    // seconds; SimOptions::infeasible_step_time when infeasible
-  double peak_memory = 0.0;  // bytes, max over devices of the peak
+  double peak_memory = 0.0;  // bytes, max over devices of the peak (0 for a split decision not simulated)
   int32_t oom_device = -1;   // first device that ran out of memory, or -1
+  int32_t split_group = -1;  // first colocation group found on two devices (enforced only), or -1
 };
+
+struct Workspace;  // sim/engine.h
 
 class Evaluator {
  public:
@@ -49,24 +53,38 @@ class Evaluator {
   // Simulates one decision. Thread-safe. The decision should be valid (see
   // ValidateDecision); cheap structural problems (sizes, device indices,
   // non-finite priorities, fusion across devices or non-convex fusion groups)
-  // are DecisionErrors, never crashes or hangs.
+  // are DecisionErrors, never crashes or hangs. With
+  // SimOptions::enforce_colocation a decision that splits a colocation group
+  // is infeasible (split_group set); it is not simulated when
+  // infeasible_step_time > 0 (its step time is that constant anyway).
   Evaluation Evaluate(const Decision& decision) const;
   // Simulates every decision of `decisions` in parallel into `out` (same size).
   void EvaluateBatch(std::span<const Decision> decisions, std::span<Evaluation> out) const;
   // The full result (per-device and per-link figures, critical path and,
-  // when `timeline` is true, every op and transfer with its times).
+  // when `timeline` is true, every op and transfer with its times). A split
+  // colocation group (enforced) is simulated anyway and reported in
+  // SimResult::split, with feasible false.
   SimResult Simulate(const Decision& decision, bool timeline = false) const;
 
   // Number of simulations run so far (Evaluate, EvaluateBatch, Simulate).
   int64_t evaluations() const { return evaluations_.load(std::memory_order_relaxed); }
 
+  // The first colocation group `placement` splits (two of its nodes on
+  // different devices), or nullopt; always nullopt when colocation is not
+  // enforced or the placement does not have one entry per node. O(nodes).
+  std::optional<ColocationSplit> FindSplit(const std::vector<int32_t>& placement) const;
+
  private:
   struct Impl;
+  Evaluation EvaluateOne(const Decision& decision, Workspace& workspace) const;
   const graphs::Graph& graph_;
   const Cluster& cluster_;
   std::shared_ptr<const CostModel> cost_model_;
   SimOptions options_;
   std::unique_ptr<Impl> impl_;
+  // Per node: the first node of its colocation group, or -1 (no group, or
+  // colocation not enforced).
+  std::vector<graphs::NodeId> group_head_;
   mutable std::atomic<int64_t> evaluations_{0};
 };
 

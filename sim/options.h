@@ -19,6 +19,11 @@ struct SimOptions {
   // How many of the largest live tensors Simulate() lists when a device runs
   // out of memory (SimResult::oom->live).
   int oom_live_tensors = 8;
+  // Nodes of one colocation group (a weight, its optimizer state and update
+  // ops) must share a device: a decision that splits a group is infeasible,
+  // like one that runs out of memory (Evaluation::split_group,
+  // SimResult::split). false simulates such decisions as they are.
+  bool enforce_colocation = true;
 };
 
 }  // namespace gosim::sim

@@ -57,6 +57,13 @@ std::string Pad(std::string s, size_t width) {
 
 }  // namespace
 
+std::string DescribeSplit(const ColocationSplit& split, const graphs::Graph& graph, const Cluster& cluster) {
+  return "colocation group '" + graph.colocation_groups()[static_cast<size_t>(split.group)] +
+         "' is split: '" + graph.node(split.first).name + "' is on " +
+         cluster.device(split.first_device).name + " but '" + graph.node(split.other).name + "' is on " +
+         cluster.device(split.other_device).name;
+}
+
 std::string TensorName(const graphs::Graph& graph, graphs::TensorId tensor) {
   const graphs::NodeId producer = graph.tensor_producer(tensor);
   return graph.node(producer).name + ":" + std::to_string(tensor - graph.tensor_offset(producer));
@@ -121,6 +128,16 @@ std::string SimResultToJson(const SimResult& r, const graphs::Graph& graph, cons
   } else {
     j["oom"] = nullptr;
   }
+  if (r.split) {
+    const ColocationSplit& x = *r.split;
+    j["colocation_split"] = json{{"group", graph.colocation_groups()[static_cast<size_t>(x.group)]},
+                                 {"node", graph.node(x.first).name},
+                                 {"device", cluster.device(x.first_device).name},
+                                 {"other_node", graph.node(x.other).name},
+                                 {"other_device", cluster.device(x.other_device).name}};
+  } else {
+    j["colocation_split"] = nullptr;
+  }
   json steps = json::array();
   for (const auto& s : r.critical_path.steps) {
     steps.push_back(json{{"kind", s.kind == CriticalStep::Kind::kOp ? "op" : "transfer"},
@@ -166,6 +183,8 @@ std::string FormatSimResult(const SimResult& r, const graphs::Graph& graph, cons
   out << "graph " << graph.name() << " (" << graph.num_nodes() << " nodes) on " << cluster.name() << "\n";
   out << "step time " << FormatSeconds(r.step_time)
       << (r.feasible    ? ""
+          : !r.oom      ? "  INFEASIBLE (colocation group split)"
+          : r.split     ? "  INFEASIBLE (out of memory; colocation group split)"
           : r.completed ? "  INFEASIBLE (out of memory)"
                         : "  INFEASIBLE (stopped at out of memory)")
       << "\n";
@@ -204,6 +223,7 @@ std::string FormatSimResult(const SimResult& r, const graphs::Graph& graph, cons
         << (s.kind == CriticalStep::Kind::kOp ? "op       " : "transfer ") << StepName(s, graph) << " on "
         << StepWhere(s, cluster) << " (" << ReasonName(s.reason) << ")\n";
   }
+  if (r.split) out << "\ninfeasible: " << DescribeSplit(*r.split, graph, cluster) << "\n";
   if (r.oom) {
     const OomInfo& o = *r.oom;
     out << "\nout of memory on " << cluster.device(o.device).name << " at " << FormatSeconds(o.time)

@@ -79,6 +79,15 @@ struct OomInfo {
   std::vector<LiveTensor> live;  // the largest live tensors, by size descending (before the allocation)
 };
 
+// A colocation group found on two devices (SimOptions::enforce_colocation).
+struct ColocationSplit {
+  int32_t group = -1;         // index into Graph::colocation_groups()
+  graphs::NodeId first = -1;  // the group's first node
+  int32_t first_device = -1;  // its device
+  graphs::NodeId other = -1;  // the first node of the group on another device
+  int32_t other_device = -1;  // that device
+};
+
 // One link of the chain of events that determined the step time.
 struct CriticalStep {
   enum class Kind : uint8_t { kOp, kTransfer };
@@ -101,7 +110,7 @@ struct CriticalPath {
 };
 
 struct SimResult {
-  bool feasible = true;    // false when some device exceeded its capacity
+  bool feasible = true;    // false when some device exceeded its capacity or a colocation group is split
   bool completed = true;   // false when the run stopped at the first out-of-memory event
   double step_time = 0.0;  // makespan of what was simulated (seconds)
   int32_t kernels = 0;     // kernels run (fused groups count once)
@@ -111,6 +120,7 @@ struct SimResult {
   std::vector<ChannelStats> links;
   std::vector<ChannelStats> resources;
   std::optional<OomInfo> oom;
+  std::optional<ColocationSplit> split;  // the first split colocation group (enforced only)
   CriticalPath critical_path;
   // Filled when a timeline was requested; ops in start order, transfers in
   // hop start order.
@@ -126,6 +136,9 @@ std::string TensorName(const graphs::Graph& graph, graphs::TensorId tensor);
 // The result as JSON (format "gosim.sim_result", version 1), with device,
 // link and node names; the timeline is included when present.
 std::string SimResultToJson(const SimResult& result, const graphs::Graph& graph, const Cluster& cluster);
+// "colocation group 'G' is split: 'a' is on gpu0 but 'b' is on gpu1".
+std::string DescribeSplit(const ColocationSplit& split, const graphs::Graph& graph, const Cluster& cluster);
+
 // A readable multi-line summary: step time, per-device memory and
 // utilization, communication per link, the head of the critical path.
 std::string FormatSimResult(const SimResult& result, const graphs::Graph& graph, const Cluster& cluster);

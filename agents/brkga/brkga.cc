@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "agents/colocation.h"
 #include "agents/options_util.h"
 #include "agents/search_tracker.h"
 #include "core/rng.h"
@@ -46,7 +47,8 @@ int32_t BrkgaOptions::num_mutants() const {
 
 ChromosomeLayout LayoutFor(const Problem& problem, const BrkgaOptions& options) {
   return ChromosomeLayout(problem.graph.num_nodes(), problem.graph.num_tensors(),
-                          problem.cluster.num_devices(), options.priority_genes, options.transfer_genes);
+                          problem.cluster.num_devices(), options.priority_genes, options.transfer_genes,
+                          std::make_shared<const ColocationUnits>(problem.evaluator));
 }
 
 namespace {

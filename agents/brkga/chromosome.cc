@@ -8,7 +8,8 @@
 namespace gosim::agents::brkga {
 
 ChromosomeLayout::ChromosomeLayout(int32_t num_nodes, int32_t num_tensors, int32_t num_devices,
-                                   bool priority_genes, bool transfer_genes)
+                                   bool priority_genes, bool transfer_genes,
+                                   std::shared_ptr<const ColocationUnits> units)
     : num_nodes_(num_nodes),
       num_tensors_(num_tensors),
       num_devices_(num_devices),
@@ -17,19 +18,36 @@ ChromosomeLayout::ChromosomeLayout(int32_t num_nodes, int32_t num_tensors, int32
   priority_offset_ = static_cast<size_t>(num_nodes_) * num_devices_;
   transfer_offset_ = priority_offset_ + (priority_genes_ ? static_cast<size_t>(num_nodes_) : 0);
   size_ = transfer_offset_ + (transfer_genes_ ? static_cast<size_t>(num_tensors_) * num_devices_ : 0);
+  if (units != nullptr && units->grouped() && num_devices_ > 1) {
+    assert(units->num_nodes() == num_nodes_);
+    units_ = std::move(units);
+  }
 }
 
 void ChromosomeLayout::Decode(std::span<const double> genes, sim::Decision* out) const {
   assert(genes.size() == size_);
   out->placement.resize(static_cast<size_t>(num_nodes_));
   const double* affinity = genes.data();
-  for (int32_t v = 0; v < num_nodes_; ++v) {
-    const double* row = affinity + static_cast<size_t>(v) * num_devices_;
-    int32_t best = 0;
-    for (int32_t d = 1; d < num_devices_; ++d) {
-      if (row[d] > row[best]) best = d;
+  if (units_ == nullptr) {
+    for (int32_t v = 0; v < num_nodes_; ++v) {
+      const double* row = affinity + static_cast<size_t>(v) * num_devices_;
+      int32_t best = 0;
+      for (int32_t d = 1; d < num_devices_; ++d) {
+        if (row[d] > row[best]) best = d;
+      }
+      out->placement[static_cast<size_t>(v)] = best;
     }
-    out->placement[static_cast<size_t>(v)] = best;
+  } else {
+    std::vector<double> sum(static_cast<size_t>(num_devices_));
+    for (int32_t u = 0; u < units_->num_units(); ++u) {
+      std::fill(sum.begin(), sum.end(), 0.0);
+      for (graphs::NodeId v : units_->members(u)) {
+        const double* row = affinity + static_cast<size_t>(v) * num_devices_;
+        for (int32_t d = 0; d < num_devices_; ++d) sum[static_cast<size_t>(d)] += row[d];
+      }
+      const auto best = static_cast<int32_t>(std::max_element(sum.begin(), sum.end()) - sum.begin());
+      for (graphs::NodeId v : units_->members(u)) out->placement[static_cast<size_t>(v)] = best;
+    }
   }
   if (priority_genes_) {
     out->priority.assign(genes.begin() + static_cast<std::ptrdiff_t>(priority_offset_),

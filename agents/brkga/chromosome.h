@@ -6,17 +6,21 @@
 //   [ops]               op priorities             (when priority genes are on)
 //   [tensors x devices] tensor-to-device priorities (when transfer genes are on)
 // The decoder places each op on the device with the largest affinity (ties:
-// the lower device), gives each op its priority gene as scheduling priority
-// (higher runs first in the simulator's list scheduling), and orders the
-// transfers of tensor t to device d by gene [t x devices + d], which is
-// exactly sim::Decision::transfer_priority's indexing.
+// the lower device); with colocation units (agents/colocation.h) every node
+// of a unit goes to the device with the largest affinity summed over the
+// unit's members, so decoded decisions never split a colocation group; gives each op its priority gene as
+// scheduling priority (higher runs first in the simulator's list scheduling), and orders the transfers of
+// tensor t to device d by gene [t x devices + d], which is exactly sim::Decision::transfer_priority's
+// indexing.
 #ifndef GOSIM_AGENTS_BRKGA_CHROMOSOME_H_
 #define GOSIM_AGENTS_BRKGA_CHROMOSOME_H_
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 
+#include "agents/colocation.h"
 #include "sim/decision.h"
 
 namespace gosim::agents::brkga {
@@ -24,8 +28,9 @@ namespace gosim::agents::brkga {
 class ChromosomeLayout {
  public:
   // Transfer genes are dropped on a single device (there are no transfers).
+  // `units`, when given and grouped, makes the decoder place whole units.
   ChromosomeLayout(int32_t num_nodes, int32_t num_tensors, int32_t num_devices, bool priority_genes,
-                   bool transfer_genes);
+                   bool transfer_genes, std::shared_ptr<const ColocationUnits> units = nullptr);
 
   int32_t num_nodes() const { return num_nodes_; }
   int32_t num_tensors() const { return num_tensors_; }
@@ -68,6 +73,7 @@ class ChromosomeLayout {
   size_t priority_offset_;
   size_t transfer_offset_;
   size_t size_;
+  std::shared_ptr<const ColocationUnits> units_;  // null when no unit has two nodes
 };
 
 }  // namespace gosim::agents::brkga

@@ -42,6 +42,8 @@ std::vector<Case> AllCases() {
           {"simulated_annealing", "{evaluations: 200}"},
           {"random_search", "{evaluations: 200}"},
           {"brkga", "{evaluations: 200, population: 20}"},
+          {"brkga_5k", "{evaluations: 200, population: 20}"},
+          {"random_search", "{evaluations: 200, warm_start: []}"},
           {"tuned_brkga", "{evaluations: 200}"}};
 }
 
@@ -159,10 +161,12 @@ TEST_CASE(
   for (const char* name : {"scotch", "mincut", "metis", "gp_dfs", "human_expert"}) {
     CAPTURE(name);
     const AgentResult all =
-        Make(name, std::string(name) == "human_expert" ? kExpertRules : "{}")->Optimize(problem);
+        Make(name,
+             std::string(name) == "human_expert" ? "{rules: tests/agents/data/layers_expert.yaml}" : "{}")
+            ->Optimize(problem);
     CheckResult(all, problem);
     const std::string rules =
-        std::string(name) == "human_expert" ? "rules: tests/agents/data/chains_expert.yaml, " : "";
+        std::string(name) == "human_expert" ? "rules: tests/agents/data/layers_expert.yaml, " : "";
     const AgentResult two = Make(name, "{" + rules + "exclude_devices: [gpu1]}")->Optimize(problem);
     CheckResult(two, problem);
     for (int32_t d : two.best.placement) CHECK(d != 1);

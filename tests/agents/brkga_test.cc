@@ -148,8 +148,9 @@ TEST_CASE("BRKGA beats random search at equal budget (seeded)") {
     Fixture f(testing::RandomLayeredGraph(10, 6, seed), MakeCluster(4, int64_t{1} << 30, 2e9, 1e-5));
     for (ObjectiveKind kind : {ObjectiveKind::kStepTime, ObjectiveKind::kPeakMemory}) {
       const Problem problem = f.MakeProblem(kind, 2000, seed);
-      const AgentResult ga = testing::Make("brkga")->Optimize(problem);
-      const AgentResult random = testing::Make("random_search")->Optimize(problem);
+      // REGAL's comparison: both cold.
+      const AgentResult ga = testing::Make("brkga_5k")->Optimize(problem);
+      const AgentResult random = testing::Make("random_search", "{warm_start: []}")->Optimize(problem);
       CAPTURE(seed);
       CHECK(ga.evaluations == 2000);
       CHECK(random.evaluations == 2000);
@@ -177,8 +178,8 @@ TEST_CASE("BRKGA beats random search at equal budget on paper graphs (seeded)") 
     const graphs::Graph graph = graphs::Generate(name, LoadYamlString(params), "test");
     const sim::Evaluator evaluator(graph, cluster, sim::MakeCostModel("roofline"));
     Problem problem{graph, cluster, evaluator, Objective{}, Budget{1000, 0.0}, 17};
-    const AgentResult ga = testing::Make("brkga")->Optimize(problem);
-    const AgentResult random = testing::Make("random_search")->Optimize(problem);
+    const AgentResult ga = testing::Make("brkga_5k")->Optimize(problem);
+    const AgentResult random = testing::Make("random_search", "{warm_start: []}")->Optimize(problem);
     CAPTURE(name);
     CAPTURE(graph.num_nodes());
     CHECK(ga.best_evaluation.feasible);
@@ -234,14 +235,26 @@ TEST_CASE("A warm-started BRKGA is never worse than its seeds and spends exactly
   CHECK(warm.best_objective <= best_seed);
   // One evaluation per seed agent and one to make its FIFO order explicit.
   CHECK(warm.extra.at("warm_start_evaluations") == 6);
-  CHECK(warm.evaluations == 294);
+  CHECK(warm.extra.at("warm_start_seeds") == 3);
+  // The seeds' evaluations count: the total is the budget, and the curve
+  // starts after them.
+  CHECK(warm.evaluations == 300);
+  CHECK(warm.curve.back().evaluations == 300);
+  CHECK(warm.curve.front().evaluations > 6);
   // The encoded seeds decode to decisions as good as the seeds themselves
   // (exact FIFO order), so a warm start with a zero-generation budget keeps them.
   Problem tiny = problem;
   tiny.budget.evaluations = 9;
-  CHECK(
-      testing::Make("brkga", "{warm_start: [single_device, metis, m_etf]}")->Optimize(tiny).best_objective ==
-      best_seed);
+  const AgentResult kept =
+      testing::Make("brkga", "{warm_start: [single_device, metis, m_etf]}")->Optimize(tiny);
+  CHECK(kept.best_objective == best_seed);
+  CHECK(kept.evaluations == 9);
+  // The default warm start: single_device and m_etf; brkga_5k is cold.
+  const AgentResult by_default = testing::Make("brkga")->Optimize(problem);
+  CHECK(by_default.extra.at("warm_start_seeds") == 2);
+  CHECK(by_default.evaluations == 300);
+  CHECK(by_default.best_objective <= testing::Make("m_etf")->Optimize(problem).best_objective);
+  CHECK(testing::Make("brkga_5k")->Optimize(problem).extra.count("warm_start_seeds") == 0);
   CHECK_THROWS_AS(testing::Make("brkga", "{warm_start: [brkga]}"), ConfigError);
   CHECK_THROWS_AS(testing::Make("brkga", "{warm_start: [singel_device]}"), ConfigError);
 }

@@ -171,3 +171,34 @@ TEST_CASE("Expert placements of generated paper graphs") {
 
 }  // namespace
 }  // namespace gosim::agents
+
+namespace gosim::agents {
+namespace {
+
+TEST_CASE("Expert rules that match no node of the graph are an error, not everything on gpu0") {
+  const ExpertRules rules = ParseExpertRules(kRules, "nmt.yaml");
+  graphs::GraphBuilder b("nmt_renamed");  // the name matches "nmt*"; the scopes match no rule
+  const int a = b.AddNode(Op("a", 1, 4, "block0/conv"));
+  const int c = b.AddNode(Op("c", 1, 4, "block1/conv"));
+  b.AddEdge(a, c, 0);
+  const graphs::Graph g = b.Build();
+  try {
+    ExpertPlacement(rules, g, 4);
+    FAIL("expected a ConfigError");
+  } catch (const ConfigError& e) {
+    const std::string what = e.what();
+    CHECK(what.find("no rule of the 'nmt' expert placement matches a node of graph 'nmt_renamed'") !=
+          std::string::npos);
+    CHECK(what.find("'block0/conv'") != std::string::npos);
+    CHECK(e.where().file == "nmt.yaml");
+  }
+  // One matching node is enough: the rest follows the default.
+  graphs::GraphBuilder b2("nmt_one");
+  const int x = b2.AddNode(Op("x", 1, 4, "block0/conv"));
+  const int y = b2.AddNode(Op("y", 1, 4, "softmax"));
+  b2.AddEdge(x, y, 0);
+  CHECK(ExpertPlacement(rules, b2.Build(), 4) == std::vector<int32_t>{0, 3});
+}
+
+}  // namespace
+}  // namespace gosim::agents

@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include <nlohmann/json.hpp>
+
 #include <cmath>
 #include <filesystem>
 #include <limits>
@@ -10,6 +12,9 @@
 #include "core/io.h"
 #include "graphs/graph_builder.h"
 #include "sim/cluster.h"
+#include "sim/cost_model.h"
+#include "sim/evaluator.h"
+#include "sim/result.h"
 
 namespace gosim::sim {
 namespace {
@@ -203,6 +208,65 @@ TEST_CASE("Colocation groups are checked on request") {
   const DecisionError e = ValidationError(d, g, c, true);
   CHECK(Contains(e.what(), "colocation group 'w' is split: 'a' is on gpu0 but 'd' is on gpu1"));
   CHECK(e.where().path == "placement[" + std::to_string(N(g, "d")) + "]");
+}
+
+TEST_CASE("The evaluator makes a decision that splits a colocation group infeasible by default") {
+  const graphs::Graph g = TestGraph();
+  const Cluster c = TwoDevices();
+  Decision together = SingleDeviceDecision(g);
+  together.placement[N(g, "b")] = 1;  // not in a group: free to move
+  Decision split = together;
+  split.placement[N(g, "d")] = 1;  // 'd' leaves 'a', its group 'w' stays on gpu0
+
+  const Evaluator enforced(g, c, MakeCostModel("roofline"));
+  CHECK_FALSE(enforced.FindSplit(together.placement).has_value());
+  const Evaluation ok = enforced.Evaluate(together);
+  CHECK(ok.feasible);
+  CHECK(ok.split_group == -1);
+  const Evaluation bad = enforced.Evaluate(split);
+  CHECK_FALSE(bad.feasible);
+  CHECK(bad.split_group == 0);
+  CHECK(bad.oom_device == -1);
+  CHECK(bad.step_time == SimOptions{}.infeasible_step_time);
+  std::vector<Evaluation> batch(2);
+  const std::vector<Decision> both = {together, split};
+  enforced.EvaluateBatch(both, batch);
+  CHECK(batch[0].feasible);
+  CHECK_FALSE(batch[1].feasible);
+  CHECK(batch[1].split_group == 0);
+
+  // The full result says which group and nodes, like an out-of-memory report.
+  const SimResult full = enforced.Simulate(split);
+  CHECK_FALSE(full.feasible);
+  REQUIRE(full.split.has_value());
+  CHECK(full.split->first == N(g, "a"));
+  CHECK(full.split->other == N(g, "d"));
+  CHECK(full.split->first_device == 0);
+  CHECK(full.split->other_device == 1);
+  const std::string text = FormatSimResult(full, g, c);
+  CHECK(Contains(text, "INFEASIBLE (colocation group split)"));
+  CHECK(Contains(text, "colocation group 'w' is split: 'a' is on gpu0 but 'd' is on gpu1"));
+  const nlohmann::json j = nlohmann::json::parse(SimResultToJson(full, g, c));
+  CHECK(j.at("colocation_split").at("group") == "w");
+  CHECK(j.at("colocation_split").at("other_node") == "d");
+  CHECK(j.at("colocation_split").at("other_device") == "gpu1");
+
+  // With infeasible_step_time <= 0 the simulated step time is kept.
+  SimOptions simulated;
+  simulated.infeasible_step_time = 0.0;
+  const Evaluator ranked(g, c, MakeCostModel("roofline"), simulated);
+  const Evaluation r = ranked.Evaluate(split);
+  CHECK_FALSE(r.feasible);
+  CHECK(r.step_time == ranked.Simulate(split).step_time);
+  CHECK(r.step_time < 1.0);
+
+  // Off: simulated as it is, and feasible.
+  SimOptions off;
+  off.enforce_colocation = false;
+  const Evaluator free(g, c, MakeCostModel("roofline"), off);
+  CHECK_FALSE(free.FindSplit(split.placement).has_value());
+  CHECK(free.Evaluate(split).feasible);
+  CHECK_FALSE(free.Simulate(split).split.has_value());
 }
 
 TEST_CASE("Decision JSON round-trips exactly") {

@@ -249,7 +249,11 @@ std::vector<std::string> ComputeReference() {
     const graphs::Graph g = graphs::Generate(
         "gnmt", LoadYamlString("{layers: 2, hidden: 256, seq_len: 8, batch: 16, training: true}"),
         "reference");
-    Evaluator ev(g, dgx, MakeCostModel("roofline"));
+    // The engine's own results: random placements split colocation groups,
+    // which the evaluator would mark infeasible (sim/options.h).
+    SimOptions engine_only;
+    engine_only.enforce_colocation = false;
+    Evaluator ev(g, dgx, MakeCostModel("roofline"), engine_only);
     Rng rng(92828);
     for (int k = 0; k < 4; ++k) {
       const Decision d = k == 0 ? BlockDecision(rng, g.num_nodes(), dgx.num_devices())

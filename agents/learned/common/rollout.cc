@@ -7,6 +7,7 @@
 #include <string>
 #include <type_traits>
 
+#include "agents/colocation.h"
 #include "sim/batch_exchange.h"
 
 namespace gosim::agents::learned {
@@ -16,10 +17,16 @@ void RunRollouts(const sim::Evaluator& evaluator, const Objective& objective, in
   batch->decisions.resize(static_cast<size_t>(count));
   batch->evaluations.resize(static_cast<size_t>(count));
   batch->scores.resize(static_cast<size_t>(count));
+  const ColocationUnits units(evaluator);
   tbb::parallel_for(tbb::blocked_range<int32_t>(0, count), [&](const tbb::blocked_range<int32_t>& r) {
     for (int32_t i = r.begin(); i != r.end(); ++i) {
       Rng rng = Rng::Derive(seed, {step, static_cast<uint64_t>(i)});
-      decode(i, rng, &batch->decisions[static_cast<size_t>(i)]);
+      sim::Decision& d = batch->decisions[static_cast<size_t>(i)];
+      decode(i, rng, &d);
+      // The environment keeps colocation groups together: a policy that
+      // splits one is scored on the decision the simulator accepts.
+      if (d.placement.size() == static_cast<size_t>(units.num_nodes()) && !d.has_fusion())
+        units.KeepTogether(d.placement);
     }
   });
   evaluator.EvaluateBatch(batch->decisions, batch->evaluations);

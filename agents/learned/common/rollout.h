@@ -32,7 +32,9 @@ struct RolloutBatch {
   std::vector<double> scores;  // objective.Score of each evaluation (lower is better)
 };
 
-// Decodes `count` samples in parallel and evaluates them in one batch.
+// Decodes `count` samples in parallel, keeps each one's colocation groups on
+// one device (agents/colocation.h; decisions with fusion groups are left as
+// they are) and evaluates them in one batch.
 // `batch` is reused between calls (its decisions keep their storage).
 void RunRollouts(const sim::Evaluator& evaluator, const Objective& objective, int32_t count, uint64_t seed,
                  uint64_t step, const DecodeFn& decode, RolloutBatch* batch);

@@ -18,6 +18,7 @@ torch::Tensor ToTensor(const Matrix& m) {
 HrlLearner::HrlLearner(const graphs::Graph& graph, int32_t devices, bool step_time_objective,
                        const HrlOptions& options, uint64_t seed)
     : graph_(graph),
+      units_(graph, /*enforce=*/true),
       devices_(devices),
       step_time_objective_(step_time_objective),
       options_(options),
@@ -145,6 +146,7 @@ HrlLearner::StepResult HrlLearner::Step(int64_t k, const EvaluateFn& evaluate, c
       placement[static_cast<size_t>(node)] =
           static_cast<int32_t>(chosen[i * num_groups_ + group_of[static_cast<size_t>(node)]]);
     }
+    if (options_.learned_grouper) units_.KeepTogether(placement);
   }
   evaluate(decisions_, evaluations_);
 

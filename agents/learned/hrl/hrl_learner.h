@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "agents/colocation.h"
 #include "agents/learned/common/checkpoint.h"
 #include "agents/learned/hrl/hrl_agent.h"
 #include "agents/learned/hrl/hrl_policy.h"
@@ -68,6 +69,9 @@ class HrlLearner {
   double CostOf(const sim::Evaluation& evaluation, const ScoreFn& score);
 
   const graphs::Graph& graph_;
+  // The graph's colocation groups, kept on one device in every sampled
+  // placement (a learned grouping may cut through them).
+  ColocationUnits units_;
   int32_t devices_;
   bool step_time_objective_;
   HrlOptions options_;

@@ -1,0 +1,47 @@
+// Warm starts for search agents: the decisions of a few one-shot agents
+// (e.g. single_device and m_etf) that a search evaluates first, so that it
+// never ends worse than the heuristics it was seeded with. Their evaluations
+// are charged to the search's budget.
+#ifndef GOSIM_AGENTS_WARM_START_H_
+#define GOSIM_AGENTS_WARM_START_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "agents/agent.h"
+#include "core/yaml.h"
+
+namespace gosim::agents {
+
+// What user-facing search agents (brkga, random_search) start from by
+// default: the trivial decision and one memory-aware heuristic.
+const std::vector<std::string>& DefaultWarmStart();
+
+// Reads the `warm_start` option of agent `owner`: a list of one-shot agent
+// names (ConfigError for an unknown name or a search agent). `fallback` when
+// the key is absent; [] turns warm starting off.
+std::vector<std::string> ParseWarmStart(YamlMap& options, const std::string& owner,
+                                        const std::vector<std::string>& fallback);
+
+struct WarmStartSeed {
+  std::string agent;
+  AgentResult result;  // best decision and its evaluation
+};
+
+struct WarmStartResult {
+  std::vector<WarmStartSeed> seeds;  // in the order named; agents that failed are skipped
+  int64_t evaluations = 0;           // simulator evaluations the seeds cost
+  double wall_seconds = 0.0;
+};
+
+// Runs each named agent with default options and a budget of one
+// evaluation (their memory repair, when on, may use more). An agent that
+// cannot handle the graph (an Error, e.g. no expert rules) is skipped with a
+// warning naming `owner`.
+WarmStartResult RunWarmStart(const std::string& owner, const std::vector<std::string>& agents,
+                             const Problem& problem);
+
+}  // namespace gosim::agents
+
+#endif  // GOSIM_AGENTS_WARM_START_H_
