@@ -51,8 +51,16 @@ class Evaluator {
   // non-finite priorities, fusion across devices or non-convex fusion groups)
   // are DecisionErrors, never crashes or hangs.
   Evaluation Evaluate(const Decision& decision) const;
+  // The same, and writes each device's peak memory (bytes) into
+  // `device_peak`, which must hold cluster().num_devices() values.
+  Evaluation Evaluate(const Decision& decision, std::span<int64_t> device_peak) const;
   // Simulates every decision of `decisions` in parallel into `out` (same size).
   void EvaluateBatch(std::span<const Decision> decisions, std::span<Evaluation> out) const;
+  // The same with per-device peaks: `device_peaks` holds num_devices values
+  // per decision (decision i at [i * num_devices, (i + 1) * num_devices)).
+  // Always runs in this process (no BatchExchange sharing).
+  void EvaluateBatch(std::span<const Decision> decisions, std::span<Evaluation> out,
+                     std::span<int64_t> device_peaks) const;
   // The full result (per-device and per-link figures, critical path and,
   // when `timeline` is true, every op and transfer with its times).
   SimResult Simulate(const Decision& decision, bool timeline = false) const;
