@@ -188,8 +188,7 @@ def test_learned_agent_through_the_registry(simulator):
     try:
         r = gosim.optimize(None, None, "go", budget=20, seed=0, simulator=simulator)
     except gosim.Error as e:
-        assert "go" in str(e) and "\n" not in str(e)
-        assert "torch" not in sys.modules  # the failure did not drag PyTorch in either
+        assert "'go'" in str(e) and "\n" not in str(e)
     else:
         assert r.devices.shape == (simulator.num_nodes,)
         assert simulator.evaluate(r.devices).step_time_s == r.step_time_s
@@ -217,6 +216,40 @@ output: {tmp_path / 'run'}
     assert again["ran"] == 0 and again["already_finished"] == 2
     with pytest.raises(gosim.IoError):
         gosim.read_results(str(tmp_path / "nowhere"))
+
+
+def test_timeline_and_trace(simulator, tmp_path):
+    devices = np.arange(simulator.num_nodes, dtype=np.int32) % simulator.num_devices
+    trace = tmp_path / "trace.json"
+    full = simulator.simulate(devices, timeline=True, trace=str(trace))
+    ops = full["timeline"]["ops"]
+    assert len(ops) == full["kernels"] == simulator.num_nodes
+    assert max(op["end"] for op in ops) == pytest.approx(full["step_time"], rel=1e-12)
+    assert "traceEvents" in json.loads(trace.read_text())
+    assert "timeline" not in simulator.simulate(devices)
+
+
+def test_fusion_groups(graph, simulator):
+    # Fuse each node with its only successor when that successor has no other input.
+    src, dst = np.asarray(graph.edge_src), np.asarray(graph.edge_dst)
+    in_off, _ = graph.in_csr()
+    out_off, out_ids = graph.out_csr()
+    fusion = np.full(graph.num_nodes, -1, np.int32)
+    for v in range(graph.num_nodes):
+        succ = set(dst[out_ids[out_off[v]:out_off[v + 1]]].tolist())
+        if len(succ) == 1:
+            w = succ.pop()
+            if in_off[w + 1] - in_off[w] == 1 and fusion[v] < 0 and fusion[w] < 0:
+                fusion[v] = fusion[w] = v
+    assert (fusion >= 0).sum() >= 2
+    devices = np.zeros(graph.num_nodes, np.int32)
+    fused = simulator.evaluate(devices, fusion=fusion)
+    assert fused.step_time_s == simulator.simulate(devices, fusion=fusion)["step_time"]
+    assert simulator.simulate(devices, fusion=fusion)["kernels"] == graph.num_nodes - (fusion >= 0).sum() // 2
+    bad = fusion.copy()
+    bad[0] = 10**6
+    with pytest.raises(gosim.DecisionError):
+        simulator.evaluate(devices, fusion=bad)
 
 
 def test_import_does_not_load_libtorch():
