@@ -178,18 +178,28 @@ oom_live_tensors).)")
           "Releases the GIL.")
       .def(
           "evaluate_batch",
-          [](const Simulator& s, const py::iterable& decisions, const py::object& priorities) {
+          [](const Simulator& s, const py::iterable& decisions, const py::object& priorities,
+             const py::object& fusions, const py::object& transfer_priorities) {
             std::vector<sim::Decision> batch;
             for (py::handle d : decisions) batch.push_back(MakeDecision(d, py::none(), py::none()));
-            if (!priorities.is_none()) {
+            // Optional per-decision parts: an iterable with one entry (or None) per decision.
+            const auto parts = [&batch](const py::object& values, const char* what, auto set) {
+              if (values.is_none()) return;
               size_t i = 0;
-              for (py::handle p : priorities) {
-                if (i >= batch.size()) throw DecisionError("more priorities than decisions");
-                if (!p.is_none()) batch[i].priority = DoubleVector(p, "priority");
+              for (py::handle v : values) {
+                if (i >= batch.size()) throw DecisionError(std::string("more ") + what + " than decisions");
+                if (!v.is_none()) set(batch[i], v);
                 ++i;
               }
-              if (i != batch.size()) throw DecisionError("fewer priorities than decisions");
-            }
+              if (i != batch.size()) throw DecisionError(std::string("fewer ") + what + " than decisions");
+            };
+            parts(priorities, "priorities",
+                  [](sim::Decision& d, py::handle v) { d.priority = DoubleVector(v, "priority"); });
+            parts(fusions, "fusions",
+                  [](sim::Decision& d, py::handle v) { d.fusion_group = IntVector(v, "fusion"); });
+            parts(transfer_priorities, "transfer priorities", [](sim::Decision& d, py::handle v) {
+              d.transfer_priority = DoubleVector(v, "transfer_priority");
+            });
             const size_t n = batch.size();
             const size_t devices = static_cast<size_t>(s.cluster()->num_devices());
             std::vector<sim::Evaluation> out(n);
@@ -215,9 +225,11 @@ oom_live_tensors).)")
             std::copy(peaks.begin(), peaks.end(), r.peak_memory_bytes.mutable_data());
             return r;
           },
-          py::arg("decisions"), py::arg("priorities") = py::none(),
+          py::arg("decisions"), py::arg("priorities") = py::none(), py::arg("fusions") = py::none(),
+          py::arg("transfer_priorities") = py::none(),
           "Simulates many placements (an iterable of integer arrays, or a 2-D array with one row per "
-          "decision) in parallel on gosim's thread pool, with the GIL released.")
+          "decision; the optional parts as iterables with an array or None per decision) in parallel "
+          "on gosim's thread pool, with the GIL released.")
       .def(
           "_time_evaluate",
           [](const Simulator& s, const py::handle& devices, int repeats) {

@@ -100,6 +100,12 @@ def test_evaluate_batch_equals_single_evaluations(simulator):
     assert len(result) == 24 and result.peak_memory_bytes.shape == (24, simulator.num_devices)
     as_list = simulator.evaluate_batch(list(batch))
     assert np.array_equal(as_list.step_time_s, result.step_time_s)
+    priorities = [rng.random(simulator.num_nodes) if i % 2 else None for i in range(len(batch))]
+    with_priority = simulator.evaluate_batch(batch, priorities=priorities)
+    for i, devices in enumerate(batch):
+        assert with_priority.step_time_s[i] == simulator.evaluate(devices, priority=priorities[i]).step_time_s
+    with pytest.raises(gosim.DecisionError, match="fewer priorities"):
+        simulator.evaluate_batch(batch, priorities=priorities[:-1])
     for i, devices in enumerate(batch):
         single = simulator.evaluate(devices)
         assert result.step_time_s[i] == single.step_time_s
