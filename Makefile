@@ -12,12 +12,14 @@ GOSIM := $(BUILD_DIR)/bin/gosim
 # Debian packages (see DESIGN: dependencies). Installed only when missing.
 # libopenblas0-serial: LibTorch's CPU BLAS (Debian's default reference BLAS is several times slower).
 # python3-pandas, python3-matplotlib, python3-yaml: the analysis scripts (analysis/), which make test runs.
+# pybind11-dev, python3-pybind11, python3-numpy, python3-pytest: the Python module (python/) and its tests.
 DEBIAN_PACKAGES := build-essential cmake pkg-config libtorch-dev libboost-graph-dev \
   libeigen3-dev libtbb-dev libyaml-cpp-dev libbenchmark-dev doctest-dev nlohmann-json3-dev \
   libcli11-dev zlib1g-dev libopenmpi-dev openmpi-bin libmetis-dev libscotch-dev \
   coinor-libcbc-dev libonnx-dev libprotobuf-dev protobuf-compiler libopenblas0-serial \
-  python3-pandas python3-matplotlib python3-yaml
-# Only for exporting real models (graphs/export/).
+  python3-pandas python3-matplotlib python3-yaml pybind11-dev python3-pybind11 python3-numpy \
+  python3-pytest
+# Exporting real models (gosim.torch, graphs/export/) and its tests, which make test runs.
 PYTHON_PACKAGES := python3-torch python3-torchvision
 
 .PHONY: all deps deps-python configure build run test bench sanitize format clean
@@ -40,7 +42,7 @@ build: configure
 run: build
 	$(GOSIM) run configs/experiments/quickstart.yaml --final
 
-test: build
+test: build deps-python
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)
 
 bench: build

@@ -1,6 +1,7 @@
 // Evaluator: an Engine plus one reusable Workspace per thread.
 #include "sim/evaluator.h"
 
+#include <algorithm>
 #include <cstring>
 #include <mutex>
 #include <set>
@@ -87,6 +88,41 @@ Evaluator::~Evaluator() = default;
 Evaluation Evaluator::Evaluate(const Decision& decision) const {
   evaluations_.fetch_add(1, std::memory_order_relaxed);
   return EvaluateOne(decision, impl_->workspaces.local());
+}
+
+Evaluation Evaluator::Evaluate(const Decision& decision, std::span<int64_t> device_peak) const {
+  const size_t devices = static_cast<size_t>(cluster_.num_devices());
+  if (device_peak.size() != devices) {
+    throw DecisionError("Evaluate got room for " + std::to_string(device_peak.size()) +
+                            " device peaks but the cluster has " + std::to_string(devices) + " devices",
+                        {}, "pass a span of cluster().num_devices() values");
+  }
+  evaluations_.fetch_add(1, std::memory_order_relaxed);
+  Workspace& ws = impl_->workspaces.local();
+  const Evaluation evaluation = impl_->engine.Evaluate(decision, ws);
+  std::copy(ws.peak.begin(), ws.peak.end(), device_peak.begin());
+  return evaluation;
+}
+
+void Evaluator::EvaluateBatch(std::span<const Decision> decisions, std::span<Evaluation> out,
+                              std::span<int64_t> device_peaks) const {
+  const size_t devices = static_cast<size_t>(cluster_.num_devices());
+  if (decisions.size() != out.size() || device_peaks.size() != decisions.size() * devices) {
+    throw DecisionError("EvaluateBatch got " + std::to_string(decisions.size()) + " decisions, " +
+                            std::to_string(out.size()) + " result slots and " +
+                            std::to_string(device_peaks.size()) + " device-peak slots",
+                        {}, "pass one result and num_devices peak slots per decision");
+  }
+  evaluations_.fetch_add(static_cast<int64_t>(decisions.size()), std::memory_order_relaxed);
+  // One thread simulates each decision whole, as in the overload above.
+  tbb::parallel_for(tbb::blocked_range<size_t>(0, decisions.size()),
+                    [&](const tbb::blocked_range<size_t>& range) {
+                      Workspace& ws = impl_->workspaces.local();
+                      for (size_t i = range.begin(); i != range.end(); ++i) {
+                        out[i] = impl_->engine.Evaluate(decisions[i], ws);
+                        std::copy(ws.peak.begin(), ws.peak.end(), device_peaks.begin() + i * devices);
+                      }
+                    });
 }
 
 void Evaluator::EvaluateBatch(std::span<const Decision> decisions, std::span<Evaluation> out) const {

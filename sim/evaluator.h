@@ -58,8 +58,16 @@ class Evaluator {
   // is infeasible (split_group set); it is not simulated when
   // infeasible_step_time > 0 (its step time is that constant anyway).
   Evaluation Evaluate(const Decision& decision) const;
+  // The same, and writes each device's peak memory (bytes) into
+  // `device_peak`, which must hold cluster().num_devices() values.
+  Evaluation Evaluate(const Decision& decision, std::span<int64_t> device_peak) const;
   // Simulates every decision of `decisions` in parallel into `out` (same size).
   void EvaluateBatch(std::span<const Decision> decisions, std::span<Evaluation> out) const;
+  // The same with per-device peaks: `device_peaks` holds num_devices values
+  // per decision (decision i at [i * num_devices, (i + 1) * num_devices)).
+  // Always runs in this process (no BatchExchange sharing).
+  void EvaluateBatch(std::span<const Decision> decisions, std::span<Evaluation> out,
+                     std::span<int64_t> device_peaks) const;
   // The full result (per-device and per-link figures, critical path and,
   // when `timeline` is true, every op and transfer with its times). A split
   // colocation group (enforced) is simulated anyway and reported in

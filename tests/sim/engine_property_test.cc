@@ -271,5 +271,37 @@ TEST_CASE("property: EvaluateBatch gives identical results on 1 and 4 threads") 
   CHECK_THROWS_AS(ev.EvaluateBatch(decisions, wrong), DecisionError);
 }
 
+TEST_CASE("property: per-device peaks of Evaluate and EvaluateBatch are Simulate's") {
+  Rng rng(777);
+  const graphs::Graph g = RandomDag(777, 200);
+  const Cluster cluster = RandomCluster(rng);
+  const Evaluator ev(g, cluster, Linear());
+  const size_t devices = static_cast<size_t>(cluster.num_devices());
+  std::vector<Decision> decisions;
+  for (int i = 0; i < 24; ++i) decisions.push_back(RandomDecision(rng, g, cluster, true));
+  std::vector<Evaluation> out(decisions.size());
+  std::vector<int64_t> peaks(decisions.size() * devices);
+  ev.EvaluateBatch(decisions, out, peaks);
+  for (size_t i = 0; i < decisions.size(); ++i) {
+    CAPTURE(i);
+    std::vector<int64_t> single(devices);
+    const Evaluation e = ev.Evaluate(decisions[i], single);
+    const SimResult full = ev.Simulate(decisions[i]);
+    CHECK(e.step_time == out[i].step_time);
+    CHECK(e.peak_memory == out[i].peak_memory);
+    int64_t max_peak = 0;
+    for (size_t d = 0; d < devices; ++d) {
+      CHECK(single[d] == peaks[i * devices + d]);
+      if (full.completed) CHECK(single[d] == full.devices[d].peak_memory);
+      max_peak = std::max(max_peak, single[d]);
+    }
+    CHECK(static_cast<double>(max_peak) == e.peak_memory);
+  }
+  std::vector<int64_t> short_peaks(devices - 1);
+  CHECK_THROWS_AS(ev.Evaluate(decisions[0], short_peaks), DecisionError);
+  std::vector<int64_t> short_batch(peaks.size() - 1);
+  CHECK_THROWS_AS(ev.EvaluateBatch(decisions, out, short_batch), DecisionError);
+}
+
 }  // namespace
 }  // namespace gosim::sim

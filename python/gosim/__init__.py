@@ -1,0 +1,71 @@
+"""gosim from Python: graphs, clusters, the simulator, agents and experiments.
+
+The C++ libraries run in-process (the extension module gosim._core); nothing
+here loads LibTorch. After `make build`:
+
+    export PYTHONPATH=$PWD/build/python
+    python3 -c "import gosim; print(gosim.load_graph('gen:resnet:depth=18').num_nodes)"
+
+Errors from C++ arrive as gosim.Error subclasses (ConfigError, GraphError,
+TraceError, DecisionError, IoError, StateError) with the command line's
+one-line message. See docs/PYTHON.md.
+"""
+
+import json as _json
+import os as _os
+
+from ._core import (  # noqa: F401
+    BatchEvaluation, Cluster, ConfigError, DecisionError, Error, Evaluation, Graph, GraphError, IoError,
+    OptimizeResult, Simulator, StateError, Suite, TraceError, agents, cost_models, generate, generators,
+    graph_from_json, load_cluster, load_graph, load_suite, run_experiment, set_num_threads)
+from . import _core
+from . import env  # noqa: F401  (gosim.env.PlacementEnv without a second import)
+
+__all__ = [
+    "BatchEvaluation", "Cluster", "ConfigError", "DecisionError", "Error", "Evaluation", "Graph", "GraphError",
+    "IoError", "OptimizeResult", "Simulator", "StateError", "Suite", "TraceError", "agents", "cost_models",
+    "env", "generate", "generators", "graph_from_json", "load_cluster", "load_graph", "load_suite", "optimize",
+    "read_results", "run_experiment", "set_num_threads"]
+
+
+def optimize(graph, cluster, agent, budget=0, options=None, *, seed=0, objective="step_time",
+             wall_seconds=0.0, cost_model="auto", cost_model_options=None, sim_options=None,
+             simulator=None):
+    """Runs registered agent `agent` on (graph, cluster), as `gosim optimize`.
+
+    graph, cluster: gosim.Graph / gosim.Cluster objects, or what load_graph /
+    load_cluster accept (a path, gen:NAME..., a preset name).
+    budget: simulator evaluations (0 = the agent's default); wall_seconds:
+    a wall-clock limit (0 = none). options: the agent's options as a dict
+    (the keys of its YAML in configs/agents/). objective: "step_time",
+    "peak_memory", "weighted" or {"kind": "weighted", "memory_weight": ...}.
+    simulator: a gosim.Simulator to use instead of building one (its graph
+    and cluster win). Returns a gosim.OptimizeResult. The GIL is released
+    while the agent runs.
+    """
+    if simulator is None:
+        if not isinstance(graph, Graph):
+            graph = load_graph(_os.fspath(graph))
+        if not isinstance(cluster, Cluster):
+            cluster = load_cluster(_os.fspath(cluster))
+        simulator = Simulator(graph, cluster, cost_model=cost_model,
+                              cost_model_options=cost_model_options, options=sim_options)
+    return _core._optimize(simulator, agent, int(budget), float(wall_seconds), options, int(seed), objective)
+
+
+def read_results(folder):
+    """The finished cells of a run folder: results.jsonl as a list of dicts."""
+    path = _os.path.join(_os.fspath(folder), "results.jsonl")
+    try:
+        with open(path, encoding="utf-8") as f:
+            return [_json.loads(line) for line in f if line.strip()]
+    except FileNotFoundError:
+        raise IoError(f"{path}: no such file (run the experiment first: gosim.run_experiment)") from None
+
+
+def __getattr__(name):
+    # gosim.torch imports PyTorch, so it is loaded on first use only.
+    if name == "torch":
+        import importlib
+        return importlib.import_module(".torch", __name__)
+    raise AttributeError(f"module 'gosim' has no attribute {name!r}")

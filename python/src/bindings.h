@@ -1,0 +1,28 @@
+// The pieces of the gosim._core extension module (pybind11), one function
+// per part, called in order from module.cc.
+//
+// Objects shared between Python and C++ are held by std::shared_ptr: a
+// Simulator keeps its graph and cluster alive, and NumPy views of a graph's
+// arrays keep the graph alive through their base object.
+#ifndef GOSIM_PYTHON_SRC_BINDINGS_H_
+#define GOSIM_PYTHON_SRC_BINDINGS_H_
+
+#include <pybind11/pybind11.h>
+#include <yaml-cpp/yaml.h>
+
+#include <string>
+
+namespace gosim::python {
+
+// A Python dict / list / scalar (or None) as a YAML node, through JSON
+// (Python's json module), so that options reach the same validating parsers
+// as YAML files do.
+YAML::Node ToYaml(const pybind11::handle& value);
+
+void BindGraphs(pybind11::module_& m);
+void BindSim(pybind11::module_& m);
+void BindRun(pybind11::module_& m);
+
+}  // namespace gosim::python
+
+#endif  // GOSIM_PYTHON_SRC_BINDINGS_H_
