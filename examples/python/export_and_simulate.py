@@ -36,7 +36,7 @@ def main():
                                optimizer="sgd", name=f"{args.model}_train_b{args.batch}")
     stats = graph.stats()
     print(f"{graph.name}: {graph.num_nodes} nodes, {stats['flops'] / 1e9:.1f} GFLOP, "
-          f"{stats['parameter_bytes'] / 2**20:.1f} MiB persistent")
+          f"{stats['persistent_bytes'] / 2**20:.1f} MiB persistent")
     for preset in ("p100x4_pcie", "dgx1_v100"):
         cluster = gosim.load_cluster(preset)
         sim = gosim.Simulator(graph, cluster)

@@ -72,7 +72,9 @@ py::dict StatsDict(const graphs::GraphStats& s) {
   d["edges"] = s.edges;
   d["control_edges"] = s.control_edges;
   d["flops"] = s.flops;
-  d["parameter_bytes"] = s.parameter_bytes;
+  d["weight_bytes"] = s.weight_bytes;
+  d["optimizer_bytes"] = s.optimizer_bytes;
+  d["persistent_bytes"] = s.persistent_bytes;
   d["activation_bytes"] = s.activation_bytes;
   d["depth"] = s.depth;
   d["width"] = s.width;

@@ -17,7 +17,7 @@ def test_graph_arrays_match_nodes_and_edges(graph):
     stats = graph.stats()
     assert stats["nodes"] == graph.num_nodes and stats["edges"] == graph.num_edges
     assert graph.flops.sum() == pytest.approx(stats["flops"], rel=1e-12)
-    assert graph.persistent_bytes.sum() == stats["parameter_bytes"]
+    assert graph.persistent_bytes.sum() == stats["persistent_bytes"]
     src, dst = np.asarray(graph.edge_src), np.asarray(graph.edge_dst)
     assert src.shape == (graph.num_edges,) and np.all(src < dst)  # ids are a topological order
     # Edge arrays are read-only views into the graph's own edge array.

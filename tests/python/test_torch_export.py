@@ -52,7 +52,7 @@ def test_resnet18_training_step_sgd():
     assert phases == {"forward", "backward", "update"}
     graph = gosim.graph_from_json(json.dumps(g))
     assert graph.num_nodes == len(g["nodes"])
-    assert graph.stats()["parameter_bytes"] == persistent(g, "Parameter") + persistent(g, "Buffer") + \
+    assert graph.stats()["persistent_bytes"] == persistent(g, "Parameter") + persistent(g, "Buffer") + \
         persistent(g, "OptimizerState") + persistent(g, "Constant")
     sim = gosim.Simulator(graph, gosim.load_cluster("p100x4_pcie"))
     r = sim.evaluate(np.zeros(graph.num_nodes, np.int32))
