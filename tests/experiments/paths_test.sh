@@ -27,7 +27,7 @@ grep -q '"flops": 38932' stats_onnx.log || fail "graphs stats --dim batch=2: $(g
 run export graphs export graphs/data/vgg16_train_b32.json.gz --out vgg.json
 [ -s vgg.json ] || fail "graphs export wrote nothing to the working folder"
 run simulate simulate --graph tests/experiments/data/tiny_branches.json \
-  --cluster tests/experiments/data/two_gpus.yaml --decision tests/experiments/data/tiny_branches.split.json
+  --cluster tests/experiments/data/two_gpus.yaml --decision tests/experiments/data/tiny_branches.split.json --cost-model roofline
 grep -q "decision .*tests/experiments/data/tiny_branches.split.json" simulate.log ||
   fail "simulate did not read the decision"
 grep -q "step time 7.010 ms" simulate.log || fail "simulate: $(grep 'step time' simulate.log)"
