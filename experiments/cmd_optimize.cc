@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "agents/learned_agents.h"
 #include "core/error.h"
 #include "core/io.h"
 #include "core/strings.h"
@@ -45,6 +46,7 @@ struct OptimizeArgs {
 };
 
 int Optimize(const OptimizeArgs& args) {
+  if (agents::IsLearnedAgent(args.agent)) PrepareForLibTorch();  // may start the program again
   // Parse and validate everything before any work.
   const experiments::GraphEntry entry = experiments::ParseGraphArgument(args.graph);
   YAML::Node options_node(YAML::NodeType::Map);
@@ -132,7 +134,7 @@ void AddOptimizeCommand(CLI::App& root) {
   cmd->add_option("--out", args->out, "Write the best decision as JSON here");
   cmd->add_option("--trace", args->trace, "Write the best decision's timeline (Chrome trace JSON) here");
   cmd->add_flag("--no-progress", args->no_progress, "No progress bar");
-  Commands().push_back({cmd, [args] { return Optimize(*args); }, /*tune_allocator=*/true});
+  Commands().push_back({cmd, [args] { return Optimize(*args); }});
 }
 
 }  // namespace gosim::cli

@@ -81,7 +81,7 @@ int Train(const TrainArgs& args) {
 
 void AddTrainCommand(CLI::App& root) {
   auto args = std::make_shared<TrainArgs>();
-  CLI::App* cmd = root.add_subcommand("train", "Train a learned agent (REGAL, HRL, GO) from a YAML config");
+  CLI::App* cmd = root.add_subcommand("train", TorchCommandDescription("train"));
   cmd->add_option("config", args->config, "Training config, e.g. configs/experiments/regal_train.yaml")
       ->required();
   cmd->add_option("overrides", args->overrides, "Config overrides key=value (dotted keys, YAML values)");
@@ -92,7 +92,7 @@ void AddTrainCommand(CLI::App& root) {
                 "Skip training; run the config's evaluation with the run folder's checkpoint");
   cmd->add_option("--max-steps", args->max_steps, "Stop after this many steps in this process (for testing)");
   cmd->add_flag("--no-progress", args->no_progress, "No progress lines");
-  Commands().push_back({cmd, [args] { return Train(*args); }, /*tune_allocator=*/true});
+  Commands().push_back({cmd, [args] { return Train(*args); }});
 }
 
 }  // namespace gosim::cli
