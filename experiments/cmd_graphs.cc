@@ -3,7 +3,7 @@
 //   gosim graphs list                      the registered generators
 //   gosim graphs list SUITE.yaml           a suite's entries and splits
 //   gosim graphs stats TARGET [--json]     nodes, edges, FLOPs, bytes, depth, width
-//   gosim graphs export TARGET --out F     native JSON (F.json or F.json.gz)
+//   gosim graphs export TARGET --out F     native JSON (F.json[.gz]) or binary (F.gosimgraph[.gz])
 //   gosim graphs room SUITE.yaml --out F   REGAL's "room for improvement"
 //                                          selection (experiments/room_filter.h)
 //
@@ -343,10 +343,12 @@ void AddGraphsCommand(CLI::App& root) {
   stats->add_flag("--all", args->all, "one row per graph even for suites of more than 100 graphs");
   stats->add_flag("--ops", args->ops, "also print the op-type histogram of each graph");
 
-  CLI::App* exp = graphs->add_subcommand("export", "Write a graph as native JSON (.json or .json.gz)");
+  CLI::App* exp = graphs->add_subcommand("export",
+                                         "Write a graph as native JSON (.json[.gz]) or the binary format "
+                                         "(.gosimgraph[.gz], the fastest to load)");
   exp->add_option("target", args->target, "graph file, suite YAML (with --entry), or gen:NAME[:k=v,...]")
       ->required();
-  exp->add_option("--out", args->out, "output file, .json or .json.gz")->required();
+  exp->add_option("--out", args->out, "output file, .json or .gosimgraph (optionally .gz)")->required();
   exp->add_option("--entry", args->entry, "the suite entry to export");
 
   CLI::App* room = graphs->add_subcommand(
