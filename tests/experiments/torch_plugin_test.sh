@@ -52,6 +52,12 @@ loads "$gosim" run "$work/exp.yaml" output="$work/run" --no-progress
 if maps_torch; then fail "run of baselines loads LibTorch"; fi
 [[ $(starts) -eq 1 ]] || fail "run of baselines started $(starts) times"
 
+sed -e 's/name: plugin_test/name: plugin_test_go/' -e 's/budget: {evaluations: 50}/budget: {evaluations: 2}/' \
+  -e 's/agents: .*/agents: [{name: go}]/' "$work/exp.yaml" > "$work/exp_go.yaml"
+loads "$gosim" run "$work/exp_go.yaml" output="$work/run_go" --no-progress
+maps_torch || fail "run of go did not load LibTorch"
+[[ $(starts) -eq 2 ]] || fail "run of go started $(starts) times (one allocator restart expected)"
+
 loads "$gosim" optimize --graph "$graph" --cluster "$cluster" --agent go --budget 2 --no-progress
 maps_torch || fail "optimize --agent go did not load LibTorch"
 [[ $(starts) -eq 2 ]] || fail "optimize --agent go started $(starts) times (one allocator restart expected)"
