@@ -64,7 +64,7 @@ void AddTorchCommands(CLI::App& root) {
     const std::string name = command.name;
     Commands().push_back({placeholder, [name]() -> int {
                             throw ConfigError(
-                                "the LibTorch command '" + name + "' was not loaded", Location{name},
+                                "the LibTorch command '" + name + "' was not loaded", Location{},
                                 "give the command name before its options: gosim " + name + " ...");
                           }});
   }
