@@ -1,8 +1,8 @@
 // gosim's compact binary graph format (*.gosimgraph, optionally .gz), beside
 // the native JSON of graphs/json_format.h: the same content (every node
 // attribute, data and control edges, in the same order) in a layout that
-// loads about 5x faster: the 92.8k-node GNMT of configs/suites/xl.yaml, which
-// takes about a second as JSON (docs/BENCHMARKS.md). Layout in
+// loads with about a quarter of the CPU time: 0.25 s for the 92.8k-node GNMT
+// of configs/suites/xl.yaml, against 1.05 s as JSON (docs/BENCHMARKS.md). Layout in
 // docs/FORMATS.md, "Graph: binary".
 //
 // The reader checks the magic bytes, the version, the payload length and
