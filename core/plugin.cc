@@ -32,8 +32,8 @@ LoadResult Load() {
   const std::string rebuild =
       overridden ? std::string("set ") + kTorchPluginVariable + " to the path of " + kPluginFile
                  : std::string(
-                       "build it (cmake --build build --target gosim_torch_plugin; it needs "
-                       "GOSIM_WITH_TORCH=ON and libtorch-dev) or set ") +
+                       "build it with GOSIM_WITH_TORCH=ON and libtorch-dev installed: cmake --build build "
+                       "--target gosim_torch_plugin; or set ") +
                        kTorchPluginVariable + " to its path";
   std::error_code error;
   if (!std::filesystem::is_regular_file(result.path, error)) {
