@@ -2,9 +2,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <mutex>
+#include <shared_mutex>
 #include <sstream>
 
 #include "agents/builtin.h"
+#include "agents/learned_agents.h"
+#include "core/plugin.h"
 #include "core/registry.h"
 #include "core/strings.h"
 
@@ -59,6 +63,13 @@ namespace {
 
 using AgentRegistry = Registry<std::unique_ptr<Agent>, YamlMap&>;
 
+// Readers share it; RegisterAgent (the LibTorch plugin registering its
+// agents while other threads build theirs) takes it alone.
+std::shared_mutex& RegistryMutex() {
+  static std::shared_mutex mutex;
+  return mutex;
+}
+
 AgentRegistry& MutableRegistry() {
   // Built-in agents are registered by explicit calls (no static initializers
   // that a static-library link could drop); the function-local static makes
@@ -73,21 +84,51 @@ AgentRegistry& MutableRegistry() {
   return registry;
 }
 
+// Loads the LibTorch plugin when `name` is a learned agent it has not
+// registered yet (agents/learned_agents.h); IoError when it cannot.
+void EnsureRegistered(const std::string& name) {
+  if (!IsLearnedAgent(name)) return;
+  {
+    std::shared_lock lock(RegistryMutex());
+    if (MutableRegistry().Contains(name)) return;
+  }
+  LoadTorchPlugin();
+}
+
 }  // namespace
 
 std::unique_ptr<Agent> MakeAgent(const std::string& name, YamlMap& options) {
-  return MutableRegistry().Create(name, options, options.Where());
+  EnsureRegistered(name);
+  AgentFactory factory;
+  {
+    std::shared_lock lock(RegistryMutex());
+    factory = MutableRegistry().FactoryOf(name, options.Where());
+  }
+  return factory(options);  // outside the lock: factories may look up other agents
 }
 
 std::vector<std::string> AgentNames() {
-  return MutableRegistry().Names();
+  std::vector<std::string> names;
+  {
+    std::shared_lock lock(RegistryMutex());
+    names = MutableRegistry().Names();
+  }
+  // The learned agents are valid names before the plugin is loaded.
+  names.insert(names.end(), kLearnedAgentNames.begin(), kLearnedAgentNames.end());
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
 }
 
 void RegisterAgent(const std::string& name, AgentFactory factory, std::string description) {
-  MutableRegistry().Register(name, std::move(factory), std::move(description));
+  AgentRegistry& registry = MutableRegistry();  // built-ins first, outside the lock
+  std::unique_lock lock(RegistryMutex());
+  registry.Register(name, std::move(factory), std::move(description));
 }
 
 std::string AgentDescription(const std::string& name) {
+  EnsureRegistered(name);
+  std::shared_lock lock(RegistryMutex());
   return MutableRegistry().Description(name);
 }
 

@@ -94,15 +94,18 @@ class Agent {
 };
 
 // Builds agent `name` from its YAML options (validated: unknown keys are
-// ConfigErrors with did-you-mean); unknown names list the valid ones.
+// ConfigErrors with did-you-mean); unknown names list the valid ones. A
+// learned agent's name loads the LibTorch plugin first (agents/learned_agents.h);
+// IoError when it cannot. Thread-safe.
 std::unique_ptr<Agent> MakeAgent(const std::string& name, YamlMap& options);
+// Sorted; includes the learned agents whether or not the plugin is loaded.
 std::vector<std::string> AgentNames();
 
 // Reads an agent's options from `options` and calls options.Finish().
 using AgentFactory = std::function<std::unique_ptr<Agent>(YamlMap& options)>;
 // Adds (or replaces) an agent; the built-in agents are registered on first
-// use of the registry. Modules outside gosim_agents (the LibTorch agents)
-// call this once at start-up, before any lookup; not thread-safe.
+// use of the registry. Modules outside gosim_agents (the LibTorch plugin)
+// call this; thread-safe.
 void RegisterAgent(const std::string& name, AgentFactory factory, std::string description);
 // One line describing agent `name` (its paper); ConfigError when unknown.
 std::string AgentDescription(const std::string& name);

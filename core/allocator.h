@@ -12,8 +12,10 @@
 // full effect; the same values set with mallopt() in main() remove only
 // part of the faults (measured: 7.4-9.1 s untuned, 5.7-6.2 s with
 // mallopt, 3.9-4.3 s with the variable). So TuneAllocator sets the variable and executes the program
-// again (/proc/self/exe, same arguments; about 0.3 s of library loading),
-// once: the second start finds the variable set. It does nothing when
+// again (/proc/self/exe, same arguments; a few ms, as `gosim` no longer
+// links LibTorch), once: the second start finds the variable set. `gosim`
+// calls it only for runs that will use LibTorch (experiments/commands.h,
+// PrepareForLibTorch). It does nothing when
 // GLIBC_TUNABLES or a MALLOC_*_ variable is already set (the user's choice
 // wins), when GOSIM_NO_ALLOCATOR_TUNING is set (say so under valgrind or
 // gdb, which should keep the process they started), or off glibc; if the
@@ -31,8 +33,8 @@ inline constexpr long kMallocMmapThreshold = 32L << 20;   // glibc's upper limit
 inline constexpr long kMallocTopPad = 64L << 20;          // heap growth per step
 std::string AllocatorTunables();
 
-// Call first thing in main(), with main's arguments; may not return (the
-// program starts again with the tunables in place).
+// Call with main's arguments before any work; may not return (the program
+// starts again with the tunables in place).
 void TuneAllocator(char** argv);
 
 }  // namespace gosim

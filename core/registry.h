@@ -42,6 +42,11 @@ class Registry {
 
   const std::string& Description(const std::string& name) const { return Find(name, {}).description; }
 
+  // The factory of `name` (a copy), for callers that build outside a lock.
+  Factory FactoryOf(const std::string& name, const Location& where = {}) const {
+    return Find(name, where).factory;
+  }
+
   // Sorted names of every registered component.
   std::vector<std::string> Names() const {
     std::vector<std::string> names;

@@ -3,7 +3,7 @@
 //   gosim graphs list                      the registered generators
 //   gosim graphs list SUITE.yaml           a suite's entries and splits
 //   gosim graphs stats TARGET [--json]     nodes, edges, FLOPs, bytes, depth, width
-//   gosim graphs export TARGET --out F     native JSON (F.json or F.json.gz)
+//   gosim graphs export TARGET --out F     native JSON (F.json[.gz]) or binary (F.gosimgraph[.gz])
 //   gosim graphs room SUITE.yaml --out F   REGAL's "room for improvement"
 //                                          selection (experiments/room_filter.h)
 //
@@ -369,11 +369,13 @@ void AddGraphsCommand(CLI::App& root) {
   stats->add_flag("--ops", args->ops, "also print the op-type histogram of each graph");
   AddShapeOptions(stats, &args->shape);
 
-  CLI::App* exp = graphs->add_subcommand("export", "Write a graph as native JSON (.json or .json.gz)");
+  CLI::App* exp = graphs->add_subcommand("export",
+                                         "Write a graph as native JSON (.json[.gz]) or the binary format "
+                                         "(.gosimgraph[.gz], the fastest to load)");
   InputFile(
       exp->add_option("target", args->target, "graph file, suite YAML (with --entry), or gen:NAME[:k=v,...]"))
       ->required();
-  exp->add_option("--out", args->out, "output file, .json or .json.gz")->required();
+  exp->add_option("--out", args->out, "output file, .json or .gosimgraph (optionally .gz)")->required();
   exp->add_option("--entry", args->entry, "the suite entry to export");
   AddShapeOptions(exp, &args->shape);
 

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "agents/learned_agents.h"
 #include "core/error.h"
 #include "core/io.h"
 #include "core/strings.h"
@@ -53,6 +54,7 @@ struct OptimizeArgs {
 };
 
 int Optimize(const OptimizeArgs& args) {
+  if (agents::IsLearnedAgent(args.agent)) PrepareForLibTorch();  // may start the program again
   // Parse and validate everything before any work.
   const experiments::GraphEntry entry = experiments::ParseGraphArgument(
       args.graph, experiments::ParseShapeArguments(args.shape.dims, args.shape.input_shapes));
@@ -173,7 +175,7 @@ void AddOptimizeCommand(CLI::App& root) {
   cmd->add_option("--out", args->out, "Write the best decision as JSON here (only when it is feasible)");
   cmd->add_option("--trace", args->trace, "Write the best decision's timeline (Chrome trace JSON) here");
   cmd->add_flag("--no-progress", args->no_progress, "No progress bar");
-  Commands().push_back({cmd, [args] { return Optimize(*args); }, /*tune_allocator=*/true});
+  Commands().push_back({cmd, [args] { return Optimize(*args); }});
 }
 
 }  // namespace gosim::cli

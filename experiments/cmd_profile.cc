@@ -79,8 +79,7 @@ int Profile(const ProfileArgs& args) {
 
 void AddProfileCommand(CLI::App& root) {
   auto args = std::make_shared<ProfileArgs>();
-  CLI::App* cmd =
-      root.add_subcommand("profile", "Run a graph for real with LibTorch and record a profiler trace");
+  CLI::App* cmd = root.add_subcommand("profile", TorchCommandDescription("profile"));
   InputFile(cmd->add_option("--graph", args->graph, "Graph file, or gen:NAME[:k=v,...]"))->required();
   AddShapeOptions(cmd, &args->shape);
   cmd->add_option("--cluster", args->cluster,
@@ -94,7 +93,7 @@ void AddProfileCommand(CLI::App& root) {
   cmd->add_option("--out", args->out, "Trace file (.json or .json.gz)")->capture_default_str();
   cmd->add_option("--threads", args->threads, "Intra-op threads (default: cores / cluster devices)");
   cmd->add_flag("--cpu", args->cpu, "Run on the CPU even when CUDA is available");
-  Commands().push_back({cmd, [args] { return Profile(*args); }, /*tune_allocator=*/true});
+  Commands().push_back({cmd, [args] { return Profile(*args); }});
 }
 
 }  // namespace gosim::cli

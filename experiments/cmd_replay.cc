@@ -83,8 +83,7 @@ int Replay(const ReplayArgs& args) {
 
 void AddReplayCommand(CLI::App& root) {
   auto args = std::make_shared<ReplayArgs>();
-  CLI::App* cmd =
-      root.add_subcommand("replay", "Execute decisions on real devices and compare with the simulator");
+  CLI::App* cmd = root.add_subcommand("replay", TorchCommandDescription("replay"));
   InputFile(cmd->add_option("--graph", args->graph, "Graph file, or gen:NAME[:k=v,...]"))->required();
   AddShapeOptions(cmd, &args->shape);
   cmd->add_option("--cluster", args->cluster, "Cluster preset or YAML (e.g. local), optionally :gpus=N")
@@ -101,7 +100,7 @@ void AddReplayCommand(CLI::App& root) {
   cmd->add_option("--out", args->out, "Write the results as JSON here");
   cmd->add_option("--threads", args->threads, "Intra-op threads per CPU device (default: cores / devices)");
   cmd->add_flag("--cpu", args->cpu, "Run on CPU devices even when CUDA is available");
-  Commands().push_back({cmd, [args] { return Replay(*args); }, /*tune_allocator=*/true});
+  Commands().push_back({cmd, [args] { return Replay(*args); }});
 }
 
 }  // namespace gosim::cli

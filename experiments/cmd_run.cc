@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "agents/learned_agents.h"
 #include "experiments/commands.h"
 #include "experiments/runner.h"
 
@@ -47,6 +48,9 @@ int RunList(const experiments::ExperimentConfig& config) {
 int Run(const RunArgs& args) {
   const experiments::ExperimentConfig config = experiments::LoadExperiment(args.experiment, args.overrides);
   if (args.list) return RunList(config);
+  for (const experiments::AgentSpec& agent : config.agents) {
+    if (agents::IsLearnedAgent(agent.name)) PrepareForLibTorch();  // may start the program again
+  }
   experiments::RunOptions options;
   options.max_cells = args.max_cells;
   options.reuse = args.reuse;
@@ -96,7 +100,7 @@ void AddRunCommand(CLI::App& root) {
                 "logged in the run folder's final_runs.jsonl");
   run->add_flag("--list", args->list, "List the cells and which are finished; run nothing");
   run->add_flag("--no-progress", args->no_progress, "No per-cell progress bars");
-  Commands().push_back({run, [args] { return Run(*args); }, /*tune_allocator=*/true});
+  Commands().push_back({run, [args] { return Run(*args); }});
 }
 
 }  // namespace gosim::cli

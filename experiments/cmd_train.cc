@@ -130,7 +130,7 @@ int Train(const TrainArgs& args) {
 
 void AddTrainCommand(CLI::App& root) {
   auto args = std::make_shared<TrainArgs>();
-  CLI::App* cmd = root.add_subcommand("train", "Train a learned agent (REGAL, HRL, GO) from a YAML config");
+  CLI::App* cmd = root.add_subcommand("train", TorchCommandDescription("train"));
   InputFile(
       cmd->add_option("config", args->config, "Training config, e.g. configs/experiments/regal_train.yaml"))
       ->required();
@@ -145,7 +145,7 @@ void AddTrainCommand(CLI::App& root) {
   cmd->add_flag("--final", args->final,
                 "Allow test graphs (an evaluate: check on the test split, or a test graph to train on); "
                 "logged in the run folder's final_runs.jsonl");
-  Commands().push_back({cmd, [args] { return Train(*args); }, /*tune_allocator=*/true});
+  Commands().push_back({cmd, [args] { return Train(*args); }});
 }
 
 }  // namespace gosim::cli

@@ -3,6 +3,11 @@
 // Each subcommand is a pair of functions in its own cmd_*.cc file: one adds
 // its options to a CLI11 subcommand, the other runs it. main() calls every
 // Add*Command() so the linker keeps them all.
+//
+// The LibTorch commands (train, profile, replay) live in the LibTorch plugin
+// (core/plugin.h, experiments/torch_plugin.cc): main() loads it only when the
+// command line names one of them; otherwise AddTorchCommands() adds
+// placeholders so that `gosim --help` lists them without loading LibTorch.
 #ifndef GOSIM_EXPERIMENTS_COMMANDS_H_
 #define GOSIM_EXPERIMENTS_COMMANDS_H_
 
@@ -17,9 +22,6 @@ namespace gosim::cli {
 struct Command {
   CLI::App* app = nullptr;
   std::function<int()> run;
-  // The command may run LibTorch: main() restarts it with the allocator
-  // settings first (core/allocator.h).
-  bool tune_allocator = false;
 };
 
 // Every Add*Command appends here; main() runs the one whose subcommand parsed.
@@ -46,11 +48,47 @@ void AddSimulateCommand(CLI::App& root);
 void AddRunCommand(CLI::App& root);
 void AddOptimizeCommand(CLI::App& root);
 void AddCalibrateCommand(CLI::App& root);
-// cmd_train.cc; compiled and called only when built with LibTorch.
+// In the LibTorch plugin: cmd_train.cc, cmd_profile.cc, cmd_replay.cc.
 void AddTrainCommand(CLI::App& root);
-// cmd_profile.cc, cmd_replay.cc (calibration/hardware/); only with LibTorch.
 void AddProfileCommand(CLI::App& root);
 void AddReplayCommand(CLI::App& root);
+
+// The commands of the LibTorch plugin, with their one-line descriptions.
+struct TorchCommand {
+  const char* name;
+  const char* description;
+};
+const std::vector<TorchCommand>& TorchCommands();
+// The description of TorchCommands() entry `name` ("" when none).
+const char* TorchCommandDescription(const std::string& name);
+bool IsTorchCommand(const std::string& name);
+
+// Called by the plugin's entry point: `add` defines command `name`.
+using AddCommandFn = void (*)(CLI::App& root);
+void RegisterTorchCommand(const std::string& name, AddCommandFn add);
+// Adds every LibTorch command: the plugin's definition when it registered
+// one, else a placeholder (listed by --help; running it says to put the
+// command first on the command line).
+void AddTorchCommands(CLI::App& root);
+
+// The subcommand `argv` names: its first word that is neither an option of
+// the program itself (--log-level LEVEL, --version, --help) nor an option's
+// value; "" when there is none.
+std::string CommandName(int argc, char** argv);
+
+// One line for `gosim --version`: version, git commit (with "-dirty" when
+// tracked files had changes), build type, and whether the LibTorch plugin
+// is there (checked without loading it). In the program (version.cc).
+std::string VersionLine();
+
+// Main's arguments, kept for PrepareForLibTorch.
+void SetProgramArguments(char** argv);
+// Called by a command as soon as it knows that this run will use LibTorch (a
+// learned agent, train, profile, replay): restarts the program once with the
+// allocator settings of core/allocator.h, which LibTorch's many short-lived
+// tensors need. Other runs skip the restart (about 2 ms, plus loading the
+// program's libraries again).
+void PrepareForLibTorch();
 
 }  // namespace gosim::cli
 

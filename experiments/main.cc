@@ -3,26 +3,39 @@
 // Every error surfaces here: a gosim::Error is printed as one line
 // ("gosim: <kind>: <file:line>: <what> (<how to fix>)") and the exit code is
 // 1; a command-line usage error exits with 2.
+//
+// The program does not link LibTorch. When the command line names a command
+// of the LibTorch plugin (train, profile, replay), main restarts the program
+// with the allocator settings LibTorch needs (core/allocator.h) and loads the
+// plugin before defining the commands; other commands load it only if they
+// meet a learned agent (agents/learned_agents.h).
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <exception>
 #include <string>
 
-#include "core/allocator.h"
 #include "core/error.h"
 #include "core/log.h"
+#include "core/plugin.h"
 #include "experiments/commands.h"
 #include "experiments/mpi.h"
-#ifdef GOSIM_WITH_TORCH
-#include "agents/learned/register.h"
-#endif
 
 int main(int argc, char** argv) {
-#ifdef GOSIM_WITH_TORCH
-  gosim::agents::RegisterLearnedAgents();
-#endif
+  gosim::cli::SetProgramArguments(argv);
+  if (gosim::cli::IsTorchCommand(gosim::cli::CommandName(argc, argv))) {
+    gosim::cli::PrepareForLibTorch();  // may start the program again
+    try {
+      gosim::LoadTorchPlugin();
+    } catch (const gosim::Error& e) {
+      std::fprintf(stderr, "gosim: %s: %s\n", e.kind(), e.what());
+      return 1;
+    }
+  }
   CLI::App app{"gosim: learned optimization of ML computation graphs on a simulated multi-GPU machine"};
   app.require_subcommand(1);
+  app.set_version_flag(
+      "--version", [] { return gosim::cli::VersionLine(); },
+      "Print the version, git commit, build type and whether the LibTorch plugin is there");
   std::string log_level;
   app.add_option("--log-level", log_level, "debug, info, warn, error or off (default info)");
   gosim::cli::AddGraphsCommand(app);
@@ -30,11 +43,7 @@ int main(int argc, char** argv) {
   gosim::cli::AddRunCommand(app);
   gosim::cli::AddOptimizeCommand(app);
   gosim::cli::AddCalibrateCommand(app);
-#ifdef GOSIM_WITH_TORCH
-  gosim::cli::AddTrainCommand(app);
-  gosim::cli::AddProfileCommand(app);
-  gosim::cli::AddReplayCommand(app);
-#endif
+  gosim::cli::AddTorchCommands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -57,9 +66,7 @@ int main(int argc, char** argv) {
   try {
     if (!log_level.empty()) gosim::SetLogLevel(gosim::ParseLogLevel(log_level));
     for (const auto& command : gosim::cli::Commands()) {
-      if (!command.app->parsed()) continue;
-      if (command.tune_allocator) gosim::TuneAllocator(argv);  // may start the program again
-      return command.run();
+      if (command.app->parsed()) return command.run();
     }
     std::fprintf(stderr, "gosim: no command given; see gosim --help\n");
     return 2;

@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "core/io.h"
 #include "core/strings.h"
+#include "graphs/binary_format.h"
 #include "graphs/costgraph_format.h"
 #include "graphs/json_format.h"
 #include "graphs/onnx_format.h"
@@ -38,8 +39,11 @@ GraphFormat FormatFromPath(const std::string& path) {
   if (EndsWith(p, ".pbtxt") || EndsWith(p, ".costgraph") || EndsWith(p, ".txt"))
     return GraphFormat::kCostGraph;
   if (EndsWith(p, ".onnx")) return GraphFormat::kOnnx;
-  throw GraphError("unknown graph file type", Location(path),
-                   "graph files end in .json, .pbtxt, .costgraph or .txt (each optionally .gz), or .onnx");
+  if (EndsWith(p, ".gosimgraph")) return GraphFormat::kBinary;
+  throw GraphError(
+      "unknown graph file type", Location(path),
+      "graph files end in .json, .gosimgraph, .pbtxt, .costgraph or .txt (each optionally .gz), or "
+      ".onnx");
 }
 
 Graph LoadGraph(const std::string& path, const OnnxShapes& shapes) {
@@ -61,6 +65,8 @@ Graph LoadGraph(const std::string& path, const OnnxShapes& shapes) {
         return ReadCostGraphText(data, path, GraphNameFromPath(path));
       case GraphFormat::kOnnx:
         return ReadOnnx(data, path, GraphNameFromPath(path), shapes);
+      case GraphFormat::kBinary:
+        return ReadGraphBinary(data, path);
     }
     throw GraphError("unknown graph format", Location(path));
   }();
@@ -75,9 +81,14 @@ Graph LoadGraph(const std::string& path, const OnnxShapes& shapes) {
 }
 
 void SaveGraph(const Graph& graph, const std::string& path) {
-  if (FormatFromPath(path) != GraphFormat::kJson) {
-    throw GraphError("gosim writes graphs only as native JSON", Location(path),
-                     "give a path ending in .json or .json.gz");
+  const GraphFormat format = FormatFromPath(path);
+  if (format == GraphFormat::kBinary) {
+    WriteFileAtomic(path, WriteGraphBinary(graph));
+    return;
+  }
+  if (format != GraphFormat::kJson) {
+    throw GraphError("gosim writes graphs only as native JSON or its binary format", Location(path),
+                     "give a path ending in .json or .gosimgraph (optionally .gz)");
   }
   WriteFileAtomic(path, WriteGraphJson(graph));
 }

@@ -5,6 +5,8 @@
 //   *.pbtxt, *.costgraph, *.txt    TensorFlow CostGraphDef text protobuf, the
 //   (optionally .gz)               format of the REGAL synthetic dataset
 //   *.onnx                         ONNX model (graphs/onnx_format.h)
+//   *.gosimgraph, *.gosimgraph.gz  gosim's binary format (graphs/binary_format.h),
+//                                  the fastest to load
 // Every reader throws GraphError (file, line/byte offset, what, how to fix)
 // on malformed, truncated or inconsistent input; never crashes or hangs.
 #ifndef GOSIM_GRAPHS_IO_H_
@@ -17,7 +19,7 @@
 
 namespace gosim::graphs {
 
-enum class GraphFormat { kJson, kCostGraph, kOnnx };
+enum class GraphFormat { kJson, kCostGraph, kOnnx, kBinary };
 
 // The format implied by `path`'s extension; GraphError for unknown ones.
 GraphFormat FormatFromPath(const std::string& path);
@@ -26,7 +28,8 @@ GraphFormat FormatFromPath(const std::string& path);
 // `shapes` binds an ONNX model's symbolic dimensions (graphs/onnx_format.h);
 // given for another format it is an error, not ignored.
 Graph LoadGraph(const std::string& path, const OnnxShapes& shapes = {});
-// Writes native JSON, gzip'd when `path` ends in ".gz"; atomic.
+// Writes native JSON, or the binary format for *.gosimgraph; gzip'd when
+// `path` ends in ".gz"; atomic.
 void SaveGraph(const Graph& graph, const std::string& path);
 
 }  // namespace gosim::graphs

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <iterator>
 #include <limits>
 #include <nlohmann/json.hpp>
@@ -58,6 +59,81 @@ class TrackingIterator {
  private:
   const char* p_ = nullptr;
   const char** read_up_to_ = nullptr;
+};
+
+// nlohmann's DOM builder plus what the reader needs from the parse: a depth
+// limit and where each entry of the top-level "nodes" array starts. (The
+// callback parser that could do the same is quadratic in the length of an
+// array: after each element it scans the whole array for discarded values,
+// which was most of the time of loading a 92.8k-node graph.)
+class TrackingDomBuilder {
+ public:
+  using number_integer_t = Json::number_integer_t;
+  using number_unsigned_t = Json::number_unsigned_t;
+  using number_float_t = Json::number_float_t;
+  using string_t = Json::string_t;
+  using binary_t = Json::binary_t;
+
+  // `on_depth_exceeded` throws; `offsets` receives the node start offsets.
+  TrackingDomBuilder(Json& result, const char* const* read_up_to, const char* text_begin,
+                     std::function<void()> on_depth_exceeded, std::vector<size_t>* offsets)
+      : dom_(result, /*allow_exceptions_=*/true),
+        read_up_to_(read_up_to),
+        text_begin_(text_begin),
+        on_depth_exceeded_(std::move(on_depth_exceeded)),
+        offsets_(offsets) {}
+
+  bool null() { return Value() && dom_.null(); }
+  bool boolean(bool v) { return Value() && dom_.boolean(v); }
+  bool number_integer(number_integer_t v) { return Value() && dom_.number_integer(v); }
+  bool number_unsigned(number_unsigned_t v) { return Value() && dom_.number_unsigned(v); }
+  bool number_float(number_float_t v, const string_t& text) { return Value() && dom_.number_float(v, text); }
+  bool string(string_t& v) { return Value() && dom_.string(v); }
+  bool binary(binary_t& v) { return Value() && dom_.binary(v); }
+  bool start_object(std::size_t n) { return Open() && dom_.start_object(n); }
+  bool end_object() {
+    --open_;
+    return dom_.end_object();
+  }
+  bool start_array(std::size_t n) { return Open() && dom_.start_array(n); }
+  bool end_array() {
+    --open_;
+    return dom_.end_array();
+  }
+  bool key(string_t& k) {
+    if (open_ == 1) {
+      in_nodes_ = k == "nodes";
+      if (in_nodes_) offsets_->clear();  // a repeated key: the last one wins
+    }
+    return dom_.key(k);
+  }
+  // A template, so that the parse_error nlohmann throws keeps its type.
+  template <typename Exception>
+  bool parse_error(std::size_t position, const std::string& token, const Exception& e) {
+    return dom_.parse_error(position, token, e);
+  }
+
+ private:
+  // A value or a container starts at nesting depth `open_`.
+  bool Value() {
+    if (open_ > kMaxDepth) on_depth_exceeded_();                 // nlohmann copies values recursively
+    if (open_ == 2 && in_nodes_) offsets_->push_back(Offset());  // for a number or string: where it ends
+    return true;
+  }
+  bool Open() {
+    Value();
+    ++open_;
+    return true;
+  }
+  size_t Offset() const { return static_cast<size_t>(*read_up_to_ - text_begin_) - 1; }
+
+  nlohmann::detail::json_sax_dom_parser<Json> dom_;
+  const char* const* read_up_to_;
+  const char* text_begin_;
+  std::function<void()> on_depth_exceeded_;
+  std::vector<size_t>* offsets_;
+  int open_ = 0;  // containers open around the current event
+  bool in_nodes_ = false;
 };
 
 // 1-based line and column of byte `offset` of `text`.
@@ -192,28 +268,16 @@ class Reader {
  private:
   Json Parse() {
     const char* read_up_to = text_.data();
-    std::string current_key;
-    auto callback = [&](int depth, Json::parse_event_t event, Json& parsed) {
-      if (depth > kMaxDepth) {
-        // nlohmann copies values recursively; deep nesting would exhaust the stack.
-        throw GraphError("JSON nested deeper than " + std::to_string(kMaxDepth) + " levels",
-                         TextLocation(text_, static_cast<size_t>(read_up_to - text_.data()) - 1, source_),
-                         "a graph file nests objects and arrays only a few levels deep");
-      }
-      if (depth == 1 && event == Json::parse_event_t::key) {
-        current_key = parsed.get<std::string>();
-        if (current_key == "nodes") node_offsets_.clear();  // a repeated key: the last one wins
-      } else if (depth == 2 && current_key == "nodes" &&
-                 (event == Json::parse_event_t::object_start || event == Json::parse_event_t::array_start ||
-                  event == Json::parse_event_t::value)) {
-        // Where each entry of "nodes" starts (for a number or string: where it ends).
-        node_offsets_.push_back(static_cast<size_t>(read_up_to - text_.data()) - 1);
-      }
-      return true;
+    Json result;
+    auto too_deep = [&] {
+      throw GraphError("JSON nested deeper than " + std::to_string(kMaxDepth) + " levels",
+                       TextLocation(text_, static_cast<size_t>(read_up_to - text_.data()) - 1, source_),
+                       "a graph file nests objects and arrays only a few levels deep");
     };
+    TrackingDomBuilder builder(result, &read_up_to, text_.data(), too_deep, &node_offsets_);
     try {
-      return Json::parse(TrackingIterator(text_.data(), &read_up_to),
-                         TrackingIterator(text_.data() + text_.size(), &read_up_to), callback);
+      Json::sax_parse(TrackingIterator(text_.data(), &read_up_to),
+                      TrackingIterator(text_.data() + text_.size(), &read_up_to), &builder);
     } catch (const Json::parse_error& e) {
       const size_t offset = e.byte > 0 ? e.byte - 1 : 0;
       throw GraphError("invalid JSON: " + ParseErrorMessage(e.what()), TextLocation(text_, offset, source_),
@@ -224,6 +288,7 @@ class Reader {
       throw GraphError(JsonErrorText(e.what()), TextLocation(text_, at, source_),
                        "numbers must fit a 64-bit double (magnitude below 1.8e308)");
     }
+    return result;
   }
 
   // Converts the node start offsets to lines and columns in one pass.

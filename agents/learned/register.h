@@ -1,6 +1,8 @@
 // Registration of the learned (LibTorch) agents into the agent registry of
-// agents/agent.h. Call once, before MakeAgent, from programs linked with
-// gosim::learned (the gosim executable does so when built with LibTorch).
+// agents/agent.h. The LibTorch plugin's entry point calls it
+// (experiments/torch_plugin.cc); programs linked with gosim::learned (its
+// tests) may call it directly. Every name it registers must be in
+// kLearnedAgentNames (agents/learned_agents.h), or it throws StateError.
 // This header does not include torch headers.
 #ifndef GOSIM_AGENTS_LEARNED_REGISTER_H_
 #define GOSIM_AGENTS_LEARNED_REGISTER_H_

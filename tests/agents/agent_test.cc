@@ -2,11 +2,15 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <filesystem>
+#include <string_view>
 
+#include "agents/learned_agents.h"
 #include "agents/search_tracker.h"
 #include "core/error.h"
 #include "core/io.h"
+#include "core/plugin.h"
 #include "sim/decision.h"
 #include "tests/agents/test_util.h"
 
@@ -80,8 +84,23 @@ TEST_CASE("MakeAgent rejects unknown names and unknown options") {
   CHECK_THROWS_AS(testing::Make("brkga", "{elite_fraction: 0.6, mutant_fraction: 0.5}"), ConfigError);
 }
 
-TEST_CASE("Every agent has a defaults file in configs/agents that it accepts") {
+TEST_CASE("The learned agents are valid names without loading LibTorch") {
+  const std::vector<std::string> names = AgentNames();
+  CHECK(std::is_sorted(names.begin(), names.end()));
+  for (std::string_view learned : kLearnedAgentNames) {
+    CHECK_MESSAGE(std::find(names.begin(), names.end(), learned) != names.end(), learned);
+  }
+  CHECK(IsLearnedAgent("go"));
+  CHECK_FALSE(IsLearnedAgent("brkga"));
+  testing::Make("brkga");
+  CHECK_FALSE(TorchPluginLoaded());
+}
+
+// The learned agents' defaults are checked by their own tests (tests/learned/),
+// which link LibTorch.
+TEST_CASE("Every built-in agent has a defaults file in configs/agents that it accepts") {
   for (const std::string& name : AgentNames()) {
+    if (IsLearnedAgent(name)) continue;
     const std::string path = "configs/agents/" + name + ".yaml";
     REQUIRE_MESSAGE(FileExists(path), path);
     YamlMap options = YamlMap::Root(LoadYamlFile(path), path);

@@ -4,9 +4,11 @@
 #include <cmath>
 #include <filesystem>
 #include <numeric>
+#include <string_view>
 #include <string>
 
 #include "agents/agent.h"
+#include "agents/learned_agents.h"
 #include "agents/learned/common/checkpoint.h"
 #include "agents/learned/common/curves.h"
 #include "agents/learned/common/train.h"
@@ -14,6 +16,7 @@
 #include "agents/learned/register.h"
 #include "core/error.h"
 #include "core/io.h"
+#include "core/plugin.h"
 #include "core/yaml.h"
 #include "graphs/graph_builder.h"
 #include "graphs/suite.h"
@@ -84,6 +87,15 @@ double MeanReward(const std::vector<TrainingPoint>& points, size_t from, size_t 
   double sum = 0.0;
   for (size_t i = from; i < to; ++i) sum += points[i].reward;
   return sum / static_cast<double>(to - from);
+}
+
+TEST_CASE("RegisterLearnedAgents registers exactly kLearnedAgentNames, without the LibTorch plugin") {
+  RegisterLearnedAgents();  // would throw StateError for a name missing from the list
+  for (std::string_view name : kLearnedAgentNames) {
+    CHECK_MESSAGE(!AgentDescription(std::string(name)).empty(), name);
+  }
+  // Linked directly (as these tests are), the agents need no plugin.
+  CHECK_FALSE(TorchPluginLoaded());
 }
 
 TEST_CASE("regal learns: the reward over uniform BRKGA grows on a tiny graph (seeded)") {
