@@ -41,7 +41,7 @@ run experiment run tests/experiments/data/paths_run.yaml output=runs --no-progre
 run room graphs room tests/experiments/data/paths_suite.yaml --out room.yaml --keep train=1,valid=1 \
   --low 10 --high 20 --min-improvement 0
 [ -s room.yaml ] || fail "graphs room wrote no suite"
-run calibrate calibrate --trace tests/calibration/data/tf_timeline_small.json --out profile.yaml
+run calibrate calibrate --trace calibration/data/hta_a100_alexnet.json.gz --step-pattern '\|forward\]$' --out profile.yaml
 [ -s profile.yaml ] || fail "calibrate wrote no profile"
 if [ "$with_torch" = 1 ]; then
   run train train configs/experiments/hrl_train.yaml --run-dir train --max-steps 1 --no-progress \

@@ -188,16 +188,14 @@ def test_optimize_bad_agent_and_options(simulator):
 
 
 def test_learned_agent_through_the_registry(simulator):
-    # Learned agents (go, regal, hrl) load LibTorch as a plugin on first use.
-    # Until the registry can load it, the call fails with the registry's
-    # one-line error; once it can, GO returns a valid decision.
-    try:
-        r = gosim.optimize(None, None, "go", budget=20, seed=0, simulator=simulator)
-    except gosim.Error as e:
-        assert "'go'" in str(e) and "\n" not in str(e)
-    else:
-        assert r.devices.shape == (simulator.num_nodes,)
-        assert simulator.evaluate(r.devices).step_time_s == r.step_time_s
+    # Learned agents (go, regal, hrl) load LibTorch as a plugin on first use;
+    # GO decides placement, priorities and fusion, and the whole decision
+    # re-simulates to the reported step time.
+    r = gosim.optimize(None, None, "go", budget=20, seed=0, simulator=simulator)
+    assert r.devices.shape == (simulator.num_nodes,)
+    again = simulator.evaluate(r.devices, priority=r.priority, fusion=r.fusion,
+                               transfer_priority=r.transfer_priority)
+    assert again.feasible and again.step_time_s == r.step_time_s
 
 
 def test_run_experiment_and_read_results(tmp_path):
