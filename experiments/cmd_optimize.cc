@@ -125,7 +125,7 @@ int Optimize(const OptimizeArgs& args) {
     sim::DecisionInfo info;
     info.agent = args.agent;
     info.seed = static_cast<int64_t>(args.seed);
-    info.budget = args.budget;  // 0: the agent's default
+    info.budget = budget.evaluations;  // 0: the agent's default
     info.evaluations = solved.result.evaluations;
     info.objective = experiments::ObjectiveKindName(objective.kind);
     sim::SaveDecision(args.out, solved.result.best, graph, cluster, info);
