@@ -289,13 +289,14 @@ namespace {
 GoPolicy BuildPolicy(const GoAgentOptions& options, uint64_t seed) {
   GoModelOptions model = options.model;
   if (!options.checkpoint.empty()) {
-    const std::string signature = ReadCheckpointSignature(options.checkpoint);
+    const std::string signature = ReadCheckpointSignature(options.checkpoint, kGoCheckpoint);
     // The shape is the checkpoint's; the runtime settings stay the agent's.
     model = ModelOptionsFromSignature(signature, options.checkpoint, model);
   }
   torch::manual_seed(seed);
   GoPolicy policy(model);
-  if (!options.checkpoint.empty()) LoadCheckpoint(options.checkpoint, model.Signature(), *policy, nullptr);
+  if (!options.checkpoint.empty())
+    LoadCheckpoint(options.checkpoint, kGoCheckpoint, model.Signature(), *policy, nullptr);
   return policy;
 }
 
@@ -546,7 +547,7 @@ void TrainGo(const TrainRequest& request) {
   int64_t evaluations = 0;
   double wall_before = 0.0;
   if (request.resume && FileExists(checkpoint)) {
-    state = LoadCheckpoint(checkpoint, config.model.Signature(), *policy, &optimizer);
+    state = LoadCheckpoint(checkpoint, kGoCheckpoint, config.model.Signature(), *policy, &optimizer);
     rng.set_state(state.rng);
     evaluations = static_cast<int64_t>(state.scalars.at("evaluations"));
     wall_before = state.scalars.at("wall_seconds");
@@ -575,7 +576,7 @@ void TrainGo(const TrainRequest& request) {
       state.scalars["reference/" + std::to_string(i)] = train[i].reference;
       state.scalars["best/" + std::to_string(i)] = train[i].best_cost;
     }
-    SaveCheckpoint(checkpoint, config.model.Signature(), *policy, &optimizer, state);
+    SaveCheckpoint(checkpoint, kGoCheckpoint, config.model.Signature(), *policy, &optimizer, state);
   };
   int64_t steps_here = 0;
   std::vector<sim::Decision> decisions;

@@ -254,9 +254,10 @@ class RegalAgent : public Agent {
     brkga_ = brkga::BrkgaOptions::Parse(options, defaults);
     const auto lock = LockTorch();  // one LibTorch agent at a time (torch_lock.h)
     try {
-      policy_options_ = RegalPolicyOptions::FromSignature(ReadCheckpointSignature(checkpoint_), checkpoint_);
+      policy_options_ = RegalPolicyOptions::FromSignature(
+          ReadCheckpointSignature(checkpoint_, kRegalCheckpoint), checkpoint_);
       policy_ = RegalPolicy(policy_options_);
-      LoadCheckpoint(checkpoint_, policy_options_.Signature(), *policy_, nullptr);
+      LoadCheckpoint(checkpoint_, kRegalCheckpoint, policy_options_.Signature(), *policy_, nullptr);
     } catch (const Error& e) {
       throw ConfigError(
           "agent regal: " + e.message(), options.Where("checkpoint"),
@@ -543,7 +544,8 @@ class RegalTrainer {
                      {"best_valid", best_valid_},
                      {"last_valid", last_valid_},
                      {"best_objective", best_objective_}};
-    SaveCheckpoint(RunPath(file), config_.policy.Signature(), *policy_, optimizer_.get(), state);
+    SaveCheckpoint(RunPath(file), kRegalCheckpoint, config_.policy.Signature(), *policy_, optimizer_.get(),
+                   state);
   }
 
   void Train() {
@@ -559,8 +561,8 @@ class RegalTrainer {
                         "pass --resume to continue that run, or choose another --run-dir");
     }
     if (request_.resume && FileExists(checkpoint)) {
-      const TrainingState state =
-          LoadCheckpoint(checkpoint, config_.policy.Signature(), *policy_, optimizer_.get());
+      const TrainingState state = LoadCheckpoint(checkpoint, kRegalCheckpoint, config_.policy.Signature(),
+                                                 *policy_, optimizer_.get());
       step = state.step;
       evaluations_ = static_cast<int64_t>(state.scalars.at("evaluations"));
       wall_seconds_ = state.scalars.at("wall_seconds");
