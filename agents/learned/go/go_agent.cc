@@ -14,6 +14,7 @@
 #include "agents/learned/common/train.h"
 #include "agents/options_util.h"
 #include "agents/search_tracker.h"
+#include "core/data_path.h"
 #include "core/error.h"
 #include "core/io.h"
 #include "core/log.h"
@@ -129,6 +130,9 @@ PpoOptions ParsePpoOptions(YamlMap& m) {
 GoAgentOptions GoAgentOptions::Parse(YamlMap& options) {
   GoAgentOptions o;
   o.checkpoint = options.Get<std::string>("checkpoint", o.checkpoint);
+  // A relative path is looked up like the project's other files (working
+  // directory, $GOSIM_HOME, source tree), e.g. configs/checkpoints/go.pt.
+  if (!o.checkpoint.empty()) o.checkpoint = ResolveDataPath(o.checkpoint);
   o.evaluations = GetInt(options, "evaluations", o.evaluations, 0, int64_t{1} << 40);
   {
     YamlMap model = options.Child("model");

@@ -16,6 +16,7 @@
 #include "agents/learned/common/rollout.h"
 #include "agents/learned/common/torch_lock.h"
 #include "agents/options_util.h"
+#include "core/data_path.h"
 #include "core/error.h"
 #include "core/io.h"
 #include "core/log.h"
@@ -248,7 +249,9 @@ double RelativeImprovement(double reference, double value) {
 class RegalAgent : public Agent {
  public:
   explicit RegalAgent(YamlMap& options) {
-    checkpoint_ = options.Require<std::string>("checkpoint");
+    // Default: the committed zero-shot policy (configs/checkpoints/README.md);
+    // a relative path is looked up like the project's other files.
+    checkpoint_ = ResolveDataPath(options.Get<std::string>("checkpoint", "configs/checkpoints/regal.pt"));
     decode_ = GetChoice(options, "decode", "mean", {"mean", "greedy"});
     brkga::BrkgaOptions defaults;
     brkga_ = brkga::BrkgaOptions::Parse(options, defaults);
