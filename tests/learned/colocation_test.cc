@@ -53,7 +53,8 @@ std::string UntrainedRegalCheckpoint(int32_t devices) {
   options.gnn.op_embedding = 4;
   learned::RegalPolicy policy(options);
   const std::string path = dir + "/untrained_" + std::to_string(devices) + ".pt";
-  learned::SaveCheckpoint(path, options.Signature(), *policy, nullptr, learned::TrainingState{});
+  learned::SaveCheckpoint(path, learned::kRegalCheckpoint, options.Signature(), *policy, nullptr,
+                          learned::TrainingState{});
   return path;
 }
 

@@ -126,13 +126,13 @@ TEST_CASE("checkpoints: exact round trip, signature check, missing file") {
   state.step = 7;
   state.rng = {1, 2, 3, 0xffffffffffffffffULL};
   state.scalars = {{"baseline", 0.25}, {"evaluations", 1234}};
-  SaveCheckpoint(dir + "/c.pt", o.Signature(), *a, &adam, state);
-  CHECK(ReadCheckpointSignature(dir + "/c.pt") == o.Signature());
+  SaveCheckpoint(dir + "/c.pt", kGoCheckpoint, o.Signature(), *a, &adam, state);
+  CHECK(ReadCheckpointSignature(dir + "/c.pt", kGoCheckpoint) == o.Signature());
 
   torch::manual_seed(99);
   GraphSage b(o);
   torch::optim::Adam adam_b(b->parameters(), torch::optim::AdamOptions(1e-2));
-  const TrainingState loaded = LoadCheckpoint(dir + "/c.pt", o.Signature(), *b, &adam_b);
+  const TrainingState loaded = LoadCheckpoint(dir + "/c.pt", kGoCheckpoint, o.Signature(), *b, &adam_b);
   CHECK(loaded.step == 7);
   CHECK(loaded.rng == state.rng);
   CHECK(loaded.scalars == state.scalars);
@@ -151,10 +151,60 @@ TEST_CASE("checkpoints: exact round trip, signature check, missing file") {
   GnnOptions other = o;
   other.hidden = 16;
   GraphSage c(other);
-  CHECK_THROWS_AS(LoadCheckpoint(dir + "/c.pt", other.Signature(), *c, nullptr), StateError);
-  CHECK_THROWS_AS(LoadCheckpoint(dir + "/missing.pt", o.Signature(), *c, nullptr), IoError);
+  CHECK_THROWS_AS(LoadCheckpoint(dir + "/c.pt", kGoCheckpoint, other.Signature(), *c, nullptr), StateError);
+  CHECK_THROWS_AS(LoadCheckpoint(dir + "/missing.pt", kGoCheckpoint, o.Signature(), *c, nullptr), IoError);
   WriteFileAtomic(dir + "/junk.pt", "not a checkpoint");
-  CHECK_THROWS_AS(LoadCheckpoint(dir + "/junk.pt", o.Signature(), *c, nullptr), StateError);
+  CHECK_THROWS_AS(LoadCheckpoint(dir + "/junk.pt", kGoCheckpoint, o.Signature(), *c, nullptr), StateError);
+}
+
+// The one-line error of a refused checkpoint, or "" when it loads.
+std::string LoadError(const std::string& path, const CheckpointKind& kind, const GnnOptions& o) {
+  GraphSage model(o);
+  try {
+    LoadCheckpoint(path, kind, o.Signature(), *model, nullptr);
+  } catch (const StateError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST_CASE("checkpoints: another network version, another agent or an old format is refused in one line") {
+  const std::string dir = TempDir("checkpoint_version");
+  GnnOptions o;
+  o.hidden = 8;
+  o.layers = 1;
+  GraphSage a(o);
+  SaveCheckpoint(dir + "/go.pt", kGoCheckpoint, o.Signature(), *a, nullptr, TrainingState{});
+  CHECK(LoadError(dir + "/go.pt", kGoCheckpoint, o).empty());
+
+  // Written by a build whose GO network had another version.
+  const CheckpointKind future{"go", kGoCheckpoint.network_version + 1};
+  SaveCheckpoint(dir + "/future.pt", future, o.Signature(), *a, nullptr, TrainingState{});
+  const std::string version = LoadError(dir + "/future.pt", kGoCheckpoint, o);
+  CHECK(version.find("go network version " + std::to_string(future.network_version)) != std::string::npos);
+  CHECK(version.find("is version " + std::to_string(kGoCheckpoint.network_version)) != std::string::npos);
+  CHECK(version.find("configs/checkpoints/go.pt") != std::string::npos);
+  CHECK(version.find(dir + "/future.pt") != std::string::npos);
+  CHECK(version.find('\n') == std::string::npos);
+  CHECK_THROWS_AS(ReadCheckpointSignature(dir + "/future.pt", kGoCheckpoint), StateError);
+
+  // Another agent's network of the same shape.
+  const std::string agent = LoadError(dir + "/go.pt", kRegalCheckpoint, o);
+  CHECK(agent.find("holds a go network") != std::string::npos);
+  CHECK(agent.find("not a regal one") != std::string::npos);
+  CHECK(agent.find('\n') == std::string::npos);
+
+  // A file of the first format (no agent, no network version).
+  torch::serialize::OutputArchive old;
+  torch::serialize::OutputArchive model_archive;
+  a->save(model_archive);
+  old.write("model", model_archive);
+  old.write("gosim_version", torch::tensor(int64_t{1}));
+  old.save_to(dir + "/old.pt");
+  const std::string format = LoadError(dir + "/old.pt", kGoCheckpoint, o);
+  CHECK(format.find("format version 1, this build reads version 2") != std::string::npos);
+  CHECK(format.find("train it again") != std::string::npos);
+  CHECK(format.find('\n') == std::string::npos);
 }
 
 TEST_CASE("training curves: append, read back, truncate on resume") {

@@ -572,14 +572,15 @@ TEST_CASE("GO checkpoints: save / load round trip and signature checks") {
   learned::TrainingState state;
   state.step = 12;
   state.scalars["evaluations"] = 96;
-  learned::SaveCheckpoint(path, options.Signature(), *a, nullptr, state);
-  const std::string signature = learned::ReadCheckpointSignature(path);
+  learned::SaveCheckpoint(path, learned::kGoCheckpoint, options.Signature(), *a, nullptr, state);
+  const std::string signature = learned::ReadCheckpointSignature(path, learned::kGoCheckpoint);
   CHECK(signature == options.Signature());
   const GoModelOptions back = learned::go::ModelOptionsFromSignature(signature, path);
   CHECK(back.Signature() == options.Signature());
   torch::manual_seed(5);
   GoPolicy b(back);
-  const learned::TrainingState loaded = learned::LoadCheckpoint(path, signature, *b, nullptr);
+  const learned::TrainingState loaded =
+      learned::LoadCheckpoint(path, learned::kGoCheckpoint, signature, *b, nullptr);
   CHECK(loaded.step == 12);
   torch::NoGradGuard no_grad;
   const GoOutput oa = a->forward(in, 2, 1, GoPolicyImpl::Mode::kGreedy, nullptr);
@@ -589,7 +590,8 @@ TEST_CASE("GO checkpoints: save / load round trip and signature checks") {
   GoModelOptions other = options;
   other.model = 32;
   GoPolicy c(other);
-  CHECK_THROWS_AS(learned::LoadCheckpoint(path, other.Signature(), *c, nullptr), StateError);
+  CHECK_THROWS_AS(learned::LoadCheckpoint(path, learned::kGoCheckpoint, other.Signature(), *c, nullptr),
+                  StateError);
   CHECK_THROWS_AS(learned::go::ModelOptionsFromSignature("hidden=3", path), StateError);
   // The agent starts from the checkpoint.
   Fixture f(IndependentChains(2, 4), MakeCluster(2));

@@ -198,12 +198,12 @@ TEST_CASE("regal training resumes exactly after a kill") {
   RunTraining(resumed);
 
   RegalPolicyOptions options = RegalPolicyOptions::FromSignature(
-      ReadCheckpointSignature(uninterrupted.run_dir + "/checkpoint.pt"), "a");
+      ReadCheckpointSignature(uninterrupted.run_dir + "/checkpoint.pt", kRegalCheckpoint), "a");
   RegalPolicy a(options), b(options);
-  const TrainingState sa =
-      LoadCheckpoint(uninterrupted.run_dir + "/checkpoint.pt", options.Signature(), *a, nullptr);
+  const TrainingState sa = LoadCheckpoint(uninterrupted.run_dir + "/checkpoint.pt", kRegalCheckpoint,
+                                          options.Signature(), *a, nullptr);
   const TrainingState sb =
-      LoadCheckpoint(resumed.run_dir + "/checkpoint.pt", options.Signature(), *b, nullptr);
+      LoadCheckpoint(resumed.run_dir + "/checkpoint.pt", kRegalCheckpoint, options.Signature(), *b, nullptr);
   CHECK(sa.step == 6);
   CHECK(sb.step == 6);
   const auto pb = b->named_parameters();
@@ -222,7 +222,7 @@ TEST_CASE("regal training resumes exactly after a kill") {
   }
 }
 
-TEST_CASE("regal agent: clear errors for a missing or incompatible checkpoint") {
+TEST_CASE("regal agent: clear errors for a missing or incompatible checkpoint; the committed one by default") {
   RegisterLearnedAgents();
   const std::string dir = TempDir("errors");
   {
@@ -231,15 +231,17 @@ TEST_CASE("regal agent: clear errors for a missing or incompatible checkpoint") 
     CHECK_THROWS_AS(MakeAgent("regal", options), ConfigError);
   }
   {
+    // No `checkpoint`: the committed configs/checkpoints/regal.pt, found from
+    // any working directory (core/data_path.h).
     YAML::Node node = LoadYamlString("population: 10\n");
     YamlMap options(node, "test", "");
-    CHECK_THROWS_AS(MakeAgent("regal", options), ConfigError);
+    CHECK_NOTHROW(MakeAgent("regal", options));
   }
   {
     // A checkpoint of another model (a bare GNN) is refused.
     GnnOptions o;
     GraphSage gnn(o);
-    SaveCheckpoint(dir + "/gnn.pt", o.Signature(), *gnn, nullptr, TrainingState{});
+    SaveCheckpoint(dir + "/gnn.pt", kRegalCheckpoint, o.Signature(), *gnn, nullptr, TrainingState{});
     YAML::Node node = LoadYamlString("checkpoint: " + dir + "/gnn.pt\n");
     YamlMap options(node, "test", "");
     CHECK_THROWS_AS(MakeAgent("regal", options), ConfigError);

@@ -13,7 +13,14 @@ namespace gosim::agents::learned {
 
 namespace {
 
-constexpr int64_t kFormatVersion = 1;
+// 2: adds gosim_agent and gosim_network_version (CheckpointKind).
+constexpr int64_t kFormatVersion = 2;
+
+// How to get a checkpoint this build reads, for the errors below.
+std::string HowToFix(const CheckpointKind& kind) {
+  return "train it again with this build (`gosim train`), or use the committed configs/checkpoints/" +
+         std::string(kind.agent) + ".pt (configs/checkpoints/README.md)";
+}
 
 torch::Tensor BytesTensor(const std::string& s) {
   torch::Tensor t = torch::empty({static_cast<int64_t>(s.size())}, torch::kUInt8);
@@ -38,8 +45,9 @@ torch::Tensor ReadTensor(torch::serialize::InputArchive& archive, const std::str
 
 }  // namespace
 
-void SaveCheckpoint(const std::string& path, const std::string& signature, torch::nn::Module& model,
-                    torch::optim::Optimizer* optimizer, const TrainingState& state) {
+void SaveCheckpoint(const std::string& path, const CheckpointKind& kind, const std::string& signature,
+                    torch::nn::Module& model, torch::optim::Optimizer* optimizer,
+                    const TrainingState& state) {
   torch::serialize::OutputArchive archive;
   torch::serialize::OutputArchive model_archive;
   model.save(model_archive);
@@ -50,6 +58,8 @@ void SaveCheckpoint(const std::string& path, const std::string& signature, torch
     archive.write("optimizer", optimizer_archive);
   }
   archive.write("gosim_version", torch::tensor(kFormatVersion));
+  archive.write("gosim_agent", BytesTensor(kind.agent));
+  archive.write("gosim_network_version", torch::tensor(kind.network_version));
   archive.write("gosim_step", torch::tensor(state.step));
   torch::Tensor rng = torch::empty({4}, torch::kInt64);
   for (size_t i = 0; i < 4; ++i) rng[static_cast<int64_t>(i)] = static_cast<int64_t>(state.rng[i]);
@@ -77,7 +87,7 @@ void SaveCheckpoint(const std::string& path, const std::string& signature, torch
 
 namespace {
 
-torch::serialize::InputArchive OpenArchive(const std::string& path) {
+torch::serialize::InputArchive OpenArchive(const std::string& path, const CheckpointKind& kind) {
   if (!FileExists(path)) {
     throw IoError(
         "checkpoint not found", Location{path},
@@ -93,23 +103,39 @@ torch::serialize::InputArchive OpenArchive(const std::string& path) {
   }
   const int64_t version = ReadTensor(archive, "gosim_version", path).item<int64_t>();
   if (version != kFormatVersion) {
-    throw StateError("checkpoint format version " + std::to_string(version) + ", this build reads " +
-                         std::to_string(kFormatVersion),
-                     Location{path}, "train again with this build");
+    throw StateError("checkpoint format version " + std::to_string(version) + ", this build reads version " +
+                         std::to_string(kFormatVersion) + " (" + kind.agent + " network version " +
+                         std::to_string(kind.network_version) + ")",
+                     Location{path}, HowToFix(kind));
+  }
+  const std::string agent = TensorBytes(ReadTensor(archive, "gosim_agent", path));
+  const int64_t network_version = ReadTensor(archive, "gosim_network_version", path).item<int64_t>();
+  if (agent != kind.agent) {
+    throw StateError(
+        "checkpoint holds a " + agent + " network (version " + std::to_string(network_version) + "), not a " +
+            kind.agent + " one (version " + std::to_string(kind.network_version) + ")",
+        Location{path}, "give a checkpoint of agent " + std::string(kind.agent) + ": " + HowToFix(kind));
+  }
+  if (network_version != kind.network_version) {
+    throw StateError("checkpoint holds " + agent + " network version " + std::to_string(network_version) +
+                         ", this build's " + kind.agent + " network is version " +
+                         std::to_string(kind.network_version),
+                     Location{path}, HowToFix(kind));
   }
   return archive;
 }
 
 }  // namespace
 
-std::string ReadCheckpointSignature(const std::string& path) {
-  torch::serialize::InputArchive archive = OpenArchive(path);
+std::string ReadCheckpointSignature(const std::string& path, const CheckpointKind& kind) {
+  torch::serialize::InputArchive archive = OpenArchive(path, kind);
   return TensorBytes(ReadTensor(archive, "gosim_signature", path));
 }
 
-TrainingState LoadCheckpoint(const std::string& path, const std::string& signature, torch::nn::Module& model,
+TrainingState LoadCheckpoint(const std::string& path, const CheckpointKind& kind,
+                             const std::string& signature, torch::nn::Module& model,
                              torch::optim::Optimizer* optimizer) {
-  torch::serialize::InputArchive archive = OpenArchive(path);
+  torch::serialize::InputArchive archive = OpenArchive(path, kind);
   TrainingState state;
   const std::string saved = TensorBytes(ReadTensor(archive, "gosim_signature", path));
   if (saved != signature) {

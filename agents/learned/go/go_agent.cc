@@ -14,6 +14,7 @@
 #include "agents/learned/common/train.h"
 #include "agents/options_util.h"
 #include "agents/search_tracker.h"
+#include "core/data_path.h"
 #include "core/error.h"
 #include "core/io.h"
 #include "core/log.h"
@@ -129,6 +130,9 @@ PpoOptions ParsePpoOptions(YamlMap& m) {
 GoAgentOptions GoAgentOptions::Parse(YamlMap& options) {
   GoAgentOptions o;
   o.checkpoint = options.Get<std::string>("checkpoint", o.checkpoint);
+  // A relative path is looked up like the project's other files (working
+  // directory, $GOSIM_HOME, source tree), e.g. configs/checkpoints/go.pt.
+  if (!o.checkpoint.empty()) o.checkpoint = ResolveDataPath(o.checkpoint);
   o.evaluations = GetInt(options, "evaluations", o.evaluations, 0, int64_t{1} << 40);
   {
     YamlMap model = options.Child("model");
@@ -289,13 +293,14 @@ namespace {
 GoPolicy BuildPolicy(const GoAgentOptions& options, uint64_t seed) {
   GoModelOptions model = options.model;
   if (!options.checkpoint.empty()) {
-    const std::string signature = ReadCheckpointSignature(options.checkpoint);
+    const std::string signature = ReadCheckpointSignature(options.checkpoint, kGoCheckpoint);
     // The shape is the checkpoint's; the runtime settings stay the agent's.
     model = ModelOptionsFromSignature(signature, options.checkpoint, model);
   }
   torch::manual_seed(seed);
   GoPolicy policy(model);
-  if (!options.checkpoint.empty()) LoadCheckpoint(options.checkpoint, model.Signature(), *policy, nullptr);
+  if (!options.checkpoint.empty())
+    LoadCheckpoint(options.checkpoint, kGoCheckpoint, model.Signature(), *policy, nullptr);
   return policy;
 }
 
@@ -546,7 +551,7 @@ void TrainGo(const TrainRequest& request) {
   int64_t evaluations = 0;
   double wall_before = 0.0;
   if (request.resume && FileExists(checkpoint)) {
-    state = LoadCheckpoint(checkpoint, config.model.Signature(), *policy, &optimizer);
+    state = LoadCheckpoint(checkpoint, kGoCheckpoint, config.model.Signature(), *policy, &optimizer);
     rng.set_state(state.rng);
     evaluations = static_cast<int64_t>(state.scalars.at("evaluations"));
     wall_before = state.scalars.at("wall_seconds");
@@ -575,7 +580,7 @@ void TrainGo(const TrainRequest& request) {
       state.scalars["reference/" + std::to_string(i)] = train[i].reference;
       state.scalars["best/" + std::to_string(i)] = train[i].best_cost;
     }
-    SaveCheckpoint(checkpoint, config.model.Signature(), *policy, &optimizer, state);
+    SaveCheckpoint(checkpoint, kGoCheckpoint, config.model.Signature(), *policy, &optimizer, state);
   };
   int64_t steps_here = 0;
   std::vector<sim::Decision> decisions;

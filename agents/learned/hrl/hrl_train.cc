@@ -96,7 +96,8 @@ void TrainHrl(const learned::TrainRequest& request, bool learned_grouper) {
   double best = std::numeric_limits<double>::infinity();  // best feasible score
   sim::Decision best_decision;
   if (request.resume && FileExists(checkpoint)) {
-    state = learned::LoadCheckpoint(checkpoint, learner.Signature(), *learner.net(), &learner.optimizer());
+    state = learned::LoadCheckpoint(checkpoint, learned::kHrlCheckpoint, learner.Signature(), *learner.net(),
+                                    &learner.optimizer());
     learner.LoadState(state);
     evaluations = static_cast<int64_t>(state.scalars.at("evaluations"));
     wall_before = state.scalars.at("wall_seconds");
@@ -120,7 +121,8 @@ void TrainHrl(const learned::TrainRequest& request, bool learned_grouper) {
     state.scalars["evaluations"] = static_cast<double>(evaluations);
     state.scalars["wall_seconds"] = wall_before + Seconds(start);
     state.scalars["best"] = best;
-    learned::SaveCheckpoint(checkpoint, learner.Signature(), *learner.net(), &learner.optimizer(), state);
+    learned::SaveCheckpoint(checkpoint, learned::kHrlCheckpoint, learner.Signature(), *learner.net(),
+                            &learner.optimizer(), state);
   };
   const auto evaluate = [&](const std::vector<sim::Decision>& d, std::vector<sim::Evaluation>& e) {
     evaluator.EvaluateBatch(d, e);

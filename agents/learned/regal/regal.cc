@@ -16,6 +16,7 @@
 #include "agents/learned/common/rollout.h"
 #include "agents/learned/common/torch_lock.h"
 #include "agents/options_util.h"
+#include "core/data_path.h"
 #include "core/error.h"
 #include "core/io.h"
 #include "core/log.h"
@@ -248,15 +249,18 @@ double RelativeImprovement(double reference, double value) {
 class RegalAgent : public Agent {
  public:
   explicit RegalAgent(YamlMap& options) {
-    checkpoint_ = options.Require<std::string>("checkpoint");
+    // Default: the committed zero-shot policy (configs/checkpoints/README.md);
+    // a relative path is looked up like the project's other files.
+    checkpoint_ = ResolveDataPath(options.Get<std::string>("checkpoint", "configs/checkpoints/regal.pt"));
     decode_ = GetChoice(options, "decode", "mean", {"mean", "greedy"});
     brkga::BrkgaOptions defaults;
     brkga_ = brkga::BrkgaOptions::Parse(options, defaults);
     const auto lock = LockTorch();  // one LibTorch agent at a time (torch_lock.h)
     try {
-      policy_options_ = RegalPolicyOptions::FromSignature(ReadCheckpointSignature(checkpoint_), checkpoint_);
+      policy_options_ = RegalPolicyOptions::FromSignature(
+          ReadCheckpointSignature(checkpoint_, kRegalCheckpoint), checkpoint_);
       policy_ = RegalPolicy(policy_options_);
-      LoadCheckpoint(checkpoint_, policy_options_.Signature(), *policy_, nullptr);
+      LoadCheckpoint(checkpoint_, kRegalCheckpoint, policy_options_.Signature(), *policy_, nullptr);
     } catch (const Error& e) {
       throw ConfigError(
           "agent regal: " + e.message(), options.Where("checkpoint"),
@@ -543,7 +547,8 @@ class RegalTrainer {
                      {"best_valid", best_valid_},
                      {"last_valid", last_valid_},
                      {"best_objective", best_objective_}};
-    SaveCheckpoint(RunPath(file), config_.policy.Signature(), *policy_, optimizer_.get(), state);
+    SaveCheckpoint(RunPath(file), kRegalCheckpoint, config_.policy.Signature(), *policy_, optimizer_.get(),
+                   state);
   }
 
   void Train() {
@@ -559,8 +564,8 @@ class RegalTrainer {
                         "pass --resume to continue that run, or choose another --run-dir");
     }
     if (request_.resume && FileExists(checkpoint)) {
-      const TrainingState state =
-          LoadCheckpoint(checkpoint, config_.policy.Signature(), *policy_, optimizer_.get());
+      const TrainingState state = LoadCheckpoint(checkpoint, kRegalCheckpoint, config_.policy.Signature(),
+                                                 *policy_, optimizer_.get());
       step = state.step;
       evaluations_ = static_cast<int64_t>(state.scalars.at("evaluations"));
       wall_seconds_ = state.scalars.at("wall_seconds");
