@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include "core/data_path.h"
 #include "core/io.h"
 #include "core/rng.h"
 #include "core/version.h"
@@ -112,8 +113,9 @@ std::string IdentityCode(const nlohmann::json& identity) {
 nlohmann::json CheckpointDigest(const nlohmann::json& options) {
   const auto it = options.find("checkpoint");
   if (it == options.end() || !it->is_string()) return nullptr;
-  const std::string& path = it->get_ref<const std::string&>();
-  if (path.empty()) return nullptr;
+  if (it->get_ref<const std::string&>().empty()) return nullptr;
+  // Found the way the agent finds it (working directory, $GOSIM_HOME, source tree).
+  const std::string path = ResolveDataPath(it->get_ref<const std::string&>());
   if (!FileExists(path)) return "missing";
   return HashHex(ReadFile(path));
 }
