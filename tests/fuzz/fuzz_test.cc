@@ -36,6 +36,7 @@
 #include "core/rng.h"
 #include "experiments/experiment_config.h"
 #include "graphs/io.h"
+#include "graphs/json_format.h"
 #include "graphs/onnx_format.h"
 #include "sim/cluster.h"
 #include "sim/decision.h"
@@ -333,6 +334,33 @@ TEST_CASE("fuzz findings: each reproducer in the corpus gives its one-line error
         "i/o error: " + d +
             "graph_json_gz/trailing_garbage.json.gz: byte 142: data after the end of the gzip "
             "stream (the file holds something besides gzip data; re-create or re-download it)");
+  // A node name that is not UTF-8 (CostGraphDef text and ONNX strings may hold
+  // any bytes): the graph loads; a decision naming a missing node, one that
+  // leaves that node out, and writing the graph as JSON give one line with the
+  // bytes escaped, never nlohmann's type_error 316.
+  const graphs::Graph bad_names = graphs::LoadGraph(d + "costgraph/invalid_utf8.pbtxt");
+  REQUIRE(bad_names.num_nodes() == 2);
+  CHECK(bad_names.node(1).name == "bad\xff\xfename");
+  const std::string missing =
+      ErrorOf([&] { sim::LoadDecision(d + "decision/missing_node_utf8_graph.json", bad_names, cluster); });
+  CHECK(missing.rfind("decision error: " + d + "decision/missing_node_utf8_graph.json:8:", 0) == 0);
+  CHECK(missing.find("unknown node 'badname'") != std::string::npos);
+  CHECK(missing.find("bad\\xff\\xfename") != std::string::npos);  // the "did you mean"
+  CHECK(!HasControl(missing));
+  const std::string left_out = ErrorOf([&] {
+    sim::ParseDecisionJson(R"({"format": "gosim.decision", "version": 1, "placement": {"ok": "gpu0"}})",
+                           "left_out.json", bad_names, cluster);
+  });
+  CHECK(left_out ==
+        "decision error: left_out.json:1:44: [placement]: placement misses 1 of 2 nodes: 'bad\\xff\\xfename' "
+        "(give every node of the graph a value)");
+  CHECK(ErrorOf([&] { graphs::WriteGraphJson(bad_names); }) ==
+        "graph error: " + d +
+            "costgraph/invalid_utf8.pbtxt: node 1 ('bad\\xff\\xfename') contains text that is not valid "
+            "UTF-8 (JSON files hold UTF-8 text; rename it)");
+  CHECK(ErrorOf([&] {
+          sim::DecisionToJson(sim::SingleDeviceDecision(bad_names), bad_names, cluster);
+        }).find("cannot write the decision as JSON") != std::string::npos);
   // budget: 1000 with the documented override budget.evaluations=500.
   const experiments::ExperimentConfig config =
       experiments::LoadExperiment(d + "experiment/budget_scalar.yaml", {"budget.evaluations=500"});
