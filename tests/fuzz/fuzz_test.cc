@@ -361,6 +361,11 @@ TEST_CASE("fuzz findings: each reproducer in the corpus gives its one-line error
   CHECK(ErrorOf([&] {
           sim::DecisionToJson(sim::SingleDeviceDecision(bad_names), bad_names, cluster);
         }).find("cannot write the decision as JSON") != std::string::npos);
+  // count: 0 is not one device: a one-line error at the count.
+  CHECK(ErrorOf([&] { sim::LoadCluster(d + "cluster/count_zero.yaml"); }) ==
+        "config error: " + d +
+            "cluster/count_zero.yaml:6:12: [devices[0].count]: count must be between 1 and 65536, not 0 "
+            "(leave count out for one device named as written)");
   // budget: 1000 with the documented override budget.evaluations=500.
   const experiments::ExperimentConfig config =
       experiments::LoadExperiment(d + "experiment/budget_scalar.yaml", {"budget.evaluations=500"});
