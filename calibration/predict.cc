@@ -12,6 +12,7 @@
 #include "calibration/trace_reader.h"
 #include "core/error.h"
 #include "core/io.h"
+#include "core/json_text.h"
 #include "core/stats.h"
 #include "core/strings.h"
 #include "core/yaml.h"
@@ -99,7 +100,7 @@ std::string PredictionJson(const TracePrediction& p) {
                                  {"predicted_gpu_busy_s", s.predicted_gpu_busy_s},
                                  {"measured_gpu_busy_s", s.measured_gpu_busy_s},
                                  {"replay_step_s", s.replay_step_s}};
-    out += line.dump() + "\n";
+    out += DumpJson(line) + "\n";
   }
   return out;
 }

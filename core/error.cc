@@ -34,6 +34,39 @@ std::string Error::Render(const std::string& message, const Location& where, con
   return EscapeControl(out);
 }
 
+namespace {
+
+// The length of the well-formed UTF-8 sequence that starts `text` (a lead
+// byte of 0x80 or above), or 0 when it is not one (RFC 3629: no overlong
+// forms, no surrogates, nothing above U+10FFFF).
+size_t Utf8Length(std::string_view text) {
+  const auto at = [&](size_t k) { return static_cast<unsigned char>(text[k]); };
+  const unsigned char c = at(0);
+  size_t length = 0;
+  unsigned char low = 0x80;
+  unsigned char high = 0xbf;
+  if (c >= 0xc2 && c <= 0xdf) {
+    length = 2;
+  } else if (c >= 0xe0 && c <= 0xef) {
+    length = 3;
+    if (c == 0xe0) low = 0xa0;
+    if (c == 0xed) high = 0x9f;
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    length = 4;
+    if (c == 0xf0) low = 0x90;
+    if (c == 0xf4) high = 0x8f;
+  } else {
+    return 0;
+  }
+  if (text.size() < length || at(1) < low || at(1) > high) return 0;
+  for (size_t k = 2; k < length; ++k) {
+    if (at(k) < 0x80 || at(k) > 0xbf) return 0;
+  }
+  return length;
+}
+
+}  // namespace
+
 std::string EscapeControl(std::string_view text) {
   static constexpr char kHex[] = "0123456789abcdef";
   std::string out;
@@ -50,7 +83,15 @@ std::string EscapeControl(std::string_view text) {
         continue;
       }
     }
-    if (c >= 0x20 && c != 0x7f) {
+    if (c >= 0x80) {  // a UTF-8 sequence is kept whole; a byte of none is written \xNN
+      const size_t length = Utf8Length(text.substr(i));
+      if (length > 0) {
+        out.append(text.substr(i, length));
+        i += length - 1;
+        continue;
+      }
+    }
+    if (c >= 0x20 && c < 0x80 && c != 0x7f) {
       out += static_cast<char>(c);
     } else if (c == '\n') {
       out += "\\n";

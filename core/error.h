@@ -80,8 +80,10 @@ GOSIM_DEFINE_ERROR(StateError, "state error")
 
 // `text` with every control character (C0, DEL and the C1 range U+0080-U+009F
 // in UTF-8) written as a visible escape (`\n`, `\t`, `\r`, `\x1b`,
-// `\u009b`), so that it prints as one line and cannot drive a terminal. Other
-// bytes, UTF-8 letters included, are kept.
+// `\u009b`), and every byte that is not part of well-formed UTF-8 (a node
+// name read from a CostGraphDef or ONNX file may hold any bytes) as `\xNN`,
+// so that it prints as one line of UTF-8 and cannot drive a terminal. Other
+// characters, UTF-8 letters included, are kept.
 std::string EscapeControl(std::string_view text);
 
 }  // namespace gosim

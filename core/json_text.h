@@ -93,6 +93,15 @@ Json ParseJsonText(std::string_view text, const std::string& file, const std::st
   }
 }
 
+// j.dump(indent) that never throws on text that is not valid UTF-8 (node
+// names read from a CostGraphDef or ONNX file, YAML values): such bytes are
+// written as U+FFFD. For JSON a reader must match names in, refuse instead
+// (graphs/json_format.cc, sim/decision_json.cc).
+template <typename Json>
+std::string DumpJson(const Json& j, int indent = -1) {
+  return j.dump(indent, ' ', false, Json::error_handler_t::replace);
+}
+
 }  // namespace gosim
 
 #endif  // GOSIM_CORE_JSON_TEXT_H_

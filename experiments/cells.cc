@@ -7,6 +7,7 @@
 
 #include "core/data_path.h"
 #include "core/io.h"
+#include "core/json_text.h"
 #include "core/rng.h"
 #include "core/version.h"
 
@@ -163,7 +164,7 @@ std::vector<Cell> ExpandGrid(const ExperimentConfig& config) {
           if (!checkpoint.is_null()) cell.identity["checkpoint_digest"] = checkpoint;
           cell.identity["code"] = code;
           cell.identity["mode"] = config.mode;
-          cell.id = HashHex(cell.identity.dump());
+          cell.id = HashHex(DumpJson(cell.identity));
           cells.push_back(std::move(cell));
         }
       }

@@ -19,6 +19,7 @@
 
 #include "core/error.h"
 #include "core/io.h"
+#include "core/json_text.h"
 #include "core/progress.h"
 #include "core/strings.h"
 #include "experiments/commands.h"
@@ -221,7 +222,7 @@ int StatsCommand(const GraphsArgs& args) {
       out["suite"] = suite_name;
       out["graphs"] = list;
     }
-    std::printf("%s\n", out.dump(2).c_str());
+    std::printf("%s\n", DumpJson(out, 2).c_str());
     return 0;
   }
   const bool summarize = graphs_out.size() > 100 && !args.all;

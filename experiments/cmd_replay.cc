@@ -16,6 +16,7 @@
 #include "calibration/hardware/replay_run.h"
 #include "core/error.h"
 #include "core/io.h"
+#include "core/json_text.h"
 #include "core/log.h"
 #include "experiments/commands.h"
 #include "experiments/experiment_config.h"
@@ -73,7 +74,7 @@ int Replay(const ReplayArgs& args) {
   const nlohmann::json summary = calibration::hardware::RunReplay(graph, cluster, cost_model, decisions,
                                                                   args.decisions, options, stdout);
   if (!args.out.empty()) {
-    WriteFileAtomic(args.out, summary.dump(2) + "\n");
+    WriteFileAtomic(args.out, DumpJson(summary, 2) + "\n");
     std::printf("results written to %s\n", args.out.c_str());
   }
   return 0;

@@ -13,12 +13,14 @@
 #include <cstdio>
 #include <exception>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "core/log.h"
 #include "core/plugin.h"
 #include "experiments/commands.h"
 #include "experiments/mpi.h"
+#include "experiments/usage_error.h"
 
 int main(int argc, char** argv) {
   gosim::cli::SetProgramArguments(argv);
@@ -50,10 +52,8 @@ int main(int argc, char** argv) {
     // --help and --version print and exit 0; a usage error is one line, exit 2
     // (CLI11's own printer adds a second line and uses codes above 100).
     if (e.get_exit_code() == 0) return app.exit(e);
-    std::string command = "gosim";
-    for (const CLI::App* sub : app.get_subcommands()) command += " " + sub->get_name();
-    std::fprintf(stderr, "gosim: usage error: %s (see %s --help)\n", gosim::EscapeControl(e.what()).c_str(),
-                 command.c_str());
+    std::fprintf(stderr, "gosim: usage error: %s\n",
+                 gosim::cli::UsageErrorText(app, e, std::vector<std::string>(argv + 1, argv + argc)).c_str());
     return 2;
   }
   // Under mpirun an error on one process would leave the others waiting

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "core/io.h"
+#include "core/json_text.h"
 #include "core/log.h"
 #include "core/strings.h"
 
@@ -73,7 +74,7 @@ nlohmann::ordered_json CellRecord::ToJson() const {
       {"finished_at", finished_at},
   };
   // The identity keeps its canonical (sorted) key order.
-  out["identity"] = nlohmann::ordered_json::parse(identity.dump());
+  out["identity"] = nlohmann::ordered_json::parse(DumpJson(identity));
   if (!reused_from.empty()) out["reused_from"] = reused_from;
   return out;
 }
@@ -188,7 +189,7 @@ void ResultsLog::Index(CellRecord record) {
 }
 
 void ResultsLog::Append(const CellRecord& record) {
-  AppendLine(path_, record.ToJson().dump());
+  AppendLine(path_, DumpJson(record.ToJson()));
   Index(record);
 }
 

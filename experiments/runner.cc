@@ -21,6 +21,7 @@
 
 #include "core/error.h"
 #include "core/io.h"
+#include "core/json_text.h"
 #include "core/log.h"
 #include "core/progress.h"
 #include "core/strings.h"
@@ -220,7 +221,7 @@ int64_t ReuseCells(RunState& state, const std::vector<std::string>& folders, boo
     // The source's cells by their identity without the code version.
     std::map<std::string, const CellRecord*> by_identity;
     for (const CellRecord& record : source.records()) {
-      by_identity[IdentityWithoutCode(record.identity).dump()] = &record;  // the last line wins
+      by_identity[DumpJson(IdentityWithoutCode(record.identity))] = &record;  // the last line wins
     }
     int64_t from_here = 0, other_builds = 0;
     std::set<std::string> other_versions;
@@ -231,7 +232,7 @@ int64_t ReuseCells(RunState& state, const std::vector<std::string>& folders, boo
       // collision or a hand-edited line.
       if (found != nullptr && found->identity != cell.identity) found = nullptr;
       if (found == nullptr) {
-        const auto it = by_identity.find(IdentityWithoutCode(cell.identity).dump());
+        const auto it = by_identity.find(DumpJson(IdentityWithoutCode(cell.identity)));
         if (it == by_identity.end()) continue;
         other_versions.insert(IdentityCode(it->second->identity));
         if (!other_code) {
@@ -350,7 +351,7 @@ int64_t ServeCells(RunState& state, const Communicator& comm) {
       workspace.Prepare(cell);
       const CellOutput out =
           ComputeCell(state, cell, position, workspace.graph(), workspace.evaluator(), false);
-      comm.Send(0, kTagResult, out.record.ToJson().dump() + "\n" + out.decision_json);
+      comm.Send(0, kTagResult, DumpJson(out.record.ToJson()) + "\n" + out.decision_json);
       ++ran;
     } catch (const Error& e) {
       GOSIM_LOG(Error) << "cell " << cell.id << " failed on rank " << comm.rank() << ": " << e.kind() << ": "

@@ -6,6 +6,7 @@
 
 #include "core/data_path.h"
 #include "core/io.h"
+#include "core/json_text.h"
 #include "core/log.h"
 #include "core/strings.h"
 #include "core/version.h"
@@ -103,7 +104,7 @@ int64_t AppendFinalRun(const std::string& folder, const YAML::Node& resolved_con
                                        {"config_digest", ConfigDigest(resolved_config)},
                                        {"code", BuildCodeVersion().ToString()},
                                        {"test_graphs", test_graphs}};
-  AppendLine(folder + "/final_runs.jsonl", line.dump());
+  AppendLine(folder + "/final_runs.jsonl", DumpJson(line));
   return count;
 }
 

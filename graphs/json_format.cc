@@ -580,7 +580,8 @@ std::string WriteGraphJson(const Graph& graph) {
       ",\n  \"name\": " + Dump(Json(graph.name()), "the graph name", graph) + ",\n  \"nodes\": [";
   for (NodeId id = 0; id < graph.num_nodes(); ++id) {
     out += id == 0 ? "\n    " : ",\n    ";
-    out += Dump(NodeJson(graph, id), "node " + std::to_string(id), graph);
+    out +=
+        Dump(NodeJson(graph, id), "node " + std::to_string(id) + " ('" + graph.node(id).name + "')", graph);
   }
   out += graph.num_nodes() == 0 ? "]\n}\n" : "\n  ]\n}\n";
   return out;

@@ -109,9 +109,9 @@ class DecisionReader {
     where.path = path;
     size_t pos = 0;
     if (!section.empty()) {
-      pos = text_.find(Json(section).dump());
+      pos = text_.find(DumpJson(Json(section)));
       if (pos != std::string::npos && !key.empty())
-        pos = text_.find(Json(key).dump(), pos + section.size() + 2);
+        pos = text_.find(DumpJson(Json(key)), pos + section.size() + 2);
       if (pos != std::string::npos) {
         const Location at = TextAt(pos);
         where.line = at.line;

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/json_text.h"
 #include "core/strings.h"
 #include "sim/cluster.h"
 
@@ -175,7 +176,7 @@ std::string SimResultToJson(const SimResult& r, const graphs::Graph& graph, cons
     }
     j["timeline"] = json{{"ops", std::move(ops)}, {"transfers", std::move(hops)}};
   }
-  return j.dump(1);
+  return DumpJson(j, 1);
 }
 
 std::string FormatSimResult(const SimResult& r, const graphs::Graph& graph, const Cluster& cluster) {

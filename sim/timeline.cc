@@ -5,6 +5,7 @@
 
 #include "core/error.h"
 #include "core/io.h"
+#include "core/json_text.h"
 
 namespace gosim::sim {
 namespace {
@@ -88,7 +89,7 @@ std::string ChromeTraceJson(const SimResult& r, const graphs::Graph& graph, cons
                {"cluster", cluster.name()},
                {"step_time_s", r.step_time},
                {"feasible", r.feasible}}}};
-  return trace.dump();
+  return DumpJson(trace);
 }
 
 void WriteChromeTrace(const std::string& path, const SimResult& result, const graphs::Graph& graph,

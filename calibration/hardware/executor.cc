@@ -16,6 +16,7 @@
 #include "calibration/hardware/rank_stats.h"
 #include "core/error.h"
 #include "core/io.h"
+#include "core/json_text.h"
 
 namespace gosim::calibration::hardware {
 namespace {
@@ -599,7 +600,7 @@ Measurement Executor::Profile(const sim::Decision& decision, int32_t warmup, int
                  {"steps", steps},
                  {"warmup", warmup}}},
                {"traceEvents", events}};
-  WriteFileAtomic(path, root.dump());
+  WriteFileAtomic(path, DumpJson(root));
   return m;
 }
 

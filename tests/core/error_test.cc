@@ -49,7 +49,18 @@ TEST_CASE("Control characters echoed from user input are escaped: one line, no t
   // UTF-8 letters and backslashes are kept as they are.
   CHECK(EscapeControl("caf\xc3\xa9 \\ \xe2\x80\x94") == "caf\xc3\xa9 \\ \xe2\x80\x94");
   CHECK(EscapeControl(std::string("a\0b", 3)) == "a\\x00b");
-  CHECK(EscapeControl("end\xc2") == "end\xc2");  // a lone lead byte at the end is not a C1 control
+  // Bytes that are not well-formed UTF-8 are escaped one by one: a lone lead
+  // byte, a stray continuation byte, an overlong form, a surrogate, beyond
+  // U+10FFFF; 4-byte characters are kept.
+  CHECK(EscapeControl("end\xc2") == "end\\xc2");
+  CHECK(EscapeControl("a\xff\xfe\x80"
+                      "b") == "a\\xff\\xfe\\x80b");
+  CHECK(EscapeControl("\xc0\xaf") == "\\xc0\\xaf");
+  CHECK(EscapeControl("\xe0\x80\xaf") == "\\xe0\\x80\\xaf");
+  CHECK(EscapeControl("\xed\xa0\x80") == "\\xed\\xa0\\x80");
+  CHECK(EscapeControl("\xf4\x90\x80\x80") == "\\xf4\\x90\\x80\\x80");
+  CHECK(EscapeControl("\xe2\x82") == "\\xe2\\x82");  // truncated
+  CHECK(EscapeControl("\xf0\x9f\x98\x80 \xef\xbf\xbd") == "\xf0\x9f\x98\x80 \xef\xbf\xbd");
 }
 
 }  // namespace gosim

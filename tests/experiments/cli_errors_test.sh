@@ -31,7 +31,12 @@ expect 2 '^gosim: usage error: The following argument was not expected: --no-suc
   simulate --graph g.json --cluster c.yaml --no-such-option
 expect 2 '^gosim: usage error: .*--graph is required \(see gosim simulate --help\)$' simulate --cluster x
 expect 2 '^gosim: usage error: A subcommand is required \(see gosim --help\)$'
-expect 2 '^gosim: usage error: A subcommand is required \(see gosim --help\)$' bogus
+# An unknown command is named, with the valid ones.
+valid='graphs, simulate, run, optimize, calibrate(, [a-z]+)*'
+expect 2 "^gosim: usage error: unknown command 'bogus' \\(valid: $valid; see gosim --help\\)\$" bogus
+expect 2 "^gosim: usage error: unknown command 'bogus' \\(valid: $valid; see gosim --help\\)\$" \
+  --log-level debug bogus --graph x
+expect 2 "^gosim: usage error: unknown command 'bo\\\\ngus\\\\x1b' " $'bo\ngus\x1b'
 expect 2 '^gosim: usage error: .*' optimize --graph "$graph" --cluster "$cluster" --agent m_etf --seed=-x
 # A budget above 2^63 is refused, not clamped to a run that never ends.
 expect 1 '^gosim: config error: --budget: budget 99999999999999999999 is outside 0\.\.10000000000 evaluations' \
@@ -43,6 +48,16 @@ expect 1 '^gosim: config error: --wall-seconds: budget wall_seconds is above the
 # A graph whose node names hold a newline and an ANSI escape: one line, escaped.
 expect 1 '^gosim: graph error: .*no\\nsuch\\x1b\[2J' simulate --graph tests/data/fuzz/graph_json/control_characters.json \
   --cluster "$cluster" --decision x.json
+# Node names that are not UTF-8 (a .pbtxt): errors print the bytes escaped; JSON
+# a reader must match names in is refused; the trace and --json still print.
+bad_names=tests/data/fuzz/costgraph/invalid_utf8.pbtxt
+expect 1 "^gosim: graph error: $bad_names: node 1 \\('bad\\\\xff\\\\xfename'\\) contains text that is not valid UTF-8" \
+  graphs export "$bad_names" --out "$work/bad.json"
+expect 1 "^gosim: decision error: .*unknown node 'badname' .*Did you mean 'bad\\\\xff\\\\xfename'\\?" \
+  simulate --graph "$bad_names" --cluster "$cluster" --decision tests/data/fuzz/decision/missing_node_utf8_graph.json
+"$gosim" simulate --graph "$bad_names" --cluster "$cluster" --trace "$work/bad_trace.json" --json \
+  > "$work/out" 2> "$work/err" && grep -q '"name": "bad' "$work/out" && grep -q 'bad' "$work/bad_trace.json" ||
+  { echo "FAIL: simulate --trace --json of a graph with non-UTF-8 names"; cat "$work/err"; failures=$((failures + 1)); }
 # An empty graph is refused at load.
 expect 1 '^gosim: graph error: .*empty\.pbtxt: the graph has no nodes' \
   optimize --graph tests/data/fuzz/costgraph/empty.pbtxt --cluster "$cluster" --agent m_etf --no-progress

@@ -6,9 +6,12 @@
 // feeds its reader seeded mutants of those files (bit flips, random bytes,
 // deletions, duplications, splices between corpus files, truncations, and
 // tokens that broke readers before: 1e400, a newline or an ANSI escape in a
-// string, an empty list). The property: every input either loads or throws a
-// gosim::Error whose message is one line without control characters; never
-// another exception, a crash or an input that takes seconds.
+// string, an empty list), and evenly spaced truncations of each corpus file.
+// The property: every input either loads or throws a gosim::Error whose
+// message is one line without control characters; never another exception, a
+// crash or an input that takes seconds. A graph that loads must also survive a
+// JSON round trip (same nodes and edges) unless writing it is refused with a
+// gosim::Error (a node name that is not UTF-8).
 //
 // In `make test` each target runs a fixed number of mutants, at most a few
 // seconds. GOSIM_FUZZ_SECONDS=N runs each target for N seconds instead (a
@@ -25,6 +28,7 @@
 #include <fstream>
 #include <functional>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -36,6 +40,7 @@
 #include "core/rng.h"
 #include "experiments/experiment_config.h"
 #include "graphs/io.h"
+#include "graphs/json_format.h"
 #include "graphs/onnx_format.h"
 #include "sim/cluster.h"
 #include "sim/decision.h"
@@ -103,7 +108,9 @@ const std::vector<std::string> kTokens{"1e400",
                                        "[",
                                        "\\u0000",
                                        "\xff\xfe",
-                                       "1.7976931348623157e308"};
+                                       "1.7976931348623157e308",
+                                       ".",
+                                       "2147483648"};
 
 // A copy of `data` with 1 to 3 random mutations; `what` describes them.
 std::string Mutate(const std::string& data, const std::vector<std::string>& corpus, Rng& rng,
@@ -120,7 +127,7 @@ std::string Mutate(const std::string& data, const std::vector<std::string>& corp
   const int count =
       rng.UniformInt(uint64_t{2}) == 0 ? 1 : static_cast<int>(rng.UniformInt(int64_t{2}, int64_t{3}));
   for (int m = 0; m < count; ++m) {
-    switch (rng.UniformInt(uint64_t{8})) {
+    switch (rng.UniformInt(uint64_t{10})) {
       case 0:  // flip bits
         for (int k = 0; k < 2 && !out.empty(); ++k)
           out[pos(out.size())] ^= static_cast<char>(1 << rng.UniformInt(8));
@@ -170,6 +177,21 @@ std::string Mutate(const std::string& data, const std::vector<std::string>& corp
         *what += "[number swap]";
         break;
       }
+      case 7: {  // insert random bytes
+        std::string garbage(span(32), '\0');
+        for (char& c : garbage) c = static_cast<char>(rng.Next());
+        out.insert(pos(out.size() + 1), garbage);
+        *what += "[inserted garbage]";
+        break;
+      }
+      case 8: {  // swap two spans
+        const size_t a = pos(out.size());
+        const size_t b = pos(out.size());
+        const size_t len = std::min(span(32), out.size() - std::max(a, b));
+        for (size_t k = 0; k < len && a != b; ++k) std::swap(out[a + k], out[b + k]);
+        *what += "[swapped spans]";
+        break;
+      }
       default: {  // truncate
         out.resize(pos(out.size() + 1));
         *what += "[truncated to " + std::to_string(out.size()) + "]";
@@ -190,6 +212,30 @@ bool HasControl(const std::string& text) {
   });
 }
 
+// A loaded input that breaks a property beyond "loads or throws a gosim::Error".
+struct PropertyViolation : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// A graph that loads survives a JSON round trip with the same nodes and edges;
+// writing it may be refused with a gosim::Error (a name that is not UTF-8).
+void RoundTrip(const graphs::Graph& g) {
+  std::string json;
+  try {
+    json = graphs::WriteGraphJson(g);
+  } catch (const Error&) {
+    return;
+  }
+  try {
+    const graphs::Graph back = graphs::ReadGraphJson(json, "roundtrip.json");
+    if (back.num_nodes() != g.num_nodes() || back.num_edges() != g.num_edges()) {
+      throw PropertyViolation("JSON round trip changed the graph");
+    }
+  } catch (const Error& e) {
+    throw PropertyViolation(std::string("its JSON does not read back: ") + e.what());
+  }
+}
+
 struct Outcome {
   int64_t inputs = 0;
   int64_t loaded = 0;
@@ -207,6 +253,8 @@ void Try(const std::function<void(const std::string&)>& read, const std::string&
   try {
     read(data);
     ++outcome->loaded;
+  } catch (const PropertyViolation& e) {
+    failure = e.what();
   } catch (const Error& e) {
     ++outcome->errors;
     const std::string message = e.what();
@@ -235,7 +283,11 @@ struct Target {
   std::string suffix;                            // file name ending the reader needs, e.g. ".pbtxt"
   std::function<void(const std::string&)> read;  // reads a file
   int64_t mutants = 300;                         // per `make test` run
+  double min_error_share = 0.0;                  // of the inputs, at least (text formats: most mutants break)
 };
+
+// Evenly spaced prefixes of each corpus file, besides the random truncations.
+constexpr int kTruncations = 16;
 
 Outcome Fuzz(const Target& target) {
   std::vector<std::string> corpus;
@@ -258,7 +310,14 @@ Outcome Fuzz(const Target& target) {
 
   Outcome outcome;
   // The corpus itself: its files load or fail cleanly (some are reproducers).
-  for (size_t i = 0; i < corpus.size(); ++i) Try(read_file, corpus[i], names[i], names[i], &outcome);
+  for (size_t i = 0; i < corpus.size(); ++i) {
+    Try(read_file, corpus[i], names[i], names[i], &outcome);
+    for (int k = 1; k < kTruncations; ++k) {
+      const size_t length = corpus[i].size() * static_cast<size_t>(k) / kTruncations;
+      Try(read_file, corpus[i].substr(0, length),
+          names[i] + " truncated to " + std::to_string(length) + " bytes", names[i], &outcome);
+    }
+  }
 
   const double seconds = static_cast<double>(EnvInt("GOSIM_FUZZ_SECONDS", 0));
   const double limit = seconds > 0 ? seconds : 4.0;  // `make test`: the mutant count, or 4 s at most
@@ -286,6 +345,7 @@ void Report(const Target& target, const Outcome& outcome) {
   CHECK(outcome.loaded + outcome.errors + static_cast<int64_t>(outcome.failures.size()) >= outcome.inputs);
   CHECK(outcome.inputs > 20);  // the time limit left room for a real run
   CHECK(outcome.errors > 0);   // the mutations do break files
+  CHECK(static_cast<double>(outcome.errors) >= target.min_error_share * static_cast<double>(outcome.inputs));
 }
 
 // The reader's error for the file `path`, or "" when it loads.
@@ -333,6 +393,38 @@ TEST_CASE("fuzz findings: each reproducer in the corpus gives its one-line error
         "i/o error: " + d +
             "graph_json_gz/trailing_garbage.json.gz: byte 142: data after the end of the gzip "
             "stream (the file holds something besides gzip data; re-create or re-download it)");
+  // A node name that is not UTF-8 (CostGraphDef text and ONNX strings may hold
+  // any bytes): the graph loads; a decision naming a missing node, one that
+  // leaves that node out, and writing the graph as JSON give one line with the
+  // bytes escaped, never nlohmann's type_error 316.
+  const graphs::Graph bad_names = graphs::LoadGraph(d + "costgraph/invalid_utf8.pbtxt");
+  REQUIRE(bad_names.num_nodes() == 2);
+  CHECK(bad_names.node(1).name == "bad\xff\xfename");
+  const std::string missing =
+      ErrorOf([&] { sim::LoadDecision(d + "decision/missing_node_utf8_graph.json", bad_names, cluster); });
+  CHECK(missing.rfind("decision error: " + d + "decision/missing_node_utf8_graph.json:8:", 0) == 0);
+  CHECK(missing.find("unknown node 'badname'") != std::string::npos);
+  CHECK(missing.find("bad\\xff\\xfename") != std::string::npos);  // the "did you mean"
+  CHECK(!HasControl(missing));
+  const std::string left_out = ErrorOf([&] {
+    sim::ParseDecisionJson(R"({"format": "gosim.decision", "version": 1, "placement": {"ok": "gpu0"}})",
+                           "left_out.json", bad_names, cluster);
+  });
+  CHECK(left_out ==
+        "decision error: left_out.json:1:44: [placement]: placement misses 1 of 2 nodes: 'bad\\xff\\xfename' "
+        "(give every node of the graph a value)");
+  CHECK(ErrorOf([&] { graphs::WriteGraphJson(bad_names); }) ==
+        "graph error: " + d +
+            "costgraph/invalid_utf8.pbtxt: node 1 ('bad\\xff\\xfename') contains text that is not valid "
+            "UTF-8 (JSON files hold UTF-8 text; rename it)");
+  CHECK(ErrorOf([&] {
+          sim::DecisionToJson(sim::SingleDeviceDecision(bad_names), bad_names, cluster);
+        }).find("cannot write the decision as JSON") != std::string::npos);
+  // count: 0 is not one device: a one-line error at the count.
+  CHECK(ErrorOf([&] { sim::LoadCluster(d + "cluster/count_zero.yaml"); }) ==
+        "config error: " + d +
+            "cluster/count_zero.yaml:6:12: [devices[0].count]: count must be between 1 and 65536, not 0 "
+            "(leave count out for one device named as written)");
   // budget: 1000 with the documented override budget.evaluations=500.
   const experiments::ExperimentConfig config =
       experiments::LoadExperiment(d + "experiment/budget_scalar.yaml", {"budget.evaluations=500"});
@@ -342,23 +434,33 @@ TEST_CASE("fuzz findings: each reproducer in the corpus gives its one-line error
 }
 
 TEST_CASE("fuzz: graph JSON") {
-  const Target t{"graph_json", ".json", [](const std::string& p) { graphs::LoadGraph(p); }, 400};
+  const Target t{"graph_json", ".json", [](const std::string& p) { RoundTrip(graphs::LoadGraph(p)); }, 400,
+                 0.1};
   Report(t, Fuzz(t));
 }
 
 TEST_CASE("fuzz: gzip'd graph JSON") {
-  const Target t{"graph_json_gz", ".json.gz", [](const std::string& p) { graphs::LoadGraph(p); }, 300};
+  const Target t{"graph_json_gz", ".json.gz", [](const std::string& p) { RoundTrip(graphs::LoadGraph(p)); },
+                 300, 0.1};
   Report(t, Fuzz(t));
 }
 
 TEST_CASE("fuzz: CostGraphDef text") {
-  const Target t{"costgraph", ".pbtxt", [](const std::string& p) { graphs::LoadGraph(p); }, 400};
+  const Target t{"costgraph", ".pbtxt", [](const std::string& p) { RoundTrip(graphs::LoadGraph(p)); }, 400,
+                 0.1};
+  Report(t, Fuzz(t));
+}
+
+TEST_CASE("fuzz: gzip'd CostGraphDef text") {
+  // Recognized by its first two bytes, whatever the name says.
+  const Target t{"costgraph_gz", ".pbtxt.gz", [](const std::string& p) { RoundTrip(graphs::LoadGraph(p)); },
+                 150, 0.1};
   Report(t, Fuzz(t));
 }
 
 TEST_CASE("fuzz: ONNX" * doctest::skip(!graphs::OnnxSupported())) {
   // Shape inference runs in a child process per model: fewer mutants.
-  const Target t{"onnx", ".onnx", [](const std::string& p) { graphs::LoadGraph(p); }, 150};
+  const Target t{"onnx", ".onnx", [](const std::string& p) { RoundTrip(graphs::LoadGraph(p)); }, 150};
   Report(t, Fuzz(t));
 }
 
