@@ -31,35 +31,8 @@ const std::vector<std::string> kNodeKeys{
 const std::vector<std::string> kOutputKeys{"bytes", "shape", "dtype"};
 const std::vector<std::string> kPhaseNames{"forward", "backward", "update"};
 
-// A forward iterator over the text that publishes how far nlohmann's lexer
-// has read, so that the parse callback can tell where each node object starts.
-class TrackingIterator {
- public:
-  using iterator_category = std::forward_iterator_tag;
-  using value_type = char;
-  using difference_type = std::ptrdiff_t;
-  using pointer = const char*;
-  using reference = const char&;
-
-  TrackingIterator() = default;
-  TrackingIterator(const char* p, const char** read_up_to) : p_(p), read_up_to_(read_up_to) {}
-
-  reference operator*() const { return *p_; }
-  TrackingIterator& operator++() {
-    *read_up_to_ = ++p_;
-    return *this;
-  }
-  TrackingIterator operator++(int) {
-    TrackingIterator old = *this;
-    ++*this;
-    return old;
-  }
-  bool operator==(const TrackingIterator& other) const { return p_ == other.p_; }
-
- private:
-  const char* p_ = nullptr;
-  const char** read_up_to_ = nullptr;
-};
+// TrackingIterator (core/json_text.h) tells how far nlohmann's lexer has
+// read, so that the parse can tell where each node object starts.
 
 // nlohmann's DOM builder plus what the reader needs from the parse: a depth
 // limit and where each entry of the top-level "nodes" array starts. (The
@@ -135,22 +108,6 @@ class TrackingDomBuilder {
   int open_ = 0;  // containers open around the current event
   bool in_nodes_ = false;
 };
-
-// 1-based line and column of byte `offset` of `text`.
-Location TextLocation(std::string_view text, size_t offset, const std::string& file) {
-  offset = std::min(offset, text.size());
-  Location where(file, 1, 1);
-  size_t line_start = 0;
-  for (size_t i = 0; i < offset; ++i) {
-    if (text[i] == '\n') {
-      ++where.line;
-      line_start = i + 1;
-    }
-  }
-  where.column = static_cast<int>(offset - line_start) + 1;
-  where.byte_offset = static_cast<int64_t>(offset);
-  return where;
-}
 
 // nlohmann's message without its "[json.exception...] parse error at line L,
 // column C: " prefix (the location is reported separately).

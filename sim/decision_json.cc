@@ -75,12 +75,11 @@ class DecisionReader {
     if (!digest.empty() && digest != GraphDigest(g_)) {
       const bool hex =
           digest.size() == 16 && digest.find_first_not_of("0123456789abcdef") == std::string::npos;
-      GOSIM_LOG(Warn)
-          << Location(source_).ToString()
-          << ": this decision was made for a graph with the same node names but other ops or "
-             "edges (graph digest "
-          << (hex ? digest : "malformed") << ", this graph's " << GraphDigest(g_)
-          << "); its result may not carry over";
+      GOSIM_LOG(Warn) << Location(source_).ToString()
+                      << ": this decision was made for a graph with the same node names but other ops or "
+                         "edges (graph digest "
+                      << (hex ? digest : "malformed") << ", this graph's " << GraphDigest(g_)
+                      << "); its result may not carry over";
     }
     return d;
   }

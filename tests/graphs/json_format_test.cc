@@ -232,7 +232,6 @@ TEST_CASE("JSON writer rejects what the format cannot represent") {
   CHECK_THROWS_AS(WriteGraphJson(c.Build()), GraphError);
 }
 
-
 TEST_CASE("Another program's JSON is 'not a gosim graph', saying what it looks like") {
   auto message = [](const std::string& text) { return std::string(ErrorOf(text).what()); };
   auto has = [](const std::string& text, const std::string& part) {

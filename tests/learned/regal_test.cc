@@ -4,16 +4,16 @@
 #include <cmath>
 #include <filesystem>
 #include <numeric>
-#include <string_view>
 #include <string>
+#include <string_view>
 
 #include "agents/agent.h"
-#include "agents/learned_agents.h"
 #include "agents/learned/common/checkpoint.h"
 #include "agents/learned/common/curves.h"
 #include "agents/learned/common/train.h"
 #include "agents/learned/regal/regal.h"
 #include "agents/learned/register.h"
+#include "agents/learned_agents.h"
 #include "core/error.h"
 #include "core/io.h"
 #include "core/plugin.h"
@@ -222,7 +222,8 @@ TEST_CASE("regal training resumes exactly after a kill") {
   }
 }
 
-TEST_CASE("regal agent: clear errors for a missing or incompatible checkpoint; the committed one by default") {
+TEST_CASE(
+    "regal agent: clear errors for a missing or incompatible checkpoint; the committed one by default") {
   RegisterLearnedAgents();
   const std::string dir = TempDir("errors");
   {

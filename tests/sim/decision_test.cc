@@ -382,7 +382,6 @@ TEST_CASE("Bad decision files are DecisionErrors with the file and JSON path") {
   }
 }
 
-
 TEST_CASE("Decision files carry metadata: agent, seed, budget and the graph's digest") {
   const graphs::Graph g = TestGraph();
   const Cluster c = TwoDevices();
