@@ -23,6 +23,7 @@ namespace gosim::agents {
 namespace {
 
 using testing::Fixture;
+using testing::KeepsGroups;
 using testing::MakeCluster;
 
 // A training step in miniature: weights w1, w2 (persistent 4 KB each, their
@@ -62,19 +63,6 @@ graphs::Graph TinyTraining() {
     b.AddEdge(s, d, 0);
   }
   return b.Build();
-}
-
-// Every colocation group of `graph` on one device in `placement`.
-bool KeepsGroups(const graphs::Graph& graph, const std::vector<int32_t>& placement) {
-  std::vector<int32_t> device(graph.colocation_groups().size(), -1);
-  for (graphs::NodeId v = 0; v < graph.num_nodes(); ++v) {
-    const int32_t g = graph.node(v).colocation;
-    if (g < 0) continue;
-    int32_t& d = device[static_cast<size_t>(g)];
-    if (d < 0) d = placement[static_cast<size_t>(v)];
-    if (d != placement[static_cast<size_t>(v)]) return false;
-  }
-  return true;
 }
 
 int32_t Id(const graphs::Graph& g, const std::string& name) {

@@ -124,6 +124,20 @@ struct Fixture {
 // Builds agent `name` from YAML text (empty = defaults).
 std::unique_ptr<Agent> Make(const std::string& name, const std::string& yaml = "{}");
 
+// Every colocation group of `graph` on one device in `placement`: checked
+// from the graph alone, independently of the evaluator's FindSplit.
+inline bool KeepsGroups(const graphs::Graph& graph, const std::vector<int32_t>& placement) {
+  std::vector<int32_t> device(graph.colocation_groups().size(), -1);
+  for (graphs::NodeId v = 0; v < graph.num_nodes(); ++v) {
+    const int32_t g = graph.node(v).colocation;
+    if (g < 0) continue;
+    int32_t& d = device[static_cast<size_t>(g)];
+    if (d < 0) d = placement[static_cast<size_t>(v)];
+    if (d != placement[static_cast<size_t>(v)]) return false;
+  }
+  return true;
+}
+
 }  // namespace gosim::agents::testing
 
 #endif  // GOSIM_TESTS_AGENTS_TEST_UTIL_H_

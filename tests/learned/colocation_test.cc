@@ -21,6 +21,7 @@ namespace gosim::agents {
 namespace {
 
 using testing::Fixture;
+using testing::KeepsGroups;
 using testing::MakeCluster;
 
 std::unique_ptr<Agent> MakeLearned(const std::string& name, const std::string& yaml) {
@@ -28,18 +29,6 @@ std::unique_ptr<Agent> MakeLearned(const std::string& name, const std::string& y
   YAML::Node node = LoadYamlString(yaml, "test");
   YamlMap options = YamlMap::Root(node, "test");
   return MakeAgent(name, options);
-}
-
-bool KeepsGroups(const graphs::Graph& graph, const std::vector<int32_t>& placement) {
-  std::vector<int32_t> device(graph.colocation_groups().size(), -1);
-  for (graphs::NodeId v = 0; v < graph.num_nodes(); ++v) {
-    const int32_t g = graph.node(v).colocation;
-    if (g < 0) continue;
-    int32_t& d = device[static_cast<size_t>(g)];
-    if (d < 0) d = placement[static_cast<size_t>(v)];
-    if (d != placement[static_cast<size_t>(v)]) return false;
-  }
-  return true;
 }
 
 // An untrained REGAL policy for `devices` devices, saved as a checkpoint.
