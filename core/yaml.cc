@@ -160,6 +160,17 @@ void YamlMap::Fail(const std::string& key, const std::string& message, const std
   throw ConfigError(message, Where(key), hint);
 }
 
+void YamlMap::FailMissing(const std::string& key, const std::string& message, const std::string& hint) const {
+  std::vector<std::string> present;
+  if (node_.IsMap()) {
+    for (const auto& entry : node_) {
+      if (entry.first.IsScalar()) present.push_back(entry.first.Scalar());
+    }
+  }
+  const std::string suggestion = DidYouMean(key, present);
+  Fail("", suggestion.empty() ? message : message + "." + suggestion, hint);
+}
+
 Location YamlMap::Where(const std::string& key) const {
   if (!key.empty()) {
     const YAML::Node value = Lookup(key);

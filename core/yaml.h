@@ -67,6 +67,11 @@ class YamlMap {
   // A ConfigError at `key` (or at this map when key is empty).
   [[noreturn]] void Fail(const std::string& key, const std::string& message,
                          const std::string& hint = {}) const;
+  // A ConfigError at this map: `message` about the absent `key`, with a
+  // did-you-mean over the keys the map does have (a misspelt key is the
+  // usual reason one is missing).
+  [[noreturn]] void FailMissing(const std::string& key, const std::string& message,
+                                const std::string& hint = {}) const;
   Location Where(const std::string& key = {}) const;
   const std::string& file() const { return file_; }
   const std::string& path() const { return path_; }
@@ -103,7 +108,7 @@ template <typename T>
 T YamlMap::Require(const std::string& key) {
   known_.insert(key);
   YAML::Node value = Lookup(key);
-  if (!value || value.IsNull()) Fail("", "missing required key '" + key + "'");
+  if (!value || value.IsNull()) FailMissing(key, "missing required key '" + key + "'");
   return YamlAs<T>(value, file_, ChildPath(key));
 }
 

@@ -329,7 +329,7 @@ ExperimentConfig ParseExperiment(const YAML::Node& root, const std::string& sour
   if (map.Has("budget")) config.budget = ParseBudget(map.Node("budget"), source, "budget", config.budget);
   if (map.Has("seeds")) config.seeds = ParseSeeds(map.Node("seeds"), source, "seeds");
   if (!map.Has("agents"))
-    map.Fail("", "the experiment names no agents", "add an agents: list of {name: ...}");
+    map.FailMissing("agents", "the experiment names no agents", "add an agents: list of {name: ...}");
   std::set<std::string> labels;
   for (YamlMap& agent_map : map.ChildList("agents")) {
     AgentSpec spec = ParseAgent(agent_map, config);

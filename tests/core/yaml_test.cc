@@ -47,6 +47,23 @@ TEST_CASE("Type errors and missing keys name the position") {
   CHECK(m.Get<std::vector<int>>("b", {}) == std::vector<int>{1, 2});
 }
 
+TEST_CASE("A missing required key suggests a present key it was probably misspelt as") {
+  YAML::Node root = LoadYamlString("agnets: []\nname: x\n", "t.yaml");
+  YamlMap m = YamlMap::Root(root, "t.yaml");
+  try {
+    m.Require<std::string>("agents");
+    FAIL("expected ConfigError");
+  } catch (const ConfigError& e) {
+    CHECK(std::string(e.what()) == "t.yaml:1:1: missing required key 'agents'. Did you mean 'agnets'?");
+  }
+  try {
+    m.Require<std::string>("budget");
+    FAIL("expected ConfigError");
+  } catch (const ConfigError& e) {
+    CHECK(std::string(e.what()) == "t.yaml:1:1: missing required key 'budget'");
+  }
+}
+
 TEST_CASE("Syntax errors carry the line") {
   try {
     LoadYamlString("a: [1, 2\nb: 3\n", "bad.yaml");
