@@ -137,6 +137,25 @@ bool StridePad(int64_t in, int64_t out, int64_t k, int64_t* stride, int64_t* pad
   return true;
 }
 
+// Stride and padding of a pooling window of size k mapping `in` to `out`,
+// within ATen's bound (padding at most half the window): the smallest such
+// stride, e.g. Inception's "valid" 3x3 / 2 pooling 73 -> 36 (stride 2, no
+// padding), which StridePad's rounded-up stride (3, padding 18) misses.
+bool PoolStridePad(int64_t in, int64_t out, int64_t k, int64_t* stride, int64_t* pad) {
+  if (in <= 0 || out <= 0 || k <= 0) return false;
+  for (int64_t s = 1; s <= std::max<int64_t>(1, (in + out - 1) / out); ++s) {
+    const int64_t need = (out - 1) * s + k - in;  // 2p must reach it, plus what the floor drops
+    for (int64_t p = std::max<int64_t>(0, need / 2); 2 * p <= k; ++p) {
+      if (in + 2 * p >= k && (in + 2 * p - k) / s + 1 == out) {
+        *stride = s;
+        *pad = p;
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
 const InputInfo* Find(const std::vector<InputInfo>& in, const std::function<bool(const InputInfo&)>& pred) {
   for (const InputInfo& i : in) {
     if (pred(i)) return &i;
@@ -431,9 +450,9 @@ Recipe PlanNode(const Graph& graph, NodeId id) {
       const std::vector<int64_t> x = grad ? out : big->shape;
       const std::vector<int64_t> y = grad ? big->shape : out;
       int64_t s = 1, p = 0, k = 3;
-      if (!StridePad(x[2], y[2], k, &s, &p)) {
+      if (!PoolStridePad(x[2], y[2], k, &s, &p)) {
         k = std::max<int64_t>(1, x[2] / y[2]);
-        if (!StridePad(x[2], y[2], k, &s, &p)) return Fallback(node, out);
+        if (!PoolStridePad(x[2], y[2], k, &s, &p)) return Fallback(node, out);
       }
       Recipe r;
       r.params = {k, s, p};

@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "calibration/fit.h"
+#include "calibration/hardware/op_recipes.h"
 #include "calibration/hardware/rank_stats.h"
 #include "calibration/samples.h"
 #include "calibration/trace_reader.h"
@@ -165,6 +166,32 @@ TEST_CASE("a dense layer on a batched activation runs as one matmul, not a bmm o
   }
   CHECK(dense > 0);
   std::filesystem::remove_all(std::filesystem::path(path).parent_path());
+}
+
+TEST_CASE("max pooling solves a stride and padding ATen accepts (Inception's valid 3x3 / 2 windows)") {
+  // 75 px: the stem's pools map 73 -> 36 and 35 -> 17 ("valid", stride 2);
+  // a stride rounded up from in / out (3) needs padding 18, which ATen
+  // refuses (padding at most half the window), and planning crashed.
+  const graphs::Graph g = graphs::Generate(
+      "inception_v3", LoadYamlString("{image_size: 75, aux_logits: false, batch: 1, training: true}"),
+      "test");
+  int32_t pools = 0;
+  for (graphs::NodeId v = 0; v < g.num_nodes(); ++v) {
+    Recipe r = PlanNode(g, v);
+    if (r.kind != RecipeKind::kMaxPool && r.kind != RecipeKind::kMaxPoolBackward) continue;
+    ++pools;
+    REQUIRE(r.params.size() == 3);
+    const int64_t k = r.params[0], s = r.params[1], p = r.params[2];
+    CHECK(2 * p <= k);
+    const std::vector<int64_t>& x = r.operands.back().shape;  // forward input / backward's x
+    const std::vector<int64_t> y = g.node(v).outputs[0].shape;
+    const int64_t in = x[2];
+    const int64_t out = r.kind == RecipeKind::kMaxPool ? y[2] : r.operands[0].shape[2];
+    CHECK((in + 2 * p - k) / s + 1 == out);
+    if (in == 73 && out == 36) CHECK(s == 2);
+    PrepareConstants(&r, at::kCPU);  // runs the pool: ATen's checks
+  }
+  CHECK(pools >= 4);
 }
 
 TEST_CASE("Kendall tau on known inputs") {
