@@ -152,7 +152,7 @@ std::vector<EvaluationTrace> ReadEvaluationManifest(const std::string& path, con
                                                     std::vector<std::string>* missing) {
   const YAML::Node root = LoadYamlString(ReadFile(path), path);
   YamlMap m = YamlMap::Root(root, path);
-  m.Allow({"traces"});
+  m.Allow({"traces", "profile_steps", "profile_warmup"});  // the last two: calibration/evaluate_cpu.py's
   m.Finish();
   const YAML::Node list = m.Node("traces");
   if (!list || !list.IsSequence() || list.size() == 0) {
@@ -162,7 +162,7 @@ std::vector<EvaluationTrace> ReadEvaluationManifest(const std::string& path, con
   std::vector<EvaluationTrace> out;
   for (size_t i = 0; i < list.size(); ++i) {
     YamlMap entry(list[i], path, "traces[" + std::to_string(i) + "]");
-    entry.Allow({"name", "file", "step_pattern", "skip_steps", "about"});
+    entry.Allow({"name", "file", "step_pattern", "skip_steps", "about", "graph"});
     entry.Finish();
     EvaluationTrace t;
     t.name = entry.Require<std::string>("name");
@@ -172,7 +172,14 @@ std::vector<EvaluationTrace> ReadEvaluationManifest(const std::string& path, con
     t.skip_steps = entry.Get<int>("skip_steps", 0);
     if (t.skip_steps < 0) entry.Fail("skip_steps", "skip_steps must be >= 0");
     if (!FileExists(t.path)) {
-      if (missing != nullptr) missing->push_back(t.name + " (" + t.path + ")");
+      // A `graph` entry is a model profiled on this machine (evaluation_cpu.yaml).
+      const std::string graph = entry.Get<std::string>("graph", "");
+      if (missing != nullptr) {
+        missing->push_back(t.name + " (" + t.path + ")" +
+                           (graph.empty() ? ""
+                                          : "; record it with gosim profile --graph '" + graph + "' --out " +
+                                                t.path + ", or run calibration/evaluate_cpu.py"));
+      }
       continue;
     }
     out.push_back(std::move(t));

@@ -83,8 +83,10 @@ struct EvaluationTrace {
 void SkipSteps(Trace* trace, int count);
 
 // The manifest (YAML: `traces: [{name, file, step_pattern, skip_steps}]`, each file
-// relative to `traces_dir`): the listed traces whose file exists; `missing`
-// gets the others.
+// relative to `traces_dir`; entries of models profiled on this machine also
+// name their `graph`, calibration/evaluation_cpu.yaml): the listed traces
+// whose file exists; `missing` gets the others (with the command that
+// records a missing `graph` trace).
 std::vector<EvaluationTrace> ReadEvaluationManifest(const std::string& path, const std::string& traces_dir,
                                                     std::vector<std::string>* missing);
 

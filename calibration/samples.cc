@@ -119,6 +119,17 @@ TraceSamples ExtractSamples(const Trace& trace) {
         s.bytes = work.bytes;
         s.approximate = work.approximate || !work.known;
       }
+      if (s.approximate && op.graph_flops >= 0.0 && op.graph_bytes >= 0.0) {
+        // `gosim profile` records the node's exact work beside the aten
+        // arguments, which lack a convolution's stride and a weight
+        // gradient's kernel size (op_work.h then assumes stride 1 and kernel
+        // 1: a 3x3 weight gradient came out 9x too small). Where the
+        // arguments are complete they describe what ran (an equivalent
+        // matmul or copy for a node without its own recipe) and are kept.
+        s.flops = op.graph_flops;
+        s.bytes = op.graph_bytes;
+        s.approximate = false;
+      }
       s.step = StepAt(trace, op.start);
       s.graph_type = op.graph_op_type;
       s.graph_flops = op.graph_flops;

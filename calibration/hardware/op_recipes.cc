@@ -110,8 +110,23 @@ Recipe CopyOf(int64_t elements) {
 Recipe Fallback(const graphs::Node& node, const std::vector<int64_t>& out) {
   Recipe r;
   if (node.flops > 0.0) {
-    const int64_t cols = out.empty() ? 0 : out.back();
-    const int64_t rows = out.empty() ? 0 : Product(out) / std::max<int64_t>(1, cols);
+    int64_t cols = out.empty() ? 0 : out.back();
+    int64_t rows = out.empty() ? 0 : Product(out) / std::max<int64_t>(1, cols);
+    if (rows > 0 && cols > 0 && std::min(rows, cols) < 16) {
+      // A thin output (e.g. a 1-D convolution's weight gradient, [k, C, 1])
+      // would run as a matrix-vector product, memory-bound and 10-20x slower
+      // per FLOP than the GEMM that such a node is: shape the same elements
+      // as square as their divisors allow.
+      const int64_t elements = rows * cols;
+      int64_t m = 1;
+      for (int64_t d = 1; d * d <= elements; ++d) {
+        if (elements % d == 0) m = d;
+      }
+      if (m >= 16) {
+        rows = elements / m;
+        cols = m;
+      }
+    }
     if (rows > 0 && cols > 0) {
       r = MatmulOf(node.flops, rows, cols);
     } else {

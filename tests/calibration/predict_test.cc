@@ -121,6 +121,16 @@ TEST_CASE("prediction and evaluation edge cases") {
   CHECK(traces.empty());
   CHECK(missing.size() == 4);
   CHECK_THROWS_AS(EvaluateLeaveOneOut({}, FitOptions{}, nullptr), ConfigError);
+
+  // The CPU manifest: >= 8 models of several families, each with the graph
+  // that records its trace, which a missing entry names.
+  missing.clear();
+  CHECK(ReadEvaluationManifest(std::string(GOSIM_SOURCE_DIR) + "/calibration/evaluation_cpu.yaml",
+                               "/nonexistent", &missing)
+            .empty());
+  REQUIRE(missing.size() >= 8);
+  for (const std::string& m : missing) CHECK(m.find("gosim profile --graph '") != std::string::npos);
+  CHECK(missing[0].find("--out /nonexistent/bert.json.gz") != std::string::npos);
 }
 
 }  // namespace gosim::calibration

@@ -119,6 +119,38 @@ TEST_CASE("samples of the small Kineto trace") {
   CHECK(s.device_kind == "A100");
 }
 
+TEST_CASE("samples of a gosim profile trace: the node's recorded work replaces an approximate estimate") {
+  // A stride-2 3x3 convolution [1, 3, 8, 8] -> [1, 4, 4, 4] (the output size is
+  // not in its arguments: op_work.h assumes stride 1, 4x the FLOPs) and a
+  // matmul whose arguments are complete (an equivalent matmul run for a node
+  // of other work keeps the work of what ran).
+  const std::string trace = R"json({"deviceProperties": [{"id": 0, "name": "cpu", "totalGlobalMem": 0}],
+   "traceEvents": [
+    {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#0", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::conv2d", "pid": 1, "tid": 1, "ts": 10, "dur": 20,
+     "args": {"External id": 1, "Input Dims": [[1, 3, 8, 8], [4, 3, 3, 3]], "Input type": ["float", "float"],
+              "gosim node": "conv", "gosim op type": "Conv2D", "gosim flops": 3456, "gosim bytes": 1024}},
+    {"ph": "X", "cat": "kernel", "name": "cpu_kernel<aten::conv2d>", "pid": 0, "tid": "stream 7", "ts": 10,
+     "dur": 20, "args": {"device": 0, "stream": 7, "correlation": 1000000001, "External id": 1}},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 40, "dur": 20,
+     "args": {"External id": 2, "Input Dims": [[64, 32], [32, 64]], "Input type": ["float", "float"],
+              "gosim node": "conv1d_grad", "gosim op type": "Conv1DBackpropFilter", "gosim flops": 262144,
+              "gosim bytes": 5000}},
+    {"ph": "X", "cat": "kernel", "name": "cpu_kernel<aten::mm>", "pid": 0, "tid": "stream 7", "ts": 40,
+     "dur": 20, "args": {"device": 0, "stream": 7, "correlation": 1000000002, "External id": 2}}]})json";
+  const Trace t = ParseTrace(trace, "profile.json");
+  const TraceSamples s = ExtractSamples(t);
+  REQUIRE(s.ops.size() == 2);
+  CHECK(s.ops[0].type == "aten::conv2d");
+  CHECK(s.ops[0].flops == 3456.0);
+  CHECK(s.ops[0].bytes == 1024.0);
+  CHECK_FALSE(s.ops[0].approximate);
+  CHECK(s.ops[1].type == "aten::mm");
+  CHECK(s.ops[1].flops == 2.0 * 64 * 32 * 64);
+  CHECK(s.ops[1].bytes == 4.0 * (64 * 32 + 32 * 64 + 64 * 64));
+  CHECK(s.ops[1].graph_bytes == 5000.0);
+}
+
 TEST_CASE("legacy Kineto trace") {
   const Trace t = ParseTrace(testing::kLegacyTrace, "legacy.json");
   CHECK(t.schema == TraceSchema::kKinetoLegacy);

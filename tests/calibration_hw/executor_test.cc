@@ -194,6 +194,30 @@ TEST_CASE("max pooling solves a stride and padding ATen accepts (Inception's val
   CHECK(pools >= 4);
 }
 
+TEST_CASE("an equivalent matmul is never a matrix-vector product when the output's elements allow a GEMM") {
+  // WaveNet's 1-D convolution weight gradients have outputs [k, C, 1]-like
+  // shapes; as [rows, 1] they ran as memory-bound matrix-vector products,
+  // 10-20x slower per FLOP than the GEMM they stand for.
+  const graphs::Graph g = graphs::Generate(
+      "wavenet",
+      LoadYamlString("{stacks: 1, layers_per_stack: 4, residual_channels: 32, dilation_channels: 32, "
+                     "skip_channels: 64, samples: 512, batch: 1, training: true}"),
+      "test");
+  int32_t fallbacks = 0;
+  for (graphs::NodeId v = 0; v < g.num_nodes(); ++v) {
+    const Recipe r = PlanNode(g, v);
+    if (!r.fallback || r.kind != RecipeKind::kMatmul) continue;
+    ++fallbacks;
+    const std::vector<int64_t>& a = r.operands[0].shape;
+    const std::vector<int64_t>& b = r.operands[1].shape;
+    const int64_t m = a[a.size() - 2], n = b.back();
+    CHECK_MESSAGE(std::min(m, n) >= 16, g.node(v).name << ": " << m << " x " << n);
+    const double flops = 2.0 * static_cast<double>(m * n * a.back()) * (a.size() == 3 ? a[0] : 1);
+    CHECK(flops == doctest::Approx(g.node(v).flops).epsilon(0.05));
+  }
+  CHECK(fallbacks > 0);
+}
+
 TEST_CASE("Kendall tau on known inputs") {
   CHECK(KendallTau({1, 2, 3, 4}, {10, 20, 30, 40}) == doctest::Approx(1.0));
   CHECK(KendallTau({1, 2, 3, 4}, {4, 3, 2, 1}) == doctest::Approx(-1.0));
