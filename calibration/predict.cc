@@ -50,6 +50,12 @@ TracePrediction PredictTrace(const Trace& trace, const TraceSamples& samples,
         "the profile for " + profile.device_kind + " has no cpu fit, so it cannot predict a step", {},
         "refit it with gosim calibrate --out (this version writes cpu: {per_call, per_step})");
   }
+  if (samples.ops.empty() && samples.transfers.empty()) {
+    throw TraceError(
+        "no GPU activity of the trace is joined to an operator or a copy, so there is nothing to predict",
+        Location{trace.source},
+        "record the trace with CUDA activities (torch.profiler activities=[CPU, CUDA])");
+  }
   TracePrediction out;
   out.trace = trace.source;
   out.device_kind = samples.device_kind;
@@ -162,7 +168,7 @@ std::vector<EvaluationTrace> ReadEvaluationManifest(const std::string& path, con
   std::vector<EvaluationTrace> out;
   for (size_t i = 0; i < list.size(); ++i) {
     YamlMap entry(list[i], path, "traces[" + std::to_string(i) + "]");
-    entry.Allow({"name", "file", "step_pattern", "skip_steps", "about", "graph"});
+    entry.Allow({"name", "file", "step_pattern", "skip_steps", "about", "graph", "device_kind"});
     entry.Finish();
     EvaluationTrace t;
     t.name = entry.Require<std::string>("name");
@@ -170,6 +176,7 @@ std::vector<EvaluationTrace> ReadEvaluationManifest(const std::string& path, con
     t.path = (base / relative).lexically_normal().string();
     t.step_pattern = entry.Get<std::string>("step_pattern", "");
     t.skip_steps = entry.Get<int>("skip_steps", 0);
+    t.device_kind = entry.Get<std::string>("device_kind", "");
     if (t.skip_steps < 0) entry.Fail("skip_steps", "skip_steps must be >= 0");
     if (!FileExists(t.path)) {
       // A `graph` entry is a model profiled on this machine (evaluation_cpu.yaml).
@@ -205,6 +212,8 @@ Evaluation EvaluateLeaveOneOut(const std::vector<EvaluationTrace>& traces, const
     Loaded l{ReadTrace(t.path, read), {}};
     SkipSteps(&l.trace, t.skip_steps);
     l.samples = ExtractSamples(l.trace);
+    if (!t.device_kind.empty()) l.samples.device_kind = t.device_kind;
+    RequireKnownDeviceKind(l.samples, "the manifest entry's device_kind:");
     ++per_kind[l.samples.device_kind];
     loaded.push_back(std::move(l));
   }

@@ -76,13 +76,15 @@ struct EvaluationTrace {
   std::string path;          // resolved
   std::string step_pattern;  // empty = the default
   int skip_steps = 0;        // leading steps left out (warm-up)
+  std::string device_kind;   // overrides the trace's (one that names no GPU); empty = the trace's
 };
 
 // Drops the first `count` steps of a trace (warm-up: a first forward pass
 // that allocates memory and picks algorithms).
 void SkipSteps(Trace* trace, int count);
 
-// The manifest (YAML: `traces: [{name, file, step_pattern, skip_steps}]`, each file
+// The manifest (YAML: `traces: [{name, file, step_pattern, skip_steps,
+// device_kind}]`, each file
 // relative to `traces_dir`; entries of models profiled on this machine also
 // name their `graph`, calibration/evaluation_cpu.yaml): the listed traces
 // whose file exists; `missing` gets the others (with the command that

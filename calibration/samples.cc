@@ -197,6 +197,13 @@ TraceSamples ExtractSamples(const Trace& trace) {
   return out;
 }
 
+void RequireKnownDeviceKind(const TraceSamples& samples, const std::string& option) {
+  if (samples.device_kind != "gpu") return;
+  throw TraceError("the trace does not name the GPU it ran on (no deviceProperties entry with a known name)",
+                   Location{samples.source},
+                   "give " + option + " KIND, a device kind of configs/clusters (e.g. V100, A100, H100)");
+}
+
 TraceSamples MergeSamples(const std::vector<TraceSamples>& parts) {
   if (parts.size() == 1) return parts.front();
   TraceSamples out;

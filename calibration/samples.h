@@ -83,6 +83,13 @@ struct TraceSamples {
 // Extracts the samples of every op, memcpy and collective of `trace`.
 TraceSamples ExtractSamples(const Trace& trace);
 
+// TraceError when the trace does not say which GPU it ran on (no
+// deviceProperties, or a name DeviceKindFromName cannot read: the kind is
+// then "gpu"), so that a profile fitted on it, or a prediction of it, would
+// be for no device kind the simulator knows. `option` names the option that
+// sets the kind instead (e.g. "--device-kind").
+void RequireKnownDeviceKind(const TraceSamples& samples, const std::string& option);
+
 // The samples of several traces of one device kind, for one fit (e.g.
 // `gosim profile` runs of several architectures): ops and transfers
 // concatenated with their steps renumbered after the previous traces' (the

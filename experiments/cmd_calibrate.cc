@@ -190,7 +190,9 @@ int Predict(const CalibrateArgs& args) {
   read.step_pattern = args.step_pattern;
   Trace trace = calibration::ReadTrace(ResolveDataPath(args.predict), read);
   calibration::SkipSteps(&trace, args.skip_steps);
-  const TraceSamples samples = calibration::ExtractSamples(trace);
+  TraceSamples samples = calibration::ExtractSamples(trace);
+  if (!args.device_kind.empty()) samples.device_kind = args.device_kind;
+  calibration::RequireKnownDeviceKind(samples, "--device-kind");
   DeviceScale scale;
   if (samples.device_kind != profile.device_kind) {
     const std::optional<DeviceScale> s = PresetScale(profile.device_kind, samples.device_kind);
@@ -258,6 +260,7 @@ int Calibrate(const CalibrateArgs& args) {
   const Trace trace = calibration::ReadTrace(ResolveDataPath(args.trace), read);
   TraceSamples samples = calibration::ExtractSamples(trace);
   if (!args.device_kind.empty()) samples.device_kind = args.device_kind;
+  calibration::RequireKnownDeviceKind(samples, "--device-kind");
   if (samples.ops.empty()) {
     throw TraceError("the trace has no GPU kernels joined to operators", Location{args.trace},
                      "calibration needs a GPU trace recorded with CUDA activities and CPU ops");
@@ -279,6 +282,7 @@ int Calibrate(const CalibrateArgs& args) {
     for (const std::string& path : args.also) {
       parts.push_back(calibration::ExtractSamples(calibration::ReadTrace(path, read)));
       if (!args.device_kind.empty()) parts.back().device_kind = args.device_kind;
+      calibration::RequireKnownDeviceKind(parts.back(), "--device-kind");
     }
     for (const std::string& path : args.transfers_from) {
       // Kernels of a multi-device run ran beside each other; only its copies
@@ -448,7 +452,9 @@ void AddCalibrateCommand(CLI::App& root) {
   cmd->add_option("--min-samples", args->min_samples,
                   "Samples with shapes needed for a linear fit; fewer -> median time")
       ->capture_default_str();
-  cmd->add_option("--device-kind", args->device_kind, "Override the device kind read from the trace");
+  cmd->add_option(
+      "--device-kind", args->device_kind,
+      "Override the device kind read from the trace (needed when it names no GPU); also for --predict");
   InputFile(cmd->add_option("--transfer-trace", args->transfer_trace,
                             "A trace of the same model on another GPU to predict with this profile"));
   cmd->add_option("--transfer-step-pattern", args->transfer_step_pattern,

@@ -8,6 +8,7 @@
 #include "calibration/fit.h"
 #include "calibration/trace_reader.h"
 #include "core/error.h"
+#include "tests/calibration/trace_test_data.h"
 
 namespace gosim::calibration {
 namespace {
@@ -113,6 +114,38 @@ TEST_CASE("prediction and evaluation edge cases") {
   const std::string text = FormatAccuracy(empty);
   CHECK(text.find("no matched ops (7 target ops") != std::string::npos);
   CHECK(text.find("MAPE") == std::string::npos);
+
+  // A trace that names no GPU cannot be fitted or predicted without a kind.
+  std::string no_kind = testing::kKinetoTrace;
+  const size_t from = no_kind.find(" \"deviceProperties\"");
+  const size_t to = no_kind.find(" \"distributedInfo\"");
+  REQUIRE(from != std::string::npos);
+  REQUIRE(to > from);
+  no_kind.erase(from, to - from);
+  TraceSamples unnamed = ExtractSamples(ParseTrace(no_kind, "unnamed.json"));
+  CHECK(unnamed.device_kind == "gpu");
+  try {
+    RequireKnownDeviceKind(unnamed, "--device-kind");
+    FAIL("no error");
+  } catch (const TraceError& e) {
+    CHECK(std::string(e.what()).find("unnamed.json") != std::string::npos);
+    CHECK(std::string(e.what()).find("give --device-kind KIND") != std::string::npos);
+  }
+  unnamed.device_kind = "A100";
+  CHECK_NOTHROW(RequireKnownDeviceKind(unnamed, "--device-kind"));
+  CHECK_NOTHROW(RequireKnownDeviceKind(ExtractSamples(ParseTrace(testing::kKinetoTrace, "small.json")), "x"));
+
+  // A trace whose GPU activities join no operator has nothing to predict.
+  const std::string no_kernels = R"json({"deviceProperties": [{"id": 0, "name": "NVIDIA A100-SXM4-40GB"}],
+   "traceEvents": [
+    {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::relu", "pid": 1, "tid": 1, "ts": 10, "dur": 20,
+     "args": {"External id": 1, "Input Dims": [[8, 32]], "Input type": ["float"]}}]})json";
+  const Trace bare = ParseTrace(no_kernels, "bare.json");
+  REQUIRE_FALSE(bare.steps.empty());
+  const TraceSamples bare_samples = ExtractSamples(bare);
+  CHECK_THROWS_WITH_AS(PredictTrace(bare, bare_samples, profile), doctest::Contains("nothing to predict"),
+                       TraceError);
 
   // A manifest whose files are absent lists them as missing.
   std::vector<std::string> missing;
