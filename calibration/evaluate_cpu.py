@@ -35,6 +35,9 @@ def main():
     parser.add_argument("--refresh", action="store_true", help="re-profile every model")
     parser.add_argument("--max-median-error", type=float, help="passed to gosim calibrate --evaluate")
     parser.add_argument("--fit", choices=["huber", "nnls"], help="passed to gosim calibrate --evaluate")
+    parser.add_argument("--profile-only", action="store_true",
+                        help="record the missing traces, evaluate nothing (calibration/hardware/replay_experiment.sh)")
+    parser.add_argument("--exclude", default="", help="space- or comma-separated model names not to record")
     args = parser.parse_args()
 
     if not os.access(args.gosim, os.X_OK):
@@ -54,9 +57,15 @@ def main():
     print(f"cores: {os.cpu_count()}; load average at the start: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     os.makedirs(args.cache, exist_ok=True)
     started = time.time()
+    excluded = set(args.exclude.replace(",", " ").split())
+    names = {entry.get("name") for entry in entries if isinstance(entry, dict)}
+    for name in sorted(excluded - names):
+        fail(f"--exclude {name}: no such model in {args.manifest} (its models: {', '.join(sorted(names))})")
     for i, entry in enumerate(entries):
         if not isinstance(entry, dict) or "file" not in entry or "graph" not in entry:
             fail(f"{args.manifest}: traces[{i}] needs `file` and `graph` (a model profiled on this machine)")
+        if entry.get("name") in excluded:
+            continue
         out = os.path.join(args.cache, entry["file"])
         if os.path.exists(out) and not args.refresh:
             print(f"{entry.get('name', out)}: cached {out}")
@@ -71,6 +80,8 @@ def main():
         summary = [line for line in run.stdout.splitlines() if "steps after" in line]
         print(f"{entry.get('name', out)}: {summary[0] if summary else 'profiled'} -> {out}")
     print(f"profiling took {time.time() - started:.0f} s")
+    if args.profile_only:
+        return 0
 
     command = [args.gosim, "calibrate", "--evaluate", "--manifest", args.manifest, "--traces-dir", args.cache]
     if args.fit is not None:
