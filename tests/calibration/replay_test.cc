@@ -92,6 +92,38 @@ TEST_CASE("step graph of a hand-made trace, replayed with measured and with pred
   CHECK(FormatReplay({r}).find("mean |error|") != std::string::npos);
 }
 
+TEST_CASE("a stream wait whose guessed source ran after the waiter waits on earlier work of that stream") {
+  // Thread 10, no cuda_sync records: kernel a [13, 20) and kernel b [40, 60)
+  // on stream 7, then cudaEventRecord and cudaStreamWaitEvent, then kernel c
+  // [25, 30) on stream 20. The event is taken to mark b (the thread's last
+  // launch), but c started before b did: the wait was on a, the latest
+  // stream-7 activity launched before the wait that ended by c's start.
+  const char* trace_text = R"({"traceEvents": [
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 10, "tid": 10, "ts": 1000, "dur": 100, "args": {}},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::relu_", "pid": 10, "tid": 10, "ts": 1009, "dur": 4,
+   "args": {"External id": 1, "Input Dims": [[64]], "Input type": ["float"]}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 10, "tid": 10, "ts": 1010, "dur": 2, "args": {"correlation": 1}},
+  {"ph": "X", "cat": "kernel", "name": "a", "pid": 0, "tid": 7, "ts": 1013, "dur": 7, "args": {"device": 0, "stream": 7, "correlation": 1}},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::relu_", "pid": 10, "tid": 10, "ts": 1013, "dur": 4,
+   "args": {"External id": 2, "Input Dims": [[64]], "Input type": ["float"]}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 10, "tid": 10, "ts": 1014, "dur": 2, "args": {"correlation": 2}},
+  {"ph": "X", "cat": "kernel", "name": "b", "pid": 0, "tid": 7, "ts": 1040, "dur": 20, "args": {"device": 0, "stream": 7, "correlation": 2}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaEventRecord", "pid": 10, "tid": 10, "ts": 1017, "dur": 1, "args": {"correlation": 3}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaStreamWaitEvent", "pid": 10, "tid": 10, "ts": 1019, "dur": 1, "args": {"correlation": 4}},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 10, "tid": 10, "ts": 1020, "dur": 4,
+   "args": {"External id": 3, "Input Dims": [[64], [64]], "Input type": ["float", "float"]}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 10, "tid": 10, "ts": 1021, "dur": 2, "args": {"correlation": 5}},
+  {"ph": "X", "cat": "kernel", "name": "c", "pid": 0, "tid": 20, "ts": 1025, "dur": 5, "args": {"device": 0, "stream": 20, "correlation": 5}}
+]})";
+  const Trace trace = ParseTrace(trace_text, "wait.json");
+  const TraceSamples samples = ExtractSamples(trace);
+  ReplayOptions measured;
+  measured.measured_gpu = true;
+  const StepGraph g = BuildStepGraph(trace, samples, 0, nullptr, measured);
+  CHECK(g.edges.cross_stream == 1);  // a -> c, rather than the contradicted b -> c dropped
+  CHECK(g.edges.dropped == 0);
+}
+
 TEST_CASE("replay errors") {
   const Trace trace = ParseTrace(kStepTrace, "step.json");
   const TraceSamples samples = ExtractSamples(trace);
