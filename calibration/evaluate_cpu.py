@@ -8,6 +8,7 @@ a profile fitted on the others, and the table (model, measured period,
 predicted, error; median and worst) is printed. From the repository root:
 
     nice -n 10 python3 calibration/evaluate_cpu.py [--cache runs/cpu_traces] [--refresh] [--fit nnls]
+                                                   [--preserve-total]
 
 The load average is printed before and after: step times taken while other
 processes share the cores are not this machine's (docs/CALIBRATION.md).
@@ -35,6 +36,7 @@ def main():
     parser.add_argument("--refresh", action="store_true", help="re-profile every model")
     parser.add_argument("--max-median-error", type=float, help="passed to gosim calibrate --evaluate")
     parser.add_argument("--fit", choices=["huber", "nnls"], help="passed to gosim calibrate --evaluate")
+    parser.add_argument("--preserve-total", action="store_true", help="passed to gosim calibrate --evaluate")
     parser.add_argument("--profile-only", action="store_true",
                         help="record the missing traces, evaluate nothing (calibration/hardware/replay_experiment.sh)")
     parser.add_argument("--exclude", default="", help="space- or comma-separated model names not to record")
@@ -86,6 +88,8 @@ def main():
     command = [args.gosim, "calibrate", "--evaluate", "--manifest", args.manifest, "--traces-dir", args.cache]
     if args.fit is not None:
         command += ["--fit", args.fit]
+    if args.preserve_total:
+        command += ["--preserve-total"]
     if args.max_median_error is not None:
         command += ["--max-median-error", str(args.max_median_error)]
     sys.stdout.flush()

@@ -66,6 +66,7 @@ struct CalibrateArgs {
   std::string traces_dir = "../shared/data/traces";
   int skip_steps = 0;
   double max_median_error = -1.0;
+  bool preserve_total = false;
 };
 
 std::string TraceSummary(const Trace& trace, const TraceSamples& samples) {
@@ -217,6 +218,7 @@ int Evaluate(const CalibrateArgs& args) {
   fit.method = calibration::ParseFitMethod(args.fit);
   fit.weighting = calibration::ParseWeighting(args.weighting);
   fit.min_samples = args.min_samples;
+  fit.preserve_total = args.preserve_total;
   const std::string manifest = ResolveDataPath(args.manifest);
   std::vector<std::string> missing;
   const std::vector<calibration::EvaluationTrace> traces =
@@ -250,6 +252,7 @@ int Calibrate(const CalibrateArgs& args) {
   fit.method = calibration::ParseFitMethod(args.fit);
   fit.weighting = calibration::ParseWeighting(args.weighting);
   fit.min_samples = args.min_samples;
+  fit.preserve_total = args.preserve_total;
   if (args.min_samples < 1) throw ConfigError("--min-samples must be >= 1", Location{"--min-samples"});
   if (args.out.empty() && !args.report && args.predictions.empty()) {
     throw ConfigError("nothing to do", Location{"gosim calibrate"},
@@ -449,6 +452,9 @@ void AddCalibrateCommand(CLI::App& root) {
   cmd->add_option("--weighting", args->weighting,
                   "Least-squares weights: relative (per-op percentage error), sqrt, absolute (seconds)")
       ->capture_default_str();
+  cmd->add_flag("--preserve-total", args->preserve_total,
+                "Scale each fitted kernel cost so that its samples' predicted times add up to their measured "
+                "total (a robust fit follows the typical sample, a step sums them all)");
   cmd->add_option("--min-samples", args->min_samples,
                   "Samples with shapes needed for a linear fit; fewer -> median time")
       ->capture_default_str();

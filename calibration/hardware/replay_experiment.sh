@@ -25,6 +25,7 @@ REPEATS=${REPEATS:-7}
 WARMUP=${WARMUP:-2}
 ROUNDS=${ROUNDS:-3}
 FIT=${FIT:-huber}  # gosim calibrate --fit: huber (the default) or nnls
+PRESERVE_TOTAL=${PRESERVE_TOTAL:-0}  # 1: gosim calibrate --preserve-total
 # Models of the manifest that are replayed, and therefore left out of the
 # fit (a transformer, an LSTM, a CNN); the profile is fitted on the others.
 REPLAYED=${REPLAYED:-"bert rnnlm resnet50"}
@@ -71,6 +72,7 @@ for pair in $(manifest fitted "$REPLAYED"); do
   if [ -z "$first" ]; then first=$file; else also="$also --also $file"; fi
 done
 echo "fitting on:$names (replayed, not fitted on: $REPLAYED)"
+if [ "$PRESERVE_TOTAL" = 1 ]; then also="$also --preserve-total"; fi
 # shellcheck disable=SC2086
 "$GOSIM" calibrate --trace "$first" $also --transfers-from "$OUT/link.json.gz" --fit "$FIT" --out "$PROFILE"
 

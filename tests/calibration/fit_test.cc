@@ -275,4 +275,31 @@ TEST_CASE("hold-out and transfer evaluation") {
   CHECK(FormatAccuracy(transfer).find("unmatched") != std::string::npos);
 }
 
+TEST_CASE("preserve_total: a robust fit's predictions add up to the measured total of its samples") {
+  // Times with noise skewed to the right (one sample in four 40% slow, as on
+  // a shared core): Huber follows the typical sample and its sum falls
+  // short of the measured one; preserve_total rescales it to the total.
+  const double noise[] = {-0.05, 0.0, 0.05, 0.4};
+  std::vector<OpSample> samples;
+  for (int i = 0; i < 400; ++i) {
+    const double flops = 1e6 * (1 + i % 50);
+    samples.push_back(Sample("aten::mm", flops, 0.0, (2e-6 + 1e-11 * flops) * (1.0 + noise[i % 4])));
+  }
+  double measured = 0.0;
+  for (const OpSample& s : samples) measured += s.time;
+  const auto total = [&](const sim::KernelFit& fit) {
+    double sum = 0.0;
+    for (const OpSample& s : samples) sum += fit.Time(s.flops, s.bytes);
+    return sum;
+  };
+  FitOptions robust;
+  robust.method = FitMethod::kHuber;
+  const sim::KernelFit plain = FitKernelCost(Pointers(samples), robust);
+  CHECK(total(plain) < 0.95 * measured);
+  robust.preserve_total = true;
+  const sim::KernelFit kept = FitKernelCost(Pointers(samples), robust);
+  CHECK(total(kept) == doctest::Approx(measured).epsilon(1e-9));
+  CHECK(kept.per_flop / plain.per_flop == doctest::Approx(measured / total(plain)).epsilon(1e-9));
+}
+
 }  // namespace gosim::calibration
