@@ -2,8 +2,6 @@
 // (colocation groups, group embeddings, op features), option validation,
 // determinism, and a learning smoke test per agent on tiny graphs whose best
 // placement is known.
-#include <doctest/doctest.h>
-
 #include <cmath>
 #include <filesystem>
 #include <string>
@@ -13,6 +11,8 @@
 #include "agents/learned/common/train.h"
 #include "agents/learned/hrl/grouping.h"
 #include "agents/learned/hrl/hrl_agent.h"
+#include "agents/learned/hrl/hrl_learner.h"
+#include "agents/learned/hrl/hrl_policy.h"
 #include "agents/learned/register.h"
 #include "core/error.h"
 #include "core/io.h"
@@ -22,6 +22,10 @@
 #include "sim/decision.h"
 #include "tests/agents/test_util.h"
 #include "tests/learned/train_util.h"
+
+// glog, which torch includes, defines a CHECK macro; doctest's must win here.
+#undef CHECK
+#include <doctest/doctest.h>
 
 namespace gosim::agents {
 namespace {
@@ -150,6 +154,103 @@ TEST_CASE("hrl and colocrl options are validated") {
     RegisterLearnedAgents();
     YamlMap options = YamlMap::Root(LoadYamlFile(path), path);
     CHECK(MakeAgent(name, options)->name() == name);
+  }
+}
+
+// The fraction of (op, sample) pairs whose sampled group is not the op's
+// prior group, over `samples` groupings drawn from `logits`.
+double LeaveFraction(const torch::Tensor& logits, const std::vector<int32_t>& prior, int64_t samples) {
+  Rng rng(17);
+  const hrl::GroupSamples s = hrl::SampleGroups(logits, samples, rng);
+  int64_t left = 0, total = 0;
+  for (const std::vector<int32_t>& groups : s.groups) {
+    for (size_t i = 0; i < groups.size(); ++i) {
+      left += groups[i] != prior[i] ? 1 : 0;
+      ++total;
+    }
+  }
+  return static_cast<double>(left) / static_cast<double>(total);
+}
+
+// The probability, under `logits`, that an op is not in its prior group,
+// averaged over the ops.
+double LeaveProbability(const torch::Tensor& logits, const std::vector<int32_t>& prior) {
+  const torch::Tensor p = torch::softmax(logits, 1);
+  double sum = 0.0;
+  for (size_t i = 0; i < prior.size(); ++i) sum += 1.0 - p[static_cast<int64_t>(i)][prior[i]].item<double>();
+  return sum / static_cast<double>(prior.size());
+}
+
+TEST_CASE(
+    "hrl locality prior: its strength is the only change to the Grouper's logits; 0 = the paper's Grouper") {
+  // 8 chains of 3 ops on 2 devices: 40 groups, the chains are the prior groups.
+  const graphs::Graph g = IndependentChains(8, 3);
+  auto options_with = [](double prior) {
+    YAML::Node node = LoadYamlString("{locality_prior: " + std::to_string(prior) + "}", "test");
+    YamlMap map = YamlMap::Root(node, "test");
+    return hrl::HrlOptions::Parse(map, true);
+  };
+  hrl::HrlLearner none(g, 2, true, options_with(0.0), 5);
+  hrl::HrlLearner strong(g, 2, true, options_with(10.0), 5);
+  REQUIRE(none.num_groups() == 40);
+  const std::vector<int32_t>& prior = none.prior_groups();
+  REQUIRE(prior == strong.prior_groups());
+  // Same seed, same network: the logits differ by exactly the prior.
+  torch::NoGradGuard no_grad;
+  const torch::Tensor plain = none.GroupLogits();
+  const torch::Tensor with_prior = strong.GroupLogits();
+  const torch::Tensor diff = (with_prior - plain).contiguous();
+  for (int64_t i = 0; i < diff.size(0); ++i) {
+    for (int64_t j = 0; j < diff.size(1); ++j) {
+      const float expected = j == prior[static_cast<size_t>(i)] ? 10.0f : 0.0f;
+      CHECK(diff[i][j].item<float>() == doctest::Approx(expected).epsilon(1e-5));
+    }
+  }
+  // Without the prior an op leaves its prior group with the probability the
+  // network's logits give (near-uniform at initialization: about 39/40).
+  const double p_none = LeaveProbability(plain, prior);
+  CHECK(p_none > 0.9);
+  // 24 ops x 2,000 samples: the binomial standard error is below 0.001.
+  CHECK(LeaveFraction(plain, prior, 2000) == doctest::Approx(p_none).epsilon(0.01));
+  // With +10 the probability is about 39 / (e^10 + 39) = 0.18%.
+  const double p_strong = LeaveProbability(with_prior, prior);
+  CHECK(p_strong == doctest::Approx(39.0 / (std::exp(10.0) + 39.0)).epsilon(0.2));
+  CHECK(LeaveFraction(with_prior, prior, 2000) < 3.0 * p_strong);
+  CHECK_THROWS_AS(MakeLearned("hrl", "{locality_prior: -1}"), ConfigError);
+}
+
+TEST_CASE("configs/agents/hrl.yaml and colocrl.yaml document the built-in defaults") {
+  for (const bool hrl : {true, false}) {
+    const std::string path = std::string("configs/agents/") + (hrl ? "hrl" : "colocrl") + ".yaml";
+    INFO(path);
+    YamlMap file = YamlMap::Root(LoadYamlFile(path), path);
+    const hrl::HrlOptions a = hrl::HrlOptions::Parse(file, hrl);
+    YAML::Node empty = LoadYamlString("{}", "test");
+    YamlMap none = YamlMap::Root(empty, "test");
+    const hrl::HrlOptions b = hrl::HrlOptions::Parse(none, hrl);
+    CHECK(a.evaluations == b.evaluations);
+    CHECK(a.samples_per_step == b.samples_per_step);
+    CHECK(a.groups == b.groups);
+    CHECK(a.max_groups == b.max_groups);
+    CHECK(a.grouper_hidden == b.grouper_hidden);
+    CHECK(a.hidden == b.hidden);
+    CHECK(a.attention == b.attention);
+    CHECK(a.device_embedding == b.device_embedding);
+    CHECK(a.learning_rate == b.learning_rate);
+    CHECK(a.lr_decay == b.lr_decay);
+    CHECK(a.baseline_decay == b.baseline_decay);
+    CHECK(a.baseline_from_failing == b.baseline_from_failing);
+    CHECK(a.grad_clip == b.grad_clip);
+    CHECK(a.infeasible_step_time == b.infeasible_step_time);
+    CHECK(a.init_scale == b.init_scale);
+    CHECK(a.locality_prior == b.locality_prior);
+    CHECK(a.tanh_constant == b.tanh_constant);
+    CHECK(a.logits_noise == b.logits_noise);
+    CHECK(a.entropy_weight == b.entropy_weight);
+    CHECK(a.torch_threads == b.torch_threads);
+    CHECK(a.noise_steps == b.noise_steps);
+    CHECK(a.lr_decay_start == b.lr_decay_start);
+    CHECK(a.lr_decay_steps == b.lr_decay_steps);
   }
 }
 

@@ -40,16 +40,16 @@ HrlLearner::HrlLearner(const graphs::Graph& graph, int32_t devices, bool step_ti
     InitUniform(*net_->grouper, options.init_scale, rng_);
     op_types_ = torch::tensor(OpTypes(graph), torch::kInt64);
     op_features_ = ToTensor(OpFeatures(graph));
+    // The prior group of an op: ColocRL's colocation groups merged into at
+    // most G consecutive runs (grouping.h).
+    int32_t runs = 0;
+    prior_groups_ = ColocationGroups(graph, num_groups_, &runs);
     if (options.locality_prior > 0.0) {
-      // The prior group of an op: ColocRL's colocation groups merged into at
-      // most G consecutive runs (grouping.h).
       const int32_t n = graph.num_nodes();
-      int32_t runs = 0;
-      const std::vector<int32_t> prior_group = ColocationGroups(graph, num_groups_, &runs);
       group_prior_ = torch::zeros({n, num_groups_});
       float* prior = group_prior_.data_ptr<float>();
       for (int32_t i = 0; i < n; ++i) {
-        prior[static_cast<int64_t>(i) * num_groups_ + prior_group[static_cast<size_t>(i)]] =
+        prior[static_cast<int64_t>(i) * num_groups_ + prior_groups_[static_cast<size_t>(i)]] =
             static_cast<float>(options.locality_prior);
       }
     }
@@ -66,6 +66,12 @@ HrlLearner::HrlLearner(const graphs::Graph& graph, int32_t devices, bool step_ti
         graph, fixed_groups_, num_groups_,
         std::span<float>(fixed_inputs_.data_ptr<float>(), static_cast<size_t>(num_groups_ * width_)));
   }
+}
+
+torch::Tensor HrlLearner::GroupLogits() {
+  torch::Tensor logits = net_->grouper->forward(op_types_, op_features_);
+  if (group_prior_.defined()) logits = logits + group_prior_;
+  return logits;
 }
 
 std::string HrlLearner::Signature() const {
@@ -116,8 +122,7 @@ HrlLearner::StepResult HrlLearner::Step(int64_t k, const EvaluateFn& evaluate, c
   GroupSamples group_samples;
   torch::Tensor inputs;
   if (options_.learned_grouper) {
-    torch::Tensor logits = net_->grouper->forward(op_types_, op_features_);
-    if (group_prior_.defined()) logits = logits + group_prior_;
+    const torch::Tensor logits = GroupLogits();
     group_samples = SampleGroups(AddLogitNoise(logits, noise, noise_rng), k, rng_);
     inputs = torch::empty({k, num_groups_, width_});
     float* data = inputs.data_ptr<float>();

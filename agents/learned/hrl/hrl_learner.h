@@ -61,6 +61,14 @@ class HrlLearner {
   void LoadState(const learned::TrainingState& state);
 
   int32_t num_groups() const { return num_groups_; }
+  // hrl: the Grouper's logits [N, G] before noise, with the locality prior
+  // (options.locality_prior added to each op's prior group) when it is > 0;
+  // with 0 they are the network's own logits (the paper's Grouper).
+  torch::Tensor GroupLogits();
+  // hrl: the prior group of every op (ColocRL's colocation groups merged
+  // into at most num_groups() consecutive runs), whether or not the prior
+  // is applied.
+  const std::vector<int32_t>& prior_groups() const { return prior_groups_; }
   // The decisions and evaluations of the last Step.
   const std::vector<sim::Decision>& decisions() const { return decisions_; }
   const std::vector<sim::Evaluation>& evaluations() const { return evaluations_; }
@@ -82,6 +90,7 @@ class HrlLearner {
   int64_t width_ = 0;
   std::vector<int32_t> fixed_groups_;
   torch::Tensor op_types_, op_features_, fixed_inputs_;
+  std::vector<int32_t> prior_groups_;
   torch::Tensor group_prior_;  // [N, G] locality prior added to the Grouper's logits (undefined: none)
   HrlNet net_;
   std::vector<torch::Tensor> parameters_;
