@@ -111,9 +111,9 @@ hrl_table1() {
   local quick_2=() quick_n=()
   if [ $quick = 1 ]; then
     # Smaller models (shorter sequences, narrower LSTMs, smaller batches);
-    # 1,600 evaluations (50 policy steps of 32) for HRL and HRL without the
-    # locality prior, 320 for ColocRL.
-    local learned=('agents[5].budget.evaluations=1600' 'agents[6].budget.evaluations=320'
+    # 1,600 evaluations for each learned agent (HRL: 50 policy steps of 32;
+    # HRL without the locality prior; ColocRL).
+    local learned=('agents[5].budget.evaluations=1600' 'agents[6].budget.evaluations=1600'
       'agents[7].budget.evaluations=1600')
     quick_2=("${learned[@]}" 'graphs[0].params.batch=8' 'graphs[1].params.batch=8'
       'graphs[2].params={layers: 2, hidden: 512, vocab: 4000, seq_len: 8, batch: 32, training: true}'

@@ -15,13 +15,32 @@ torch::Tensor ToTensor(const Matrix& m) {
 
 }  // namespace
 
+HrlSchedule HrlSchedule::For(const HrlOptions& options, int64_t total_steps) {
+  HrlSchedule s;
+  s.total_steps = std::max<int64_t>(0, total_steps);
+  const auto steps = [&](double fraction) {
+    return static_cast<int64_t>(std::llround(fraction * static_cast<double>(s.total_steps)));
+  };
+  s.noise_steps = options.logits_noise > 0.0 ? steps(options.noise_fraction) : 0;
+  s.lr_decay_start = steps(options.lr_decay_start_fraction);
+  s.lr_decay_every = std::max<int64_t>(1, steps(options.lr_decay_every_fraction));
+  return s;
+}
+
+double HrlSchedule::LearningRate(const HrlOptions& options, int64_t step) const {
+  if (options.lr_decay >= 1.0 || step < lr_decay_start) return options.learning_rate;
+  return options.learning_rate *
+         std::pow(options.lr_decay, static_cast<double>((step - lr_decay_start) / lr_decay_every));
+}
+
 HrlLearner::HrlLearner(const graphs::Graph& graph, int32_t devices, bool step_time_objective,
-                       const HrlOptions& options, uint64_t seed)
+                       const HrlOptions& options, uint64_t seed, int64_t total_steps)
     : graph_(graph),
       units_(graph, /*enforce=*/true),
       devices_(devices),
       step_time_objective_(step_time_objective),
       options_(options),
+      schedule_(HrlSchedule::For(options, total_steps)),
       seed_(seed),
       rng_(Rng::Derive(seed, {0x68726c00ULL + (options.learned_grouper ? 1 : 0)})) {
   // Groups: learned (HRL) or fixed colocation groups (ColocRL).
@@ -115,7 +134,7 @@ HrlLearner::StepResult HrlLearner::Step(int64_t k, const EvaluateFn& evaluate, c
   const int32_t n = graph_.num_nodes();
   // Logit noise draws from a stream of its own per step, so that a resumed
   // run draws the same noise.
-  const bool noisy = options_.logits_noise > 0.0 && step_ < options_.noise_steps;
+  const bool noisy = step_ < schedule_.noise_steps;
   Rng noise_rng = Rng::Derive(seed_, {0x6e6f697365ULL, static_cast<uint64_t>(step_)});
   const double noise = noisy ? options_.logits_noise : 0.0;
   // Policy: sample k groupings and k placements (with autograd).
@@ -188,11 +207,9 @@ HrlLearner::StepResult HrlLearner::Step(int64_t k, const EvaluateFn& evaluate, c
   torch::Tensor loss = -(torch::tensor(advantages) * log_prob).mean();
   if (options_.entropy_weight > 0.0) loss = loss - options_.entropy_weight * entropy.mean();
   // Staircase exponential decay of the learning rate (reference code).
-  double lr = options_.learning_rate;
-  if (options_.lr_decay < 1.0 && step_ >= options_.lr_decay_start) {
-    lr *= std::pow(options_.lr_decay,
-                   static_cast<double>((step_ - options_.lr_decay_start) / options_.lr_decay_steps));
-  }
+  const double lr = schedule_.LearningRate(options_, step_);
+  result.noisy = noisy;
+  result.learning_rate = lr;
   for (auto& group : optimizer_->param_groups()) {
     static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
   }
