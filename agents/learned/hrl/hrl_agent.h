@@ -10,7 +10,8 @@
 //   Placer's, the reward is -sqrt(step time), the baseline an exponential
 //   moving average of the reward (decay 0.9, updated per sample), Adam with
 //   gradient-norm clipping at 1.0 and the reference code's logit noise and
-//   learning-rate decay; an infeasible placement (out of memory) counts as a
+//   learning-rate decay, as fractions of the budget (HrlSchedule,
+//   hrl_learner.h); an infeasible placement (out of memory) counts as a
 //   step time of 100 s (reference code; option `infeasible_step_time`). A
 //   locality prior (colocation groups merged into consecutive runs) is added
 //   to the Grouper's logits (a deviation, docs/DEVIATIONS.md).
