@@ -111,8 +111,10 @@ hrl_table1() {
   local quick_2=() quick_n=()
   if [ $quick = 1 ]; then
     # Smaller models (shorter sequences, narrower LSTMs, smaller batches);
-    # 1,600 evaluations (50 policy steps of 32) for HRL, 320 for ColocRL.
-    local learned=('agents[5].budget.evaluations=1600' 'agents[6].budget.evaluations=320')
+    # 1,600 evaluations for each learned agent (HRL: 50 policy steps of 32;
+    # HRL without the locality prior; ColocRL).
+    local learned=('agents[5].budget.evaluations=1600' 'agents[6].budget.evaluations=1600'
+      'agents[7].budget.evaluations=1600')
     quick_2=("${learned[@]}" 'graphs[0].params.batch=8' 'graphs[1].params.batch=8'
       'graphs[2].params={layers: 2, hidden: 512, vocab: 4000, seq_len: 8, batch: 32, training: true}'
       'graphs[3].params={layers: 2, hidden: 512, seq_len: 8, batch: 32, training: true}')
@@ -199,15 +201,19 @@ go_multitask() {
 
 # REGAL: train the policy (training split), then every method on the test
 # split with BRKGA 5K's budget; Tables 1 and 2 come from the same run.
+# The controls GAS and REGAL without the memory-priority feature are trained
+# the same way (their configs differ from REGAL's only in the policy).
 regal_tables() {
-  local dir_run=$out/regal_table1 train=() grid=()
+  local dir_run=$out/regal_table1 train=() grid=() control=()
   mkdir -p "$dir_run"
   if [ $quick = 1 ]; then
     # 300 steps of 8 samples (the full run: 1,500), validation on 20 graphs,
-    # 5 graphs for the trainer's own check; then the first 50 cells of the
-    # test grid (3 seeds).
-    train=(steps=300 valid_graphs=20 valid_every=100 checkpoint_every=100 evaluate.graphs=5 evaluate.seeds=1)
-    grid=(--max-cells 50)
+    # 5 graphs for the trainer's own check; the controls likewise (without
+    # the check); then the first 66 cells of the test grid (3 graphs of 22
+    # cells: 3 seeds, gp_dfs 1).
+    control=(steps=300 valid_graphs=20 valid_every=100 checkpoint_every=100)
+    train=("${control[@]}" evaluate.graphs=5 evaluate.seeds=1)
+    grid=(--max-cells 66)
   fi
   say "training REGAL (resumes a finished or killed run)"
   local resume=()
@@ -215,9 +221,18 @@ regal_tables() {
   # --final: the training run ends with REGAL Table 1's check on the test split (evaluate:).
   "${launch[@]}" "$GOSIM" train configs/experiments/regal_train.yaml --final --run-dir "$dir_run/train" "${resume[@]}" \
     "${train[@]}"
+  local name
+  for name in gas no_priority; do
+    say "training the control regal_train_$name (resumes a finished or killed run)"
+    resume=()
+    [ ! -f "$dir_run/train_$name/checkpoint.pt" ] || resume=(--resume)
+    "${launch[@]}" "$GOSIM" train "configs/experiments/regal_train_$name.yaml" --run-dir "$dir_run/train_$name" \
+      "${resume[@]}" "${control[@]}"
+  done
   say "every method on the test graphs"
   run_grid configs/experiments/paper/regal_table1.yaml output="$dir_run/run" \
-    "agents[4].options.checkpoint=$dir_run/train/best.pt" "${grid[@]}"
+    "agents[4].options.checkpoint=$dir_run/train/best.pt" "agents[5].options.checkpoint=$dir_run/train_gas/best.pt" \
+    "agents[6].options.checkpoint=$dir_run/train_no_priority/best.pt" "${grid[@]}"
   say "tables and plots"
   $PY analysis/tables.py analysis/layouts/regal_table1.yaml "$dir_run/run" --out "$dir_run"
   $PY analysis/tables.py analysis/layouts/regal_table2.yaml "$dir_run/run" --out "$dir_run"

@@ -2,8 +2,6 @@
 // (colocation groups, group embeddings, op features), option validation,
 // determinism, and a learning smoke test per agent on tiny graphs whose best
 // placement is known.
-#include <doctest/doctest.h>
-
 #include <cmath>
 #include <filesystem>
 #include <string>
@@ -13,6 +11,8 @@
 #include "agents/learned/common/train.h"
 #include "agents/learned/hrl/grouping.h"
 #include "agents/learned/hrl/hrl_agent.h"
+#include "agents/learned/hrl/hrl_learner.h"
+#include "agents/learned/hrl/hrl_policy.h"
 #include "agents/learned/register.h"
 #include "core/error.h"
 #include "core/io.h"
@@ -22,6 +22,10 @@
 #include "sim/decision.h"
 #include "tests/agents/test_util.h"
 #include "tests/learned/train_util.h"
+
+// glog, which torch includes, defines a CHECK macro; doctest's must win here.
+#undef CHECK
+#include <doctest/doctest.h>
 
 namespace gosim::agents {
 namespace {
@@ -134,9 +138,20 @@ TEST_CASE("hrl and colocrl options are validated") {
   CHECK_THROWS_AS(MakeLearned("colocrl", "{locality_prior: 5}"), ConfigError);  // hrl's key
   CHECK_THROWS_AS(MakeLearned("hrl", "{logits_noise: -0.5}"), ConfigError);
   CHECK_THROWS_AS(MakeLearned("hrl", "{lr_decay: 1.5}"), ConfigError);
-  CHECK_THROWS_AS(MakeLearned("hrl", "{lr_decay_steps: 0}"), ConfigError);
+  CHECK_THROWS_AS(MakeLearned("hrl", "{lr_decay_every_fraction: 0}"), ConfigError);
+  CHECK_THROWS_AS(MakeLearned("hrl", "{noise_fraction: 1.5}"), ConfigError);
+  CHECK_THROWS_AS(MakeLearned("hrl", "{lr_decay_start_fraction: -0.1}"), ConfigError);
+  // The schedules' former keys (policy steps) say what replaced them.
+  for (const char* old_key : {"noise_steps", "lr_decay_start", "lr_decay_steps"}) {
+    try {
+      MakeLearned("hrl", std::string("{") + old_key + ": 10}");
+      FAIL("expected a ConfigError");
+    } catch (const ConfigError& e) {
+      CHECK(std::string(e.what()).find("fraction") != std::string::npos);
+    }
+  }
   CHECK_THROWS_AS(MakeLearned("hrl", "{baseline_start: zero}"), ConfigError);
-  CHECK(MakeLearned("colocrl", "{tanh_constant: 1.0, logits_noise: 0.5, noise_steps: 10}")->name() ==
+  CHECK(MakeLearned("colocrl", "{tanh_constant: 1.0, logits_noise: 0.5, noise_fraction: 0.5}")->name() ==
         "colocrl");
   try {
     MakeLearned("hrl", "{infeasible_step_time: 0}");
@@ -151,6 +166,175 @@ TEST_CASE("hrl and colocrl options are validated") {
     YamlMap options = YamlMap::Root(LoadYamlFile(path), path);
     CHECK(MakeAgent(name, options)->name() == name);
   }
+}
+
+// The fraction of (op, sample) pairs whose sampled group is not the op's
+// prior group, over `samples` groupings drawn from `logits`.
+double LeaveFraction(const torch::Tensor& logits, const std::vector<int32_t>& prior, int64_t samples) {
+  Rng rng(17);
+  const hrl::GroupSamples s = hrl::SampleGroups(logits, samples, rng);
+  int64_t left = 0, total = 0;
+  for (const std::vector<int32_t>& groups : s.groups) {
+    for (size_t i = 0; i < groups.size(); ++i) {
+      left += groups[i] != prior[i] ? 1 : 0;
+      ++total;
+    }
+  }
+  return static_cast<double>(left) / static_cast<double>(total);
+}
+
+// The probability, under `logits`, that an op is not in its prior group,
+// averaged over the ops.
+double LeaveProbability(const torch::Tensor& logits, const std::vector<int32_t>& prior) {
+  const torch::Tensor p = torch::softmax(logits, 1);
+  double sum = 0.0;
+  for (size_t i = 0; i < prior.size(); ++i) sum += 1.0 - p[static_cast<int64_t>(i)][prior[i]].item<double>();
+  return sum / static_cast<double>(prior.size());
+}
+
+TEST_CASE(
+    "hrl locality prior: its strength is the only change to the Grouper's logits; 0 = the paper's Grouper") {
+  // 8 chains of 3 ops on 2 devices: 40 groups, the chains are the prior groups.
+  const graphs::Graph g = IndependentChains(8, 3);
+  auto options_with = [](double prior) {
+    YAML::Node node = LoadYamlString("{locality_prior: " + std::to_string(prior) + "}", "test");
+    YamlMap map = YamlMap::Root(node, "test");
+    return hrl::HrlOptions::Parse(map, true);
+  };
+  hrl::HrlLearner none(g, 2, true, options_with(0.0), 5, 100);
+  hrl::HrlLearner strong(g, 2, true, options_with(10.0), 5, 100);
+  REQUIRE(none.num_groups() == 40);
+  const std::vector<int32_t>& prior = none.prior_groups();
+  REQUIRE(prior == strong.prior_groups());
+  // Same seed, same network: the logits differ by exactly the prior.
+  torch::NoGradGuard no_grad;
+  const torch::Tensor plain = none.GroupLogits();
+  const torch::Tensor with_prior = strong.GroupLogits();
+  const torch::Tensor diff = (with_prior - plain).contiguous();
+  for (int64_t i = 0; i < diff.size(0); ++i) {
+    for (int64_t j = 0; j < diff.size(1); ++j) {
+      const float expected = j == prior[static_cast<size_t>(i)] ? 10.0f : 0.0f;
+      CHECK(diff[i][j].item<float>() == doctest::Approx(expected).epsilon(1e-5));
+    }
+  }
+  // Without the prior an op leaves its prior group with the probability the
+  // network's logits give (near-uniform at initialization: about 39/40).
+  const double p_none = LeaveProbability(plain, prior);
+  CHECK(p_none > 0.9);
+  // 24 ops x 2,000 samples: the binomial standard error is below 0.001.
+  CHECK(LeaveFraction(plain, prior, 2000) == doctest::Approx(p_none).epsilon(0.01));
+  // With +10 the probability is about 39 / (e^10 + 39) = 0.18%.
+  const double p_strong = LeaveProbability(with_prior, prior);
+  CHECK(p_strong == doctest::Approx(39.0 / (std::exp(10.0) + 39.0)).epsilon(0.2));
+  CHECK(LeaveFraction(with_prior, prior, 2000) < 3.0 * p_strong);
+  CHECK_THROWS_AS(MakeLearned("hrl", "{locality_prior: -1}"), ConfigError);
+}
+
+TEST_CASE("configs/agents/hrl.yaml and colocrl.yaml document the built-in defaults") {
+  for (const bool hrl : {true, false}) {
+    const std::string path = std::string("configs/agents/") + (hrl ? "hrl" : "colocrl") + ".yaml";
+    INFO(path);
+    YamlMap file = YamlMap::Root(LoadYamlFile(path), path);
+    const hrl::HrlOptions a = hrl::HrlOptions::Parse(file, hrl);
+    YAML::Node empty = LoadYamlString("{}", "test");
+    YamlMap none = YamlMap::Root(empty, "test");
+    const hrl::HrlOptions b = hrl::HrlOptions::Parse(none, hrl);
+    CHECK(a.evaluations == b.evaluations);
+    CHECK(a.samples_per_step == b.samples_per_step);
+    CHECK(a.groups == b.groups);
+    CHECK(a.max_groups == b.max_groups);
+    CHECK(a.grouper_hidden == b.grouper_hidden);
+    CHECK(a.hidden == b.hidden);
+    CHECK(a.attention == b.attention);
+    CHECK(a.device_embedding == b.device_embedding);
+    CHECK(a.learning_rate == b.learning_rate);
+    CHECK(a.lr_decay == b.lr_decay);
+    CHECK(a.baseline_decay == b.baseline_decay);
+    CHECK(a.baseline_from_failing == b.baseline_from_failing);
+    CHECK(a.grad_clip == b.grad_clip);
+    CHECK(a.infeasible_step_time == b.infeasible_step_time);
+    CHECK(a.init_scale == b.init_scale);
+    CHECK(a.locality_prior == b.locality_prior);
+    CHECK(a.tanh_constant == b.tanh_constant);
+    CHECK(a.logits_noise == b.logits_noise);
+    CHECK(a.entropy_weight == b.entropy_weight);
+    CHECK(a.torch_threads == b.torch_threads);
+    CHECK(a.noise_fraction == doctest::Approx(b.noise_fraction).epsilon(1e-4));
+    CHECK(a.lr_decay_start_fraction == doctest::Approx(b.lr_decay_start_fraction).epsilon(1e-4));
+    CHECK(a.lr_decay_every_fraction == doctest::Approx(b.lr_decay_every_fraction).epsilon(1e-4));
+  }
+}
+
+hrl::HrlOptions ParseHrl(const std::string& yaml, bool learned_grouper = true) {
+  YAML::Node node = LoadYamlString(yaml, "test");
+  YamlMap map = YamlMap::Root(node, "test");
+  return hrl::HrlOptions::Parse(map, learned_grouper);
+}
+
+TEST_CASE("hrl schedules: the defaults give the reference code's steps at 48,000 evaluations of 32") {
+  const hrl::HrlOptions o = ParseHrl("{}");
+  const hrl::HrlSchedule paper = hrl::HrlSchedule::For(o, 48000 / 32);
+  CHECK(paper.noise_steps == 750);
+  CHECK(paper.lr_decay_start == 400);
+  CHECK(paper.lr_decay_every == 50);
+  CHECK(paper.LearningRate(o, 399) == 0.005);
+  CHECK(paper.LearningRate(o, 449) == 0.005);  // staircase: the first decay at 400 + 50
+  CHECK(paper.LearningRate(o, 450) == doctest::Approx(0.005 * 0.95));
+  CHECK(paper.LearningRate(o, 1499) == doctest::Approx(0.005 * std::pow(0.95, 21)));
+  // A tenth of the budget: the same phases, a tenth as long.
+  const hrl::HrlSchedule tenth = hrl::HrlSchedule::For(o, 150);
+  CHECK(tenth.noise_steps == 75);
+  CHECK(tenth.lr_decay_start == 40);
+  CHECK(tenth.lr_decay_every == 5);
+  CHECK(tenth.LearningRate(o, 149) == doctest::Approx(0.005 * std::pow(0.95, 21)));
+  // No logit noise: no noise phase whatever the fraction.
+  CHECK(hrl::HrlSchedule::For(ParseHrl("{logits_noise: 0}"), 1500).noise_steps == 0);
+  // colocrl has no schedule by default.
+  const hrl::HrlOptions c = ParseHrl("{}", false);
+  CHECK(hrl::HrlSchedule::For(c, 1500).noise_steps == 0);
+  CHECK(hrl::HrlSchedule::For(c, 1500).LearningRate(c, 1499) == c.learning_rate);
+}
+
+// The noise phase of a run at budget B ends at noise_fraction x B
+// evaluations, and the learning rate has decayed as many times as at the
+// reference budget, whatever B is.
+TEST_CASE("hrl and colocrl schedules scale with the budget the agent is given") {
+  Fixture f(IndependentChains(4, 3), MakeCluster(2, int64_t{1} << 34, 1e10, 1e-3));
+  for (const int64_t budget : {int64_t{320}, int64_t{960}}) {
+    INFO("budget ", budget);
+    auto agent = MakeLearned("hrl", "{samples_per_step: 8, hidden: 8, attention: 8, grouper_hidden: 8}");
+    const AgentResult r = agent->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, budget, 1));
+    CHECK(r.evaluations == budget);
+    CHECK(r.extra.at("policy_steps") == budget / 8);
+    // The documented fraction: half of the budget (configs/agents/hrl.yaml).
+    CHECK(r.extra.at("noise_evaluations") == budget / 2);
+    CHECK(r.extra.at("noise_steps") == budget / 16);
+    // 22 decays by the last step at either budget, as at 1,500 steps' 21-22.
+    const double steps = static_cast<double>(budget / 8);
+    CHECK(r.extra.at("lr_decay_start") == std::llround(steps * 400.0 / 1500.0));
+    CHECK(r.extra.at("lr_decay_every") == std::max<int64_t>(1, std::llround(steps / 30.0)));
+    const int64_t decays = (budget / 8 - 1 - static_cast<int64_t>(r.extra.at("lr_decay_start"))) /
+                           static_cast<int64_t>(r.extra.at("lr_decay_every"));
+    CHECK(r.extra.at("final_learning_rate") == doctest::Approx(0.005 * std::pow(0.95, decays)));
+  }
+  // A budget that is not a multiple of samples_per_step: the last step is
+  // partial and the noise phase still ends at the nearest step to B / 2.
+  {
+    auto agent = MakeLearned("hrl", "{samples_per_step: 32, hidden: 8, attention: 8, grouper_hidden: 8}");
+    const AgentResult r = agent->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 1000, 1));
+    CHECK(r.extra.at("policy_steps") == 32);  // 31 of 32 samples and one of 8
+    CHECK(r.extra.at("noise_evaluations") == 16 * 32);
+  }
+  // colocrl with a noise phase and a decay, given as fractions too.
+  auto colocrl = MakeLearned("colocrl",
+                             "{samples_per_step: 8, hidden: 8, attention: 8, logits_noise: 0.5, "
+                             "noise_fraction: 0.25, lr_decay: 0.5, lr_decay_start_fraction: 0.5, "
+                             "lr_decay_every_fraction: 0.25}");
+  const AgentResult c = colocrl->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 320, 1));
+  CHECK(c.extra.at("noise_evaluations") == 80);
+  CHECK(c.extra.at("lr_decay_start") == 20);
+  CHECK(c.extra.at("lr_decay_every") == 10);
+  CHECK(c.extra.at("final_learning_rate") == doctest::Approx(0.01 * 0.5));  // step 39: one decay
 }
 
 // A chain of 12 ops (1 ms each) whose 100 MB outputs take 10 ms to cross
@@ -175,11 +359,12 @@ TEST_CASE("hrl learns: its mean step time falls and it finds the single-device p
 
 // 8 chains of 3 ops on 2 devices with 1 ms transfer latency: with the
 // locality prior (the chains are the prior groups) and otherwise its defaults
-// but a short budget (no logit noise, a higher learning rate), hrl must learn
+// but a short budget (no logit noise, no decay, a higher learning rate), hrl must learn
 // to deal 4 chains to each device, 12 ms; a random dealing is unbalanced.
 TEST_CASE("hrl with the locality prior learns to balance the chains") {
   Fixture f(IndependentChains(8, 3), MakeCluster(2, int64_t{1} << 34, 1e10, 1e-3));
-  auto agent = MakeLearned("hrl", "{samples_per_step: 16, learning_rate: 0.03, noise_steps: 0}");
+  auto agent =
+      MakeLearned("hrl", "{samples_per_step: 16, learning_rate: 0.03, noise_fraction: 0, lr_decay: 1}");
   const AgentResult r = agent->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 480, 5));
   MESSAGE("hrl (locality prior) mean step time, first steps ", r.extra.at("first_mean_cost"),
           " s, last steps ", r.extra.at("last_mean_cost"), " s; best ", r.best_objective, " s");

@@ -6,6 +6,7 @@
 #include <numeric>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "agents/agent.h"
 #include "agents/learned/common/checkpoint.h"
@@ -314,6 +315,147 @@ TEST_CASE("regal memory features: freed share, inputs, last-consumer inputs, con
   o.placement_genes = false;
   RegalPolicy priority_only(o);
   CHECK(priority_only->forward(t).sizes() == torch::IntArrayRef{4, 1, 2, 6});
+}
+
+TEST_CASE(
+    "regal without the memory-priority feature: one input column less, its checkpoint refuses REGAL's") {
+  const graphs::Graph g = MemoryDiamond();
+  RegalPolicyOptions with;
+  with.memory_features = true;
+  with.skip_features = true;
+  with.gnn.extra_features = with.memory_feature_count();
+  RegalPolicyOptions without = with;
+  without.memory_priority_feature = false;
+  without.gnn.extra_features = without.memory_feature_count();
+  CHECK(with.memory_feature_count() == kRegalMemoryFeatures);
+  CHECK(without.memory_feature_count() == kRegalMemoryFeatures - 1);
+  const GraphTensors tw = RegalTensors(g, with);
+  const GraphTensors to = RegalTensors(g, without);
+  CHECK(tw.features.size(1) == kNumNodeFeatures + kRegalMemoryFeatures);
+  CHECK(to.features.size(1) == tw.features.size(1) - 1);
+  // The columns left are the other three memory features, unchanged.
+  CHECK(torch::equal(to.features.slice(1, kNumNodeFeatures), tw.features.slice(1, kNumNodeFeatures + 1)));
+  // The first column (the freed share) is what was dropped: d's is log(251 / 11).
+  CHECK(tw.features[3][kNumNodeFeatures].item<double>() == doctest::Approx(std::log(251.0 / 11.0)));
+  // Signatures differ and round-trip.
+  CHECK(with.Signature() != without.Signature());
+  const RegalPolicyOptions back = RegalPolicyOptions::FromSignature(without.Signature(), "x");
+  CHECK(back.memory_features);
+  CHECK_FALSE(back.memory_priority_feature);
+  CHECK(back.Signature() == without.Signature());
+  // Each policy runs on its own inputs; a checkpoint of one refuses the other.
+  RegalPolicy pw(with), po(without);
+  CHECK(po->forward(to).sizes() == torch::IntArrayRef{4, 3, 2, 6});
+  const std::string dir = TempDir("no_priority");
+  SaveCheckpoint(dir + "/no_priority.pt", kRegalCheckpoint, without.Signature(), *po, nullptr,
+                 TrainingState{});
+  CHECK_THROWS_AS(LoadCheckpoint(dir + "/no_priority.pt", kRegalCheckpoint, with.Signature(), *pw, nullptr),
+                  StateError);
+  CHECK_NOTHROW(LoadCheckpoint(dir + "/no_priority.pt", kRegalCheckpoint, without.Signature(), *po, nullptr));
+}
+
+// A graph of `n` nodes: a chain, or a star around node 0.
+graphs::Graph ShapeGraph(int32_t n, bool chain) {
+  graphs::GraphBuilder b(chain ? "chain" : "star");
+  for (int32_t i = 0; i < n; ++i) {
+    graphs::NodeSpec spec;
+    spec.name = "n" + std::to_string(i);
+    spec.op = i % 2 == 0 ? "MatMul" : "Relu";
+    const int64_t bytes = 64 * (i + 1) * (chain ? 1 : 7);
+    spec.outputs.push_back({bytes, {bytes / 4}, graphs::DType::kFloat32});
+    b.AddNode(std::move(spec));
+  }
+  for (int32_t i = 1; i < n; ++i) b.AddEdge(chain ? i - 1 : 0, i, 0);
+  return b.Build();
+}
+
+TEST_CASE("GAS: the same distributions for every node of two different graphs of the same size") {
+  RegalPolicyOptions gas;
+  gas.graph_agnostic = true;
+  torch::manual_seed(3);
+  RegalPolicy policy(gas);
+  // Training moves the head away from its start: make it unequal across genes.
+  {
+    torch::NoGradGuard no_grad;
+    for (torch::Tensor& p : policy->parameters()) p.add_(torch::randn(p.sizes()));
+  }
+  const graphs::Graph chain = ShapeGraph(9, true), star = ShapeGraph(9, false);
+  const torch::Tensor a = policy->forward(RegalTensors(chain, gas));
+  const torch::Tensor b = policy->forward(RegalTensors(star, gas));
+  CHECK(torch::equal(a, b));
+  // Every node gets the same distributions, and they are not uniform.
+  CHECK(torch::equal(a, a[0].unsqueeze(0).expand_as(a)));
+  CHECK(a.max().item<double>() > a.min().item<double>() + 0.1);
+  // The same policy without graph_agnostic tells the graphs apart.
+  RegalPolicyOptions regal;
+  RegalPolicy graph_policy(regal);
+  CHECK_FALSE(torch::allclose(graph_policy->forward(RegalTensors(chain, regal)),
+                              graph_policy->forward(RegalTensors(star, regal))));
+  // GAS has no GNN parameters; its signature says so and round-trips.
+  for (const auto& p : policy->named_parameters()) CHECK(p.key().rfind("head", 0) == 0);
+  const RegalPolicyOptions back = RegalPolicyOptions::FromSignature(gas.Signature(), "x");
+  CHECK(back.graph_agnostic);
+  CHECK(back.Signature() == gas.Signature());
+  CHECK(gas.Signature() != regal.Signature());
+}
+
+TEST_CASE("regal training: GAS and the no-priority ablation train like REGAL; bad combinations refused") {
+  RegisterLearnedAgents();
+  for (const std::string policy :
+       {"graph_agnostic: true", "memory_features: true, memory_priority_feature: false"}) {
+    INFO(policy);
+    const std::string dir = TempDir("variant");
+    TrainRequest r = TinyRequest(dir, 4, 2);
+    r.config["policy"] = LoadYamlString("{hidden: 16, layers: 2, op_embedding: 4, " + policy + "}");
+    RunTraining(r);
+    const std::vector<TrainingPoint> points = TrainingCurves::Read(r.run_dir + "/curves.csv");
+    CHECK(points.size() == 4);
+    const RegalPolicyOptions o = RegalPolicyOptions::FromSignature(
+        ReadCheckpointSignature(r.run_dir + "/best.pt", kRegalCheckpoint), "best.pt");
+    CHECK(o.graph_agnostic == (policy.find("graph_agnostic") != std::string::npos));
+    CHECK(o.memory_feature_count() == (o.graph_agnostic ? 0 : kRegalMemoryFeatures - 1));
+    // The agent runs it.
+    YAML::Node node = LoadYamlString("checkpoint: " + r.run_dir + "/best.pt\npopulation: 10\n");
+    YamlMap options(node, "test", "");
+    CHECK(MakeAgent("regal", options)->name() == "regal");
+  }
+  for (const std::string policy :
+       {"{graph_agnostic: true, memory_features: true}", "{graph_agnostic: true, skip_features: true}",
+        "{memory_priority_feature: false}"}) {
+    INFO(policy);
+    const std::string dir = TempDir("variant_bad");
+    TrainRequest r = TinyRequest(dir, 2, 2);
+    r.config["policy"] = LoadYamlString(policy);
+    CHECK_THROWS_AS(RunTraining(r), ConfigError);
+  }
+}
+
+// The YAML text of `node` without the keys in `drop` (a copy).
+std::string WithoutKeys(const YAML::Node& node, const std::vector<std::string>& drop) {
+  YAML::Node copy = YAML::Clone(node);
+  for (const std::string& key : drop) copy.remove(key);
+  YAML::Emitter out;
+  out << copy;
+  return out.c_str();
+}
+
+TEST_CASE("the GAS and no-priority training configs are REGAL's but for the policy option") {
+  const YAML::Node regal = LoadYamlFile("configs/experiments/regal_train.yaml");
+  struct Variant {
+    const char* path;
+    std::vector<std::string> policy_keys;  // the policy keys that may differ
+  };
+  for (const Variant& v :
+       {Variant{"configs/experiments/regal_train_gas.yaml",
+                {"memory_features", "skip_features", "graph_agnostic"}},
+        Variant{"configs/experiments/regal_train_no_priority.yaml", {"memory_priority_feature"}}}) {
+    INFO(v.path);
+    const YAML::Node other = LoadYamlFile(v.path);
+    CHECK_FALSE(other["evaluate"]);  // the grid evaluates it, on the test split
+    CHECK(WithoutKeys(other, {"name", "policy", "evaluate"}) ==
+          WithoutKeys(regal, {"name", "policy", "evaluate"}));
+    CHECK(WithoutKeys(other["policy"], v.policy_keys) == WithoutKeys(regal["policy"], v.policy_keys));
+  }
 }
 
 }  // namespace

@@ -50,16 +50,29 @@ HrlOptions HrlOptions::Parse(YamlMap& options, bool learned_grouper) {
     o.evaluations = 48000;
     o.samples_per_step = 32;
     o.learning_rate = 0.005;
+    // The reference code's steps (400, 50, 750) over its 1,500 at 48,000
+    // evaluations of 32.
     o.lr_decay = 0.95;
-    o.lr_decay_start = 400;
-    o.lr_decay_steps = 50;
+    o.lr_decay_start_fraction = 400.0 / 1500.0;
+    o.lr_decay_every_fraction = 50.0 / 1500.0;
     o.logits_noise = 0.5;
-    o.noise_steps = 750;
+    o.noise_fraction = 750.0 / 1500.0;
     o.locality_prior = 10.0;
   } else {
     // ColocRL (2017) does not say where its baseline starts; the first
     // reward keeps its earlier behaviour (docs/DEVIATIONS.md).
     o.baseline_from_failing = false;
+  }
+  // Keys of the schedules before they became fractions of the budget.
+  for (const auto& [old_key, new_key] : {std::pair<const char*, const char*>{"noise_steps", "noise_fraction"},
+                                         {"lr_decay_start", "lr_decay_start_fraction"},
+                                         {"lr_decay_steps", "lr_decay_every_fraction"}}) {
+    if (options.Has(old_key)) {
+      options.Fail(
+          old_key,
+          std::string("'") + old_key + "' (policy steps) is gone: the schedule scales with the budget",
+          std::string("give '") + new_key + "', a fraction of the run's policy steps (docs/AGENTS.md)");
+    }
   }
   o.evaluations = GetInt(options, "evaluations", o.evaluations, 1, int64_t{1} << 40);
   o.samples_per_step = GetInt(options, "samples_per_step", o.samples_per_step, 1, 4096);
@@ -74,8 +87,10 @@ HrlOptions HrlOptions::Parse(YamlMap& options, bool learned_grouper) {
   o.device_embedding = GetInt(options, "device_embedding", o.device_embedding, 1, 4096);
   o.learning_rate = GetDouble(options, "learning_rate", o.learning_rate, 1e-8, 10.0);
   o.lr_decay = GetDouble(options, "lr_decay", o.lr_decay, 1e-6, 1.0);
-  o.lr_decay_start = GetInt(options, "lr_decay_start", o.lr_decay_start, 0, int64_t{1} << 40);
-  o.lr_decay_steps = GetInt(options, "lr_decay_steps", o.lr_decay_steps, 1, int64_t{1} << 40);
+  o.lr_decay_start_fraction =
+      GetDouble(options, "lr_decay_start_fraction", o.lr_decay_start_fraction, 0.0, 1.0);
+  o.lr_decay_every_fraction =
+      GetDouble(options, "lr_decay_every_fraction", o.lr_decay_every_fraction, 1e-9, 1.0);
   o.baseline_decay = GetDouble(options, "baseline_decay", o.baseline_decay, 0.0, 1.0);
   o.baseline_from_failing =
       GetChoice(options, "baseline_start", o.baseline_from_failing ? "failing" : "first",
@@ -86,7 +101,7 @@ HrlOptions HrlOptions::Parse(YamlMap& options, bool learned_grouper) {
   if (learned_grouper) o.locality_prior = GetDouble(options, "locality_prior", o.locality_prior, 0.0, 1e3);
   o.tanh_constant = GetDouble(options, "tanh_constant", o.tanh_constant, 0.0, 1e3);
   o.logits_noise = GetDouble(options, "logits_noise", o.logits_noise, 0.0, 100.0);
-  o.noise_steps = GetInt(options, "noise_steps", o.noise_steps, 0, int64_t{1} << 40);
+  o.noise_fraction = GetDouble(options, "noise_fraction", o.noise_fraction, 0.0, 1.0);
   o.entropy_weight = GetDouble(options, "entropy_weight", o.entropy_weight, 0.0, 1e3);
   o.torch_threads = GetInt(options, "torch_threads", o.torch_threads, 0, 1024);
   options.Finish();
@@ -96,22 +111,38 @@ HrlOptions HrlOptions::Parse(YamlMap& options, bool learned_grouper) {
 AgentResult RunHrl(const Problem& problem, const HrlOptions& options, const ProgressFn& progress) {
   SearchTracker tracker(problem, progress, options.evaluations);
   if (options.torch_threads > 0) torch::set_num_threads(static_cast<int>(options.torch_threads));
+  // The run's policy steps, which the schedules are fractions of: the
+  // evaluation budget in steps of samples_per_step, the last one partial.
+  const int64_t total_steps =
+      (tracker.budget_evaluations() + options.samples_per_step - 1) / options.samples_per_step;
   HrlLearner learner(problem.graph, problem.cluster.num_devices(),
-                     problem.objective.kind == ObjectiveKind::kStepTime, options, problem.seed);
+                     problem.objective.kind == ObjectiveKind::kStepTime, options, problem.seed, total_steps);
   const auto evaluate = [&](const std::vector<sim::Decision>& d, std::vector<sim::Evaluation>& e) {
     tracker.EvaluateBatch(d, e);
   };
   const auto score = [&](const sim::Evaluation& e) { return tracker.Score(e); };
   std::vector<double> step_costs;
+  int64_t noise_steps = 0, noise_evaluations = 0;
+  double learning_rate = options.learning_rate;
   while (!tracker.Done()) {
     const int64_t k = std::min<int64_t>(options.samples_per_step, tracker.Remaining());
     if (k <= 0) break;
-    step_costs.push_back(learner.Step(k, evaluate, score).mean_cost);
+    const HrlLearner::StepResult r = learner.Step(k, evaluate, score);
+    step_costs.push_back(r.mean_cost);
+    noise_steps += r.noisy ? 1 : 0;
+    noise_evaluations += r.noisy ? r.samples : 0;
+    learning_rate = r.learning_rate;
   }
+  const HrlSchedule& schedule = learner.schedule();
   return tracker.Finish({{"policy_steps", static_cast<double>(step_costs.size())},
                          {"groups", static_cast<double>(learner.num_groups())},
                          {"first_mean_cost", MeanOfTenth(step_costs, false)},
-                         {"last_mean_cost", MeanOfTenth(step_costs, true)}});
+                         {"last_mean_cost", MeanOfTenth(step_costs, true)},
+                         {"noise_steps", static_cast<double>(noise_steps)},
+                         {"noise_evaluations", static_cast<double>(noise_evaluations)},
+                         {"lr_decay_start", static_cast<double>(schedule.lr_decay_start)},
+                         {"lr_decay_every", static_cast<double>(schedule.lr_decay_every)},
+                         {"final_learning_rate", learning_rate}});
 }
 
 void RegisterHrlAgents(const RegisterFn& add) {

@@ -10,7 +10,8 @@
 //   Placer's, the reward is -sqrt(step time), the baseline an exponential
 //   moving average of the reward (decay 0.9, updated per sample), Adam with
 //   gradient-norm clipping at 1.0 and the reference code's logit noise and
-//   learning-rate decay; an infeasible placement (out of memory) counts as a
+//   learning-rate decay, as fractions of the budget (HrlSchedule,
+//   hrl_learner.h); an infeasible placement (out of memory) counts as a
 //   step time of 100 s (reference code; option `infeasible_step_time`). A
 //   locality prior (colocation groups merged into consecutive runs) is added
 //   to the Grouper's logits (a deviation, docs/DEVIATIONS.md).
@@ -45,9 +46,16 @@ struct HrlOptions {
   int64_t attention = 64;
   int64_t device_embedding = 16;
   double learning_rate = 0.01;
-  double lr_decay = 1.0;       // learning rate x lr_decay every lr_decay_steps policy steps ...
-  int64_t lr_decay_start = 0;  // ... after this many steps (reference code: 0.95, 50, 400)
-  int64_t lr_decay_steps = 50;
+  // The schedules are fractions of the run's policy steps T (the budget's
+  // evaluations / samples_per_step, rounded up; `gosim train`: its `steps`),
+  // so that a run of any budget goes through the same phases (HrlSchedule,
+  // hrl_learner.h). hrl's defaults give the reference code's schedule at 48,000
+  // evaluations of 32 samples (T = 1,500): decay from step 400 every 50
+  // steps, noise during the first 750.
+  double lr_decay = 1.0;  // learning rate x lr_decay every lr_decay_every_fraction x T steps ...
+  double lr_decay_start_fraction =
+      0.0;  // ... after lr_decay_start_fraction x T steps (reference: 0.95, 50, 400)
+  double lr_decay_every_fraction = 0.05;
   double baseline_decay = 0.9;
   bool baseline_from_failing =
       true;  // the baseline starts at -sqrt(infeasible_step_time) (reference); else at the first reward
@@ -57,7 +65,7 @@ struct HrlOptions {
   double locality_prior = 0.0;  // hrl: logit bonus of the group of an op's topological chunk; 0 = none
   double tanh_constant = 0.0;   // > 0: Placer logits squashed to tanh_constant * tanh(logits)
   double logits_noise = 0.0;    // noise on Grouper and Placer logits, fraction of their RMS
-  int64_t noise_steps = 0;      // policy steps with logit noise
+  double noise_fraction = 0.0;  // logit noise during the first noise_fraction x T policy steps
   double entropy_weight = 0.0;  // weight of the policy's entropy in the loss
   int64_t torch_threads = 1;    // LibTorch intra-op threads; 0 = leave LibTorch's setting
 
@@ -69,7 +77,10 @@ struct HrlOptions {
 // Trains on `problem` and returns the best placement found. extra:
 // policy_steps, groups, first_mean_cost and last_mean_cost (the mean cost,
 // i.e. step time with infeasible samples at infeasible_step_time, over the
-// first and the last tenth of the policy steps).
+// first and the last tenth of the policy steps), noise_steps and
+// noise_evaluations (policy steps and evaluations with logit noise),
+// lr_decay_start and lr_decay_every (the schedule in policy steps) and
+// final_learning_rate (that of the last policy step).
 AgentResult RunHrl(const Problem& problem, const HrlOptions& options, const ProgressFn& progress = {});
 
 // Registers the agents `hrl` and `colocrl`, and their `gosim train` trainers

@@ -15,13 +15,32 @@ torch::Tensor ToTensor(const Matrix& m) {
 
 }  // namespace
 
+HrlSchedule HrlSchedule::For(const HrlOptions& options, int64_t total_steps) {
+  HrlSchedule s;
+  s.total_steps = std::max<int64_t>(0, total_steps);
+  const auto steps = [&](double fraction) {
+    return static_cast<int64_t>(std::llround(fraction * static_cast<double>(s.total_steps)));
+  };
+  s.noise_steps = options.logits_noise > 0.0 ? steps(options.noise_fraction) : 0;
+  s.lr_decay_start = steps(options.lr_decay_start_fraction);
+  s.lr_decay_every = std::max<int64_t>(1, steps(options.lr_decay_every_fraction));
+  return s;
+}
+
+double HrlSchedule::LearningRate(const HrlOptions& options, int64_t step) const {
+  if (options.lr_decay >= 1.0 || step < lr_decay_start) return options.learning_rate;
+  return options.learning_rate *
+         std::pow(options.lr_decay, static_cast<double>((step - lr_decay_start) / lr_decay_every));
+}
+
 HrlLearner::HrlLearner(const graphs::Graph& graph, int32_t devices, bool step_time_objective,
-                       const HrlOptions& options, uint64_t seed)
+                       const HrlOptions& options, uint64_t seed, int64_t total_steps)
     : graph_(graph),
       units_(graph, /*enforce=*/true),
       devices_(devices),
       step_time_objective_(step_time_objective),
       options_(options),
+      schedule_(HrlSchedule::For(options, total_steps)),
       seed_(seed),
       rng_(Rng::Derive(seed, {0x68726c00ULL + (options.learned_grouper ? 1 : 0)})) {
   // Groups: learned (HRL) or fixed colocation groups (ColocRL).
@@ -40,16 +59,16 @@ HrlLearner::HrlLearner(const graphs::Graph& graph, int32_t devices, bool step_ti
     InitUniform(*net_->grouper, options.init_scale, rng_);
     op_types_ = torch::tensor(OpTypes(graph), torch::kInt64);
     op_features_ = ToTensor(OpFeatures(graph));
+    // The prior group of an op: ColocRL's colocation groups merged into at
+    // most G consecutive runs (grouping.h).
+    int32_t runs = 0;
+    prior_groups_ = ColocationGroups(graph, num_groups_, &runs);
     if (options.locality_prior > 0.0) {
-      // The prior group of an op: ColocRL's colocation groups merged into at
-      // most G consecutive runs (grouping.h).
       const int32_t n = graph.num_nodes();
-      int32_t runs = 0;
-      const std::vector<int32_t> prior_group = ColocationGroups(graph, num_groups_, &runs);
       group_prior_ = torch::zeros({n, num_groups_});
       float* prior = group_prior_.data_ptr<float>();
       for (int32_t i = 0; i < n; ++i) {
-        prior[static_cast<int64_t>(i) * num_groups_ + prior_group[static_cast<size_t>(i)]] =
+        prior[static_cast<int64_t>(i) * num_groups_ + prior_groups_[static_cast<size_t>(i)]] =
             static_cast<float>(options.locality_prior);
       }
     }
@@ -66,6 +85,12 @@ HrlLearner::HrlLearner(const graphs::Graph& graph, int32_t devices, bool step_ti
         graph, fixed_groups_, num_groups_,
         std::span<float>(fixed_inputs_.data_ptr<float>(), static_cast<size_t>(num_groups_ * width_)));
   }
+}
+
+torch::Tensor HrlLearner::GroupLogits() {
+  torch::Tensor logits = net_->grouper->forward(op_types_, op_features_);
+  if (group_prior_.defined()) logits = logits + group_prior_;
+  return logits;
 }
 
 std::string HrlLearner::Signature() const {
@@ -109,15 +134,14 @@ HrlLearner::StepResult HrlLearner::Step(int64_t k, const EvaluateFn& evaluate, c
   const int32_t n = graph_.num_nodes();
   // Logit noise draws from a stream of its own per step, so that a resumed
   // run draws the same noise.
-  const bool noisy = options_.logits_noise > 0.0 && step_ < options_.noise_steps;
+  const bool noisy = step_ < schedule_.noise_steps;
   Rng noise_rng = Rng::Derive(seed_, {0x6e6f697365ULL, static_cast<uint64_t>(step_)});
   const double noise = noisy ? options_.logits_noise : 0.0;
   // Policy: sample k groupings and k placements (with autograd).
   GroupSamples group_samples;
   torch::Tensor inputs;
   if (options_.learned_grouper) {
-    torch::Tensor logits = net_->grouper->forward(op_types_, op_features_);
-    if (group_prior_.defined()) logits = logits + group_prior_;
+    const torch::Tensor logits = GroupLogits();
     group_samples = SampleGroups(AddLogitNoise(logits, noise, noise_rng), k, rng_);
     inputs = torch::empty({k, num_groups_, width_});
     float* data = inputs.data_ptr<float>();
@@ -183,11 +207,9 @@ HrlLearner::StepResult HrlLearner::Step(int64_t k, const EvaluateFn& evaluate, c
   torch::Tensor loss = -(torch::tensor(advantages) * log_prob).mean();
   if (options_.entropy_weight > 0.0) loss = loss - options_.entropy_weight * entropy.mean();
   // Staircase exponential decay of the learning rate (reference code).
-  double lr = options_.learning_rate;
-  if (options_.lr_decay < 1.0 && step_ >= options_.lr_decay_start) {
-    lr *= std::pow(options_.lr_decay,
-                   static_cast<double>((step_ - options_.lr_decay_start) / options_.lr_decay_steps));
-  }
+  const double lr = schedule_.LearningRate(options_, step_);
+  result.noisy = noisy;
+  result.learning_rate = lr;
   for (auto& group : optimizer_->param_groups()) {
     static_cast<torch::optim::AdamOptions&>(group.options()).lr(lr);
   }

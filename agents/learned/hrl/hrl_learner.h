@@ -34,6 +34,20 @@ struct HrlNetImpl : torch::nn::Module {
 };
 TORCH_MODULE(HrlNet);
 
+// The schedules of a run of `total_steps` policy steps (HrlOptions: the
+// fractions, rounded to the nearest step): logit noise during steps
+// [0, noise_steps); from step lr_decay_start on, the learning rate is
+// multiplied by lr_decay once every lr_decay_every steps (staircase).
+struct HrlSchedule {
+  int64_t total_steps = 0;
+  int64_t noise_steps = 0;
+  int64_t lr_decay_start = 0;
+  int64_t lr_decay_every = 1;  // >= 1
+  static HrlSchedule For(const HrlOptions& options, int64_t total_steps);
+  // The learning rate of policy step `step` (0-based).
+  double LearningRate(const HrlOptions& options, int64_t step) const;
+};
+
 class HrlLearner {
  public:
   // Evaluates decisions (batched) into evaluations of the same size.
@@ -41,13 +55,17 @@ class HrlLearner {
   // The score of a feasible evaluation under the objective (lower is better).
   using ScoreFn = std::function<double(const sim::Evaluation&)>;
 
+  // `total_steps`: the policy steps the run will take, which the schedules
+  // are fractions of (HrlSchedule).
   HrlLearner(const graphs::Graph& graph, int32_t devices, bool step_time_objective, const HrlOptions& options,
-             uint64_t seed);
+             uint64_t seed, int64_t total_steps);
 
   struct StepResult {
     double mean_cost = 0.0;  // cost behind the reward -sqrt(cost), mean over the samples
     double feasible_fraction = 0.0;
     int64_t samples = 0;
+    bool noisy = false;          // whether logit noise was added (the noise phase)
+    double learning_rate = 0.0;  // of this step's update
   };
   // One policy step of `k` samples.
   StepResult Step(int64_t k, const EvaluateFn& evaluate, const ScoreFn& score);
@@ -61,6 +79,15 @@ class HrlLearner {
   void LoadState(const learned::TrainingState& state);
 
   int32_t num_groups() const { return num_groups_; }
+  const HrlSchedule& schedule() const { return schedule_; }
+  // hrl: the Grouper's logits [N, G] before noise, with the locality prior
+  // (options.locality_prior added to each op's prior group) when it is > 0;
+  // with 0 they are the network's own logits (the paper's Grouper).
+  torch::Tensor GroupLogits();
+  // hrl: the prior group of every op (ColocRL's colocation groups merged
+  // into at most num_groups() consecutive runs), whether or not the prior
+  // is applied.
+  const std::vector<int32_t>& prior_groups() const { return prior_groups_; }
   // The decisions and evaluations of the last Step.
   const std::vector<sim::Decision>& decisions() const { return decisions_; }
   const std::vector<sim::Evaluation>& evaluations() const { return evaluations_; }
@@ -75,6 +102,7 @@ class HrlLearner {
   int32_t devices_;
   bool step_time_objective_;
   HrlOptions options_;
+  HrlSchedule schedule_;
   uint64_t seed_;
   Rng rng_;
   int64_t step_ = 0;  // policy steps taken (the logit-noise schedule)
@@ -82,6 +110,7 @@ class HrlLearner {
   int64_t width_ = 0;
   std::vector<int32_t> fixed_groups_;
   torch::Tensor op_types_, op_features_, fixed_inputs_;
+  std::vector<int32_t> prior_groups_;
   torch::Tensor group_prior_;  // [N, G] locality prior added to the Grouper's logits (undefined: none)
   HrlNet net_;
   std::vector<torch::Tensor> parameters_;

@@ -80,8 +80,10 @@ void TrainHrl(const learned::TrainRequest& request, bool learned_grouper) {
   const auto cost_model = sim::MakeCostModel(config.cost_model, {}, request.config_file);
   sim::Evaluator evaluator(graph, cluster, cost_model);
   const Objective objective{.kind = config.objective};
+  // The schedules are fractions of the run's `steps` (a resumed run keeps
+  // its schedule only with the same `steps`).
   HrlLearner learner(graph, cluster.num_devices(), config.objective == ObjectiveKind::kStepTime,
-                     config.options, config.seed);
+                     config.options, config.seed, config.steps);
 
   const auto run_path = [&](const std::string& file) { return request.run_dir + "/" + file; };
   const std::string checkpoint = run_path("checkpoint.pt");

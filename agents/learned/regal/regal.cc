@@ -38,7 +38,13 @@ std::string RegalPolicyOptions::Signature() const {
   }
   if (!placement_genes) s += ";genes=priority";
   if (skip_features) s += ";skip=1";
+  if (graph_agnostic) s += ";agnostic=1";
   return s;
+}
+
+int32_t RegalPolicyOptions::memory_feature_count() const {
+  if (!memory_features) return 0;
+  return memory_priority_feature ? kRegalMemoryFeatures : kRegalMemoryFeatures - 1;
 }
 
 RegalPolicyOptions RegalPolicyOptions::FromSignature(const std::string& signature,
@@ -67,7 +73,10 @@ RegalPolicyOptions RegalPolicyOptions::FromSignature(const std::string& signatur
     o.gnn.op_embedding = std::stoll(fields.at("op_embedding"));
     o.gnn.normalize = fields.at("normalize") == "1";
     if (fields.count("extra")) o.gnn.extra_features = std::stoll(fields.at("extra"));
-    o.memory_features = o.gnn.extra_features == kRegalMemoryFeatures;
+    o.memory_features =
+        o.gnn.extra_features == kRegalMemoryFeatures || o.gnn.extra_features == kRegalMemoryFeatures - 1;
+    o.memory_priority_feature = o.gnn.extra_features != kRegalMemoryFeatures - 1;
+    if (fields.count("agnostic")) o.graph_agnostic = fields.at("agnostic") == "1";
     if (fields.count("genes")) o.placement_genes = fields.at("genes") != "priority";
     if (fields.count("skip")) o.skip_features = fields.at("skip") == "1";
     o.num_devices = static_cast<int32_t>(std::stol(fields.at("devices")));
@@ -127,20 +136,25 @@ GraphTensors RegalTensors(const graphs::Graph& graph, const RegalPolicyOptions& 
   GraphTensors tensors = ToTensors(ComputeNodeFeatures(graph));
   if (options.memory_features) {
     std::vector<float> extra = RegalMemoryFeatures(graph);
-    tensors.features = torch::cat(
-        {tensors.features,
-         torch::from_blob(extra.data(), {tensors.num_nodes, kRegalMemoryFeatures}, torch::kFloat32).clone()},
-        1);
+    torch::Tensor memory =
+        torch::from_blob(extra.data(), {tensors.num_nodes, kRegalMemoryFeatures}, torch::kFloat32).clone();
+    // Without the priority feature: columns 1.. only.
+    if (!options.memory_priority_feature) memory = memory.slice(1, 1).contiguous();
+    tensors.features = torch::cat({tensors.features, memory}, 1);
   }
   return tensors;
 }
 
 RegalPolicyImpl::RegalPolicyImpl(const RegalPolicyOptions& options) : options_(options) {
-  gnn_ = register_module("gnn", GraphSage(options.gnn));
   const int64_t k = static_cast<int64_t>(options.levels.size());
-  const int64_t skip = options.skip_features ? kNumNodeFeatures + options.gnn.extra_features : 0;
-  head_ =
-      register_module("head", torch::nn::Linear(options.gnn.hidden + skip, options.genes_per_node() * 2 * k));
+  // GAS: the head reads one constant input; REGAL: the GNN's embedding and,
+  // with skip_features, the input features.
+  int64_t input = 1;
+  if (!options.graph_agnostic) {
+    gnn_ = register_module("gnn", GraphSage(options.gnn));
+    input = options.gnn.hidden + (options.skip_features ? kNumNodeFeatures + options.gnn.extra_features : 0);
+  }
+  head_ = register_module("head", torch::nn::Linear(input, options.genes_per_node() * 2 * k));
   // Start close to BRKGA's uniform keys: most mass on the level nearest 1
   // (Beta(1, 1) is uniform), small weights, so the first rewards are near 0.
   torch::NoGradGuard no_grad;
@@ -155,6 +169,12 @@ RegalPolicyImpl::RegalPolicyImpl(const RegalPolicyOptions& options) : options_(o
 
 torch::Tensor RegalPolicyImpl::forward(const GraphTensors& graph) {
   const int64_t k = static_cast<int64_t>(options_.levels.size());
+  if (options_.graph_agnostic) {
+    // The graph enters only through its node count.
+    const torch::Tensor logits = head_(torch::ones({graph.num_nodes, 1}, torch::kFloat32))
+                                     .view({graph.num_nodes, options_.genes_per_node(), 2, k});
+    return torch::log_softmax(logits, 3);
+  }
   torch::Tensor h = gnn_(graph);
   if (options_.skip_features) h = torch::cat({h, graph.features}, 1);
   const torch::Tensor logits = head_(h).view({graph.num_nodes, options_.genes_per_node(), 2, k});
@@ -393,7 +413,18 @@ RegalTrainConfig ParseConfig(const TrainRequest& request) {
     c.policy.placement_genes = GetChoice(p, "genes", "all", {"all", "priority"}) == "all";
     c.policy.memory_features = p.Get<bool>("memory_features", c.policy.memory_features);
     c.policy.skip_features = p.Get<bool>("skip_features", c.policy.skip_features);
-    c.policy.gnn.extra_features = c.policy.memory_features ? kRegalMemoryFeatures : 0;
+    c.policy.memory_priority_feature =
+        p.Get<bool>("memory_priority_feature", c.policy.memory_priority_feature);
+    c.policy.graph_agnostic = p.Get<bool>("graph_agnostic", c.policy.graph_agnostic);
+    if (!c.policy.memory_priority_feature && !c.policy.memory_features) {
+      p.Fail("memory_priority_feature", "only the memory features have a priority feature to leave out",
+             "set memory_features: true, or drop memory_priority_feature");
+    }
+    if (c.policy.graph_agnostic && (c.policy.memory_features || c.policy.skip_features)) {
+      p.Fail("graph_agnostic", "a graph-agnostic policy (GAS) reads no features",
+             "set memory_features: false and skip_features: false");
+    }
+    c.policy.gnn.extra_features = c.policy.memory_feature_count();
     if (c.policy.levels.size() < 2) p.Fail("levels", "give at least two Beta parameter levels");
     for (double x : c.policy.levels) {
       if (!(x > 0.0) || !std::isfinite(x)) p.Fail("levels", "Beta parameter levels must be finite and > 0");

@@ -10,7 +10,14 @@
 // stay uniform (the paper's "scheduling only" ablation, which kept nearly all
 // of REGAL's gain). With `memory_features` the GNN also reads four per-node
 // memory features (RegalMemoryFeatures); with `skip_features` the head reads
-// the input features beside the GNN's embedding. BRKGA (agents/brkga/)
+// the input features beside the GNN's embedding. With
+// `memory_priority_feature` off the first memory feature (the freed share
+// over the allocated bytes, the input of the hand-made priority bias of
+// docs/RESULTS.md) is left out, an ablation. With `graph_agnostic` the policy
+// is REGAL's control GAS (Paliwal et al. 2020, Table 1): no GNN and no
+// features, the head reads a constant, so every node of every graph gets
+// the same learned distributions; it is trained exactly as REGAL is.
+// BRKGA (agents/brkga/)
 // then draws its initial population and every generation's mutants from
 // those Beta distributions (a BetaSampler) instead of uniformly. Tensor
 // (transfer) genes keep Beta(1, 1) (docs/DEVIATIONS.md).
@@ -59,8 +66,14 @@ struct RegalPolicyOptions {
   // priority gene; affinities keep Beta(1, 1)).
   bool placement_genes = true;
   // Whether the GNN reads RegalMemoryFeatures (gnn.extra_features is then
-  // kRegalMemoryFeatures).
+  // memory_feature_count()).
   bool memory_features = false;
+  // With memory_features: whether the first of them (the freed share over
+  // the allocated bytes) is read; false leaves kRegalMemoryFeatures - 1.
+  bool memory_priority_feature = true;
+  // GAS: the policy sees no graph (no GNN, no features; a constant input),
+  // so its distributions are the same for every node of every graph.
+  bool graph_agnostic = false;
   // Whether the head also reads the input float features directly (a skip
   // connection around the GNN), so that per-node outputs can follow a node's
   // own features at any scale without passing through the L2-normalized
@@ -68,6 +81,9 @@ struct RegalPolicyOptions {
   bool skip_features = false;
 
   int32_t genes_per_node() const { return (placement_genes ? num_devices : 0) + 1; }
+  // Memory features the policy reads (gnn.extra_features): 0, or
+  // kRegalMemoryFeatures with or without the priority one.
+  int32_t memory_feature_count() const;
   // Index of the priority gene among a node's genes.
   int32_t priority_index() const { return placement_genes ? num_devices : 0; }
   // Everything the parameter shapes and the meaning of the outputs depend on.
@@ -91,7 +107,8 @@ inline constexpr int kRegalMemoryFeatures = 4;
 std::vector<float> RegalMemoryFeatures(const graphs::Graph& graph);  // [n x kRegalMemoryFeatures]
 
 // The policy's input for `graph`: the common node features, plus the memory
-// features when `options.memory_features`.
+// features when `options.memory_features` (all but the first without
+// `options.memory_priority_feature`).
 GraphTensors RegalTensors(const graphs::Graph& graph, const RegalPolicyOptions& options);
 
 class RegalPolicyImpl : public torch::nn::Module {
