@@ -46,10 +46,11 @@ std::vector<std::string> ParseWarmStart(YamlMap& options, const std::string& own
 }
 
 WarmStartResult RunWarmStart(const std::string& owner, const std::vector<std::string>& agents,
-                             const Problem& problem) {
+                             const Problem& problem, int64_t max_evaluations) {
   const auto start = std::chrono::steady_clock::now();
   WarmStartResult out;
   for (const std::string& name : agents) {
+    if (out.evaluations >= max_evaluations) break;
     YamlMap no_options = YamlMap::Root(YAML::Node(YAML::NodeType::Map), "warm_start");
     std::unique_ptr<Agent> agent = MakeAgent(name, no_options);
     Problem one_shot = problem;

@@ -36,11 +36,12 @@ struct WarmStartResult {
 };
 
 // Runs each named agent with default options and a budget of one
-// evaluation (their memory repair, when on, may use more). An agent that
-// cannot handle the graph (an Error, e.g. no expert rules) is skipped with a
-// warning naming `owner`.
+// evaluation, in order, while fewer than `max_evaluations` have been spent
+// (so the seeds never cost more than the search's own budget; the agents
+// left over are not run). An agent that cannot handle the graph (an Error,
+// e.g. no expert rules) is skipped with a warning naming `owner`.
 WarmStartResult RunWarmStart(const std::string& owner, const std::vector<std::string>& agents,
-                             const Problem& problem);
+                             const Problem& problem, int64_t max_evaluations);
 
 }  // namespace gosim::agents
 

@@ -14,6 +14,7 @@
 
 #include "agents/brkga/brkga.h"
 #include "agents/builtin.h"
+#include "agents/search_tracker.h"
 #include "agents/warm_start.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -50,7 +51,7 @@ class BrkgaAgent : public Agent {
     const brkga::ChromosomeLayout layout = brkga::LayoutFor(problem, options_);
     const int64_t budget = problem.budget.evaluations > 0 ? problem.budget.evaluations : options_.evaluations;
     const auto start = std::chrono::steady_clock::now();
-    WarmStartResult warm = RunWarmStart(name_, warm_start_, problem);
+    WarmStartResult warm = RunWarmStart(name_, warm_start_, problem, budget);
     std::vector<std::vector<double>> initial;   // exact encodings of the seeds
     std::vector<std::vector<double>> variants;  // FIFO seeds in topological order
     int64_t used = warm.evaluations;
@@ -68,11 +69,21 @@ class BrkgaAgent : public Agent {
       initial.emplace_back(layout.size());
       layout.Encode(decision, initial.back());
     }
+    if (used >= budget) {
+      // The seeds spent the whole budget: the best of them is the result.
+      SearchTracker tracker(problem, progress, budget);
+      tracker.Charge(used - static_cast<int64_t>(warm.seeds.size()));
+      for (const WarmStartSeed& seed : warm.seeds)
+        tracker.Record(seed.result.best, seed.result.best_evaluation);
+      return tracker.Finish({{"warm_start_evaluations", static_cast<double>(used)},
+                             {"warm_start_seeds", static_cast<double>(warm.seeds.size())},
+                             {"generations", 0.0}});
+    }
     // Exact seeds first (they survive the smallest budgets), at most a population.
     initial.insert(initial.end(), variants.begin(), variants.end());
     if (initial.size() > static_cast<size_t>(options_.population)) initial.resize(options_.population);
     Problem rest = problem;
-    rest.budget.evaluations = std::max<int64_t>(1, budget - used);
+    rest.budget.evaluations = budget - used;
     AgentResult result = brkga::RunBrkga(rest, options_, brkga::UniformSampler(), progress, initial);
     // The seeds' evaluations and time count as this agent's: the curve
     // starts after them, and the totals include them.
