@@ -55,8 +55,9 @@ def load_results(run_dir):
 
     Columns: the results line's scalar fields (cell, graph, cluster, devices,
     agent, label, seed, objective, best_objective, feasible, step_time,
-    peak_memory, evaluations, wall_seconds, decision, ...) plus
-    budget_evaluations and the `extra` fields as extra_<key>. A cell that
+    peak_memory, evaluations, pretrain_evaluations (-1: unknown), wall_seconds,
+    decision, ...) plus budget_evaluations and the `extra` fields as
+    extra_<key>. A cell that
     appears twice keeps its last line (as gosim does). So does a (graph,
     cluster, label, seed) finished under two identities, e.g. a run resumed
     after a checkpoint was trained again (the new cells are appended after
@@ -98,6 +99,8 @@ def load_results(run_dir):
                 row["mode"] = identity.get("mode", "full")
                 row["code"] = identity.get("code", "unrecorded")
                 row["budget_evaluations"] = r.get("budget", {}).get("evaluations", 0)
+                # Lines written before the column existed: unknown (-1), never 0.
+                row["pretrain_evaluations"] = r.get("pretrain_evaluations", -1)
                 for key, value in r.get("extra", {}).items():
                     row["extra_" + key] = value
                 row["run"] = run_dir
@@ -204,6 +207,18 @@ def final_runs(run_dirs):
         except FileNotFoundError:
             pass
     return count
+
+
+def pretrain_text(values):
+    """The pre-training evaluations of a group of cells for a table: the
+    largest, with thousands separators; '?' when one is unknown (-1), '-' for
+    no cells."""
+    values = [int(v) for v in values]
+    if not values:
+        return "-"
+    if min(values) < 0:
+        return "?"
+    return f"{max(values):,}"
 
 
 def provenance(df, run_dirs=()):

@@ -11,11 +11,15 @@ first run folder) and prints the Markdown. Kinds:
   grid     rows = graphs (on a cluster), columns = agents, cell = the metric
            (mean over seeds) and its % against the reference agent; the
            paper's values in extra columns.
-  regal    rows = agents: % improvement over the reference agent and % gap
-           from the best any listed agent found, averaged over the graphs
-           (REGAL Table 1), graphs won, mean seconds, and the paper's figures.
+  regal    rows = agents: seeds, % improvement over the reference agent
+           (1 - geometric mean of agent / reference over the graphs, with a
+           95% t-interval over seeds) and % gap from the best any listed agent
+           found (geometric mean), graphs won, mean seconds, evaluations per
+           cell and pre-training evaluations (REGAL Table 1), and the paper's
+           figures (which average percentages arithmetically).
   running_time
-           rows = agents: mean wall seconds per cell (REGAL Table 2).
+           rows = agents: mean wall seconds per cell, graphs, seeds,
+           evaluations (REGAL Table 2).
   convergence
            rows = graphs (on a cluster): the target agent's final metric, the
            simulator evaluations and wall seconds it needed to first reach
@@ -30,7 +34,9 @@ speedup against the reference per column (GO's "faster than experts on
 average", without the arithmetic mean of percentages that a slow reference
 inflates) and the count of better / worse / n.s. rows; a reference slower
 than the one-device column is flagged. Every grid ends with the mean
-evaluations per cell of each column.
+evaluations per cell of each column and its pre-training evaluations
+("evals (pre-train)": the evaluations that produced the checkpoint the
+column's agent starts from; '?' when unknown).
 
 Missing cells print as '-'; a layout naming no cell of the runs is an error.
 Every table starts with the code versions of its cells and, for quick-mode
@@ -46,7 +52,8 @@ import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gosim_analysis import (AnalysisError, fail, fmt, geometric_mean, latex_table, load_curves,  # noqa: E402
-                            load_runs, markdown_table, paired_bootstrap, provenance, t_half_width)
+                            load_runs, markdown_table, paired_bootstrap, pretrain_text, provenance,
+                            t_half_width)
 
 KINDS = ("grid", "regal", "running_time", "convergence")
 
@@ -119,6 +126,7 @@ def grid(layout, df):
     speedups = {c["label"]: [] for c in columns}  # per column, reference / agent per row
     verdicts = {c["label"]: [] for c in columns}
     evaluations = {c["label"]: [] for c in columns}
+    pretrain = {c["label"]: [] for c in columns}
     reference_rows = 0  # rows where the reference has a feasible value
     slow_reference = []  # rows where the reference is slower than the single_device column
     single = next((c["label"] for c in columns if c["label"] in ("single_device", "gpu_only")), None)
@@ -133,6 +141,7 @@ def grid(layout, df):
             seeds.append(by_seed)
             if n:
                 evaluations[c["label"]] += list(group["evaluations"])
+                pretrain[c["label"]] += list(group["pretrain_evaluations"])
         ref, ref_seeds = None, {}
         if reference is not None:
             ref_index = [c["label"] for c in columns].index(reference)
@@ -193,13 +202,16 @@ def grid(layout, df):
     rows.append(["evaluations per cell"] +
                 [fmt(sum(evaluations[c["label"]]) / len(evaluations[c["label"]])) if evaluations[c["label"]] else "-"
                  for c in columns] + ["" for _ in paper_columns])
+    rows.append(["evals (pre-train)"] + [pretrain_text(pretrain[c["label"]]) for c in columns] +
+                ["" for _ in paper_columns])
     note = (f"{metric.replace('_', ' ')} in {unit}, mean over seeds ± half-width of the 95% t-interval "
             "(2 or more feasible seeds)")
     if reference:
         note += (f"; % against {reference}, negative is better; better / worse: the 95% paired-bootstrap "
                  "interval of the % (10,000 resamples, seeds paired, at least 3 pairs) excludes 0, n.s.: it "
                  f"does not, no mark: fewer pairs; speedup: {reference} / agent, geometric mean over the rows")
-    note += "; bold: the best of the row. OOM: no feasible decision."
+    note += ("; bold: the best of the row. OOM: no feasible decision. evals (pre-train): simulator evaluations "
+             "that produced the column's checkpoint (amortised, not in its budget; ?: unknown).")
     if slow_reference:
         note += (f" Note: {reference} is slower than one device on {', '.join(slow_reference)}; percentages "
                  "against it overstate every gain there.")
@@ -217,34 +229,67 @@ def regal(layout, df, running_time=False):
         raise AnalysisError(f"layout {layout['name']}: none of its agents is in the run folders")
     per = df.groupby(["graph", "cluster", "label"])[metric].mean().unstack("label")
     seconds = df.groupby("label")["wall_seconds"].mean()
+
+    def budget_columns(label):
+        cells = df[df["label"] == label]
+        return [fmt(cells["evaluations"].mean()) if len(cells) else "-", pretrain_text(cells["pretrain_evaluations"])]
+
     header, rows = [], []
     if running_time:
-        header = ["method", "mean seconds per graph", "graphs", "paper: seconds"]
+        header = ["method", "mean seconds per graph", "graphs", "seeds", "evaluations per cell", "evals (pre-train)",
+                  "paper: seconds"]
         for a in agents:
-            n = int(df[df["label"] == a["label"]]["graph"].nunique())
-            rows.append([a["title"], fmt(seconds.get(a["label"])), n,
-                         fmt(paper.get(a["title"], {}).get("seconds"))])
-        return header, rows, "wall-clock seconds of one optimization, mean over the test graphs"
+            cells = df[df["label"] == a["label"]]
+            rows.append([a["title"], fmt(seconds.get(a["label"])), int(cells["graph"].nunique()),
+                         int(cells["seed"].nunique())] + budget_columns(a["label"]) +
+                        [fmt(paper.get(a["title"], {}).get("seconds"))])
+        return header, rows, ("wall-clock seconds of one optimization, mean over the test graphs and seeds; "
+                              "evals (pre-train): simulator evaluations that produced the method's checkpoint "
+                              "(amortised, not in its budget; ?: unknown)")
     if reference not in per.columns:
         raise AnalysisError(f"layout {layout['name']}: the reference agent {reference} has no cells")
     complete = per.dropna()
     best = complete.min(axis=1)
-    header = ["method", "% improvement over " + layout.get("reference_title", reference), "% gap from best",
-              "best on graphs", "mean seconds", "paper: % improvement", "paper: % gap"]
+    reference_title = layout.get("reference_title", reference)
+    header = ["method", "seeds", f"% improvement over {reference_title} (geo-mean ±95%)",
+              "% gap from best (geo-mean)", "best on graphs", "mean seconds", "evaluations per cell",
+              "evals (pre-train)", "paper: % improvement", "paper: % gap"]
+
+    def improvement(ratios):
+        """% improvement of a geometric mean of agent / reference ratios."""
+        g = geometric_mean(list(ratios))
+        return None if g is None else 100 * (1 - g)
+
     for a in agents:
+        paper_cells = [fmt(paper.get(a["title"], {}).get("improvement")), fmt(paper.get(a["title"], {}).get("gap"))]
+        cells = df[df["label"] == a["label"]]
         if a["label"] not in complete.columns:
-            rows.append([a["title"], "-", "-", "-", "-", fmt(paper.get(a["title"], {}).get("improvement")),
-                         fmt(paper.get(a["title"], {}).get("gap"))])
+            rows.append([a["title"], int(cells["seed"].nunique()), "-", "-", "-", "-"] +
+                        budget_columns(a["label"]) + paper_cells)
             continue
         col = complete[a["label"]]
-        improvement = (100 * (complete[reference] - col) / complete[reference]).mean()
-        gap = (100 * (col - best) / best).mean()
+        mean = improvement(col / complete[reference])
+        # The same per seed (each seed's value on every graph against the
+        # reference's mean over its seeds), for the 95% t-interval over seeds.
+        by_seed = []
+        for _, group in cells.groupby("seed"):
+            mine = group.groupby(["graph", "cluster"])[metric].mean()
+            mine = mine.reindex(complete.index)
+            if mine.notna().all():
+                by_seed.append(improvement(mine / complete[reference]))
+        half = t_half_width([v for v in by_seed if v is not None])
+        text = f"{mean:+.2f}" + (f" ±{half:.2f}" if half is not None else "") if mean is not None else "-"
+        gap = geometric_mean(list(col / best))
         wins = int((col <= best * (1 + 1e-12)).sum())
-        rows.append([a["title"], f"{improvement:+.2f}", f"{gap:.2f}", f"{wins}/{len(complete)}",
-                     fmt(seconds.get(a["label"])), fmt(paper.get(a["title"], {}).get("improvement")),
-                     fmt(paper.get(a["title"], {}).get("gap"))])
-    note = (f"{len(complete)} graphs on which every listed agent finished; {metric.replace('_', ' ')} "
-            f"averaged over seeds; improvement = (reference - agent) / reference, gap = (agent - best) / best.")
+        rows.append([a["title"], int(cells["seed"].nunique()), text,
+                     f"{100 * (gap - 1):.2f}" if gap is not None else "-", f"{wins}/{len(complete)}",
+                     fmt(seconds.get(a["label"]))] + budget_columns(a["label"]) + paper_cells)
+    note = (f"{len(complete)} graphs on which every listed agent finished; {metric.replace('_', ' ')} averaged "
+            f"over seeds per graph; improvement = 1 - geometric mean over the graphs of agent / reference, gap = "
+            "geometric mean of agent / best - 1 (the paper averages percentages arithmetically); ±: half-width of "
+            "the 95% t-interval of the same figure computed per seed (2 or more seeds); evals (pre-train): "
+            "simulator evaluations that produced the method's checkpoint (amortised, not in its budget; ?: "
+            "unknown).")
     return header, rows, note
 
 

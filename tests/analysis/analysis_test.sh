@@ -91,7 +91,14 @@ grep -q "^| BRKGA | " "$work/regal.md" || { echo "FAIL: no BRKGA row"; cat "$wor
 grep -q "2 graphs" "$work/regal.md" || { echo "FAIL: regal table not over 2 graphs"; exit 1; }
 test -s "$work/tables/test_grid.tex" && grep -q 'tabular' "$work/tables/test_grid.tex"
 # The random search row of the regal table: 0 improvement over itself.
-grep -q "^| random | +0.00 |" "$work/regal.md" || { echo "FAIL: reference row"; cat "$work/regal.md"; exit 1; }
+grep -Eq "^\| random \| 2 \| \+0\.00 ±[0-9.]+ \|" "$work/regal.md" || { echo "FAIL: reference row"; cat "$work/regal.md"; exit 1; }
+grep -q "geometric mean over the graphs of agent / reference" "$work/regal.md" ||
+  { echo "FAIL: the regal table does not say it uses a geometric mean"; exit 1; }
+# Pre-training evaluations: none behind these agents, in every table kind.
+grep -Eq '^\| evals \(pre-train\) \| 0 \| 0 \| 0 \|' "$work/grid.md" ||
+  { echo "FAIL: no pre-training row"; cat "$work/grid.md"; exit 1; }
+grep -Eq '^\| BRKGA \| 2 \| .* \| 200 \| 0 \| 3\.5 \| 4\.4 \|$' "$work/regal.md" ||
+  { echo "FAIL: no pre-training column"; cat "$work/regal.md"; exit 1; }
 
 grep -q "^Code: [0-9a-f]\{12\}" "$work/grid.md" || { echo "FAIL: no code version line"; cat "$work/grid.md"; exit 1; }
 if grep -q "quick mode" "$work/grid.md"; then echo "FAIL: a full run labelled quick"; exit 1; fi
