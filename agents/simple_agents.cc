@@ -172,7 +172,7 @@ class RandomSearchAgent : public Agent {
   bool priorities_ = true;
   bool transfer_priorities_ = true;
   int32_t batch_ = 64;
-  std::vector<std::string> warm_start_;
+  std::vector<WarmStartAgent> warm_start_;
 };
 
 }  // namespace

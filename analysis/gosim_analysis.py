@@ -98,6 +98,8 @@ def load_results(run_dir):
                 identity = r.get("identity", {})
                 row["mode"] = identity.get("mode", "full")
                 row["code"] = identity.get("code", "unrecorded")
+                model = identity.get("cost_model", {})
+                row["cost_model"] = model.get("name", "unrecorded") if isinstance(model, dict) else str(model)
                 row["budget_evaluations"] = r.get("budget", {}).get("evaluations", 0)
                 # Lines written before the column existed: unknown (-1), never 0.
                 row["pretrain_evaluations"] = r.get("pretrain_evaluations", -1)
@@ -223,8 +225,9 @@ def pretrain_text(values):
 
 def provenance(df, run_dirs=()):
     """Header lines of a table: the quick-mode note when it applies, the
-    code versions that produced its cells (with their counts) and the count
-    of final runs on the test graphs logged in the run folders."""
+    code versions that produced its cells (with their counts), the cost
+    models they were simulated with, and the count of final runs on the test
+    graphs logged in the run folders."""
     lines = []
     if (df["mode"] == "quick").any():
         lines.append(f"**{QUICK_MODE_NOTE}**")
@@ -232,6 +235,9 @@ def provenance(df, run_dirs=()):
     versions = ", ".join(f"{code[:12] + ('-dirty' if code.endswith('-dirty') else '')} ({n} cells)"
                          for code, n in sorted(counts.items()))
     lines.append(f"Code: {versions}" + (" -- cells of several builds" if len(counts) > 1 else ""))
+    models = df["cost_model"].value_counts()
+    lines.append("Cost model: " + ", ".join(f"{m} ({n} cells)" for m, n in sorted(models.items())) +
+                 (" -- cells of several cost models" if len(models) > 1 else ""))
     if run_dirs:
         lines.append(f"Final runs on the test graphs logged in these run folders: {final_runs(run_dirs)}")
     return lines

@@ -23,18 +23,6 @@
 namespace gosim::agents {
 namespace {
 
-// Gives `decision` (which has no priorities) the op priorities that
-// reproduce its FIFO schedule: minus each op's ready time in a simulation of
-// the decision. FIFO runs the earliest-ready op first, ties by lower id, as
-// priority order does for equal priorities, so the schedule is the same.
-// Transfers need nothing: equal transfer genes (Encode) keep the links FIFO.
-// One simulator evaluation.
-void MakeOrderExplicit(const Problem& problem, sim::Decision* decision) {
-  const sim::SimResult run = problem.evaluator.Simulate(*decision, /*timeline=*/true);
-  decision->priority.assign(static_cast<size_t>(problem.graph.num_nodes()), 0.0);
-  for (const sim::OpRecord& op : run.ops) decision->priority[static_cast<size_t>(op.node)] = -op.ready;
-}
-
 class BrkgaAgent : public Agent {
  public:
   BrkgaAgent(std::string name, YamlMap& options, const brkga::BrkgaOptions& defaults,
@@ -103,9 +91,9 @@ class BrkgaAgent : public Agent {
 
  private:
   std::string name_;
-  // `warm_start`: names of one-shot agents whose decisions seed the initial
+  // `warm_start`: one-shot agents (and their options) whose decisions seed the initial
   // population; [] is REGAL's uniform initialization.
-  std::vector<std::string> warm_start_;
+  std::vector<WarmStartAgent> warm_start_;
   brkga::BrkgaOptions options_;
 };
 

@@ -85,8 +85,16 @@ grep -q "Final runs on the test graphs logged in these run folders: 0" "$work/gr
   { echo "FAIL: no final-run count"; exit 1; }
 # Convergence: random search reaches its own final at some evaluation; BRKGA
 # either reaches it (a ratio) or says it did not.
-grep -Eq '^\| G1 \| [0-9.]+ \| [0-9]+ / [0-9.]+ \| ([0-9]+ / [0-9.]+ \| [0-9.]+x|not within [0-9]+ \| -) \| 15x \|' \
+# Seed by seed: two seeds of each, the reaching ones counted.
+grep -Eq '^\| G1 \| 2 \| [0-9.]+ ±[0-9.]+ \| [0-9]+ / [0-9.]+ \| ([0-9]+ / [0-9.]+ \([12]/2\) \| [0-9.]+x( ±[0-9.]+)?|not within [0-9]+ \(0/2\) \| -) \| 15x \|' \
   "$work/convergence.md" || { echo "FAIL: convergence row"; cat "$work/convergence.md"; exit 1; }
+grep -q "(pre-training, not in these counts): random 0; BRKGA 0." "$work/convergence.md" ||
+  { echo "FAIL: no pre-training figures in the convergence table"; exit 1; }
+# Every table names its cost model and its seeds.
+for t in grid convergence regal; do
+  grep -q "^Cost model: auto (10 cells)" "$work/$t.md" || { echo "FAIL: no cost model in $t"; cat "$work/$t.md"; exit 1; }
+done
+grep -Eq '^\| seeds \| 1 \| 2 \| 2 \|' "$work/grid.md" || { echo "FAIL: no seeds row"; cat "$work/grid.md"; exit 1; }
 grep -q "^| BRKGA | " "$work/regal.md" || { echo "FAIL: no BRKGA row"; cat "$work/regal.md"; exit 1; }
 grep -q "2 graphs" "$work/regal.md" || { echo "FAIL: regal table not over 2 graphs"; exit 1; }
 test -s "$work/tables/test_grid.tex" && grep -q 'tabular' "$work/tables/test_grid.tex"
