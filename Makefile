@@ -40,7 +40,7 @@ build: configure
 	@cmake --build $(BUILD_DIR) -j $(JOBS)
 
 run: build
-	$(GOSIM) run configs/experiments/quickstart.yaml --final
+	$(GOSIM) run configs/experiments/quickstart.yaml
 
 test: build deps-python
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS)

@@ -13,18 +13,25 @@
 //   if it improves (steepest descent over a sampled neighbourhood); after
 //   `patience` evaluations without improvement the search restarts from a
 //   fresh random solution. The best solution over all restarts is returned.
+//   `warm_start` (default []) names one-shot agents (e.g. single_device,
+//   m_etf, human_expert) whose decisions are evaluated first (charged to the
+//   budget); the first descent then starts from the best of them, with the
+//   priorities of its own FIFO schedule (one more evaluation): the
+//   equal-budget "local search from the best heuristic" control.
 // simulated_annealing  the baseline of the multi-chip partitioning paper
 //   (PAPERS.md): one move at a time, accepted with probability
 //   exp(-relative increase / T), T decaying geometrically from
 //   `initial_temperature` to `final_temperature` over the budget.
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <memory>
 
 #include "agents/builtin.h"
 #include "agents/colocation.h"
 #include "agents/options_util.h"
 #include "agents/search_tracker.h"
+#include "agents/warm_start.h"
 #include "core/rng.h"
 
 namespace gosim::agents {
@@ -94,6 +101,7 @@ class LocalSearchAgent : public Agent {
     neighbours_ = static_cast<int32_t>(GetInt(options, "neighbours", 16, 1, 1 << 16));
     patience_ = GetInt(options, "patience", 0, 0, int64_t{1} << 40);
     moves_ = MoveOptions::Parse(options);
+    warm_start_ = ParseWarmStart(options, "local_search", {});
     options.Finish();
   }
   std::string name() const override { return "local_search"; }
@@ -101,6 +109,29 @@ class LocalSearchAgent : public Agent {
   AgentResult Optimize(const Problem& problem, const ProgressFn& progress) override {
     SearchTracker tracker(problem, progress, evaluations_);
     const int32_t num_devices = problem.cluster.num_devices();
+    // Warm start: the seeds' decisions are its first samples (charged), and
+    // the first descent starts from the best of them.
+    sim::Decision warm;
+    bool has_warm = false;
+    int64_t warm_evaluations = 0;
+    if (!warm_start_.empty()) {
+      const WarmStartResult seeds = RunWarmStart(name(), warm_start_, problem, tracker.Remaining());
+      tracker.Charge(seeds.evaluations - static_cast<int64_t>(seeds.seeds.size()));
+      for (const WarmStartSeed& seed : seeds.seeds)
+        tracker.Record(seed.result.best, seed.result.best_evaluation);
+      warm_evaluations = seeds.evaluations;
+      if (tracker.has_best()) {
+        warm = tracker.best();
+        has_warm = true;
+        if (moves_.priorities && !warm.has_priority() && tracker.Remaining() > 1) {
+          // Priority moves need priorities: those of the seed's own FIFO
+          // schedule, so the descent starts from the seed's exact score.
+          MakeOrderExplicit(problem, &warm);
+          tracker.Charge(1);
+          ++warm_evaluations;
+        }
+      }
+    }
     // Default patience: about one sampled move per op and device.
     const int64_t patience =
         patience_ > 0 ? patience_ : std::max<int64_t>(64, int64_t{problem.graph.num_nodes()} * num_devices);
@@ -112,8 +143,15 @@ class LocalSearchAgent : public Agent {
       Rng init_rng = Rng::Derive(problem.seed, {0x6c73ULL, static_cast<uint64_t>(restarts)});
       const MoveOptions init =
           restarts == 0 ? moves_ : MoveOptions{moves_.priorities, moves_.device_move_fraction, "random"};
-      sim::Decision current = InitialDecision(init, problem, init_rng);
-      double current_score = tracker.Score(tracker.Evaluate(current));
+      sim::Decision current;
+      double current_score = 0.0;
+      if (restarts == 0 && has_warm) {
+        current = warm;
+        current_score = tracker.best_objective();
+      } else {
+        current = InitialDecision(init, problem, init_rng);
+        current_score = tracker.Score(tracker.Evaluate(current));
+      }
       int64_t stale = 0;
       while (!tracker.Done() && stale < patience) {
         const int64_t count = std::min<int64_t>(neighbours_, tracker.Remaining());
@@ -147,7 +185,9 @@ class LocalSearchAgent : public Agent {
       if (num_devices < 2 && !moves_.priorities) break;
       ++restarts;
     }
-    return tracker.Finish({{"restarts", static_cast<double>(restarts)}});
+    std::map<std::string, double> extra = {{"restarts", static_cast<double>(restarts)}};
+    if (!warm_start_.empty()) extra["warm_start_evaluations"] = static_cast<double>(warm_evaluations);
+    return tracker.Finish(std::move(extra));
   }
 
  private:
@@ -155,6 +195,9 @@ class LocalSearchAgent : public Agent {
   int32_t neighbours_ = 16;
   int64_t patience_ = 0;
   MoveOptions moves_;
+  // `warm_start`: one-shot agents whose best decision the first descent
+  // starts from ([]: start from `init`, REGAL's baseline).
+  std::vector<WarmStartAgent> warm_start_;
 };
 
 class SimulatedAnnealingAgent : public Agent {

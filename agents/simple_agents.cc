@@ -124,7 +124,7 @@ class RandomSearchAgent : public Agent {
     SearchTracker tracker(problem, progress, evaluations_);
     if (!warm_start_.empty()) {
       // The seeds' decisions count as samples; their evaluations are charged.
-      const WarmStartResult warm = RunWarmStart(name(), warm_start_, problem);
+      const WarmStartResult warm = RunWarmStart(name(), warm_start_, problem, tracker.Remaining());
       tracker.Charge(warm.evaluations - static_cast<int64_t>(warm.seeds.size()));
       for (const WarmStartSeed& seed : warm.seeds)
         tracker.Record(seed.result.best, seed.result.best_evaluation);
@@ -172,7 +172,7 @@ class RandomSearchAgent : public Agent {
   bool priorities_ = true;
   bool transfer_priorities_ = true;
   int32_t batch_ = 64;
-  std::vector<std::string> warm_start_;
+  std::vector<WarmStartAgent> warm_start_;
 };
 
 }  // namespace

@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "core/log.h"
+#include "sim/result.h"
 
 namespace gosim::agents {
 
@@ -29,29 +30,59 @@ const std::vector<std::string>& DefaultWarmStart() {
   return names;
 }
 
-std::vector<std::string> ParseWarmStart(YamlMap& options, const std::string& owner,
-                                        const std::vector<std::string>& fallback) {
-  if (!options.Has("warm_start")) return fallback;
-  const auto names = options.Get<std::vector<std::string>>("warm_start", {});
+std::vector<WarmStartAgent> ParseWarmStart(YamlMap& options, const std::string& owner,
+                                           const std::vector<std::string>& fallback) {
+  std::vector<WarmStartAgent> out;
+  if (!options.Has("warm_start")) {
+    for (const std::string& name : fallback) out.push_back({name, YAML::Node(), "", ""});
+    return out;
+  }
+  const YAML::Node list = options.Node("warm_start");
+  if (!list || list.IsNull()) return out;
+  if (!list.IsSequence()) {
+    options.Fail("warm_start", owner + ": warm_start is a list of one-shot agents",
+                 "e.g. [single_device, m_etf, {agent: human_expert, options: {exclude_devices: [cpu0]}}]");
+  }
   const std::vector<std::string> valid = AgentNames();
-  for (const std::string& n : names) {
-    if (std::find(valid.begin(), valid.end(), n) == valid.end() ||
-        std::find(kSearchAgents.begin(), kSearchAgents.end(), n) != kSearchAgents.end()) {
+  for (size_t i = 0; i < list.size(); ++i) {
+    const std::string path = options.ChildPath("warm_start") + "[" + std::to_string(i) + "]";
+    WarmStartAgent agent;
+    agent.file = options.file();
+    agent.path = path;
+    if (list[i].IsMap()) {
+      YamlMap entry(list[i], options.file(), path);
+      agent.name = entry.Require<std::string>("agent");
+      agent.options = YAML::Clone(entry.Node("options"));
+      entry.Finish();
+    } else {
+      agent.name = YamlAs<std::string>(list[i], options.file(), path);
+    }
+    if (std::find(valid.begin(), valid.end(), agent.name) == valid.end() ||
+        std::find(kSearchAgents.begin(), kSearchAgents.end(), agent.name) != kSearchAgents.end()) {
       options.Fail(
-          "warm_start", owner + ": warm_start names unknown or unsuitable agent '" + n + "'",
+          "warm_start", owner + ": warm_start names unknown or unsuitable agent '" + agent.name + "'",
           "use one-shot baselines such as single_device, human_expert, m_etf, metis, heft; [] for none");
     }
+    if (agent.options && !agent.options.IsNull()) {
+      // Build it once now, so that a misspelt option stops the run before it starts.
+      YamlMap check(agent.options, agent.file, agent.path + ".options");
+      MakeAgent(agent.name, check);
+    }
+    out.push_back(std::move(agent));
   }
-  return names;
+  return out;
 }
 
-WarmStartResult RunWarmStart(const std::string& owner, const std::vector<std::string>& agents,
-                             const Problem& problem) {
+WarmStartResult RunWarmStart(const std::string& owner, const std::vector<WarmStartAgent>& agents,
+                             const Problem& problem, int64_t max_evaluations) {
   const auto start = std::chrono::steady_clock::now();
   WarmStartResult out;
-  for (const std::string& name : agents) {
-    YamlMap no_options = YamlMap::Root(YAML::Node(YAML::NodeType::Map), "warm_start");
-    std::unique_ptr<Agent> agent = MakeAgent(name, no_options);
+  for (const WarmStartAgent& spec : agents) {
+    if (out.evaluations >= max_evaluations) break;
+    const YAML::Node node =
+        spec.options && !spec.options.IsNull() ? YAML::Clone(spec.options) : YAML::Node(YAML::NodeType::Map);
+    YamlMap options(node, spec.file.empty() ? "warm_start" : spec.file, spec.path);
+    std::unique_ptr<Agent> agent = MakeAgent(spec.name, options);
     Problem one_shot = problem;
     one_shot.budget.evaluations = 1;
     one_shot.budget.wall_seconds = 0.0;
@@ -59,13 +90,19 @@ WarmStartResult RunWarmStart(const std::string& owner, const std::vector<std::st
       AgentResult r = agent->Optimize(one_shot);
       out.evaluations += r.evaluations;
       if (r.best.placement.size() != static_cast<size_t>(problem.graph.num_nodes())) continue;
-      out.seeds.push_back({name, std::move(r)});
+      out.seeds.push_back({spec.name, std::move(r)});
     } catch (const Error& e) {  // e.g. no expert rules for this graph: start without it
-      GOSIM_LOG(Warn) << owner << ": warm start from " << name << " skipped: " << e.what();
+      GOSIM_LOG(Warn) << owner << ": warm start from " << spec.name << " skipped: " << e.what();
     }
   }
   out.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
+}
+
+void MakeOrderExplicit(const Problem& problem, sim::Decision* decision) {
+  const sim::SimResult run = problem.evaluator.Simulate(*decision, /*timeline=*/true);
+  decision->priority.assign(static_cast<size_t>(problem.graph.num_nodes()), 0.0);
+  for (const sim::OpRecord& op : run.ops) decision->priority[static_cast<size_t>(op.node)] = -op.ready;
 }
 
 }  // namespace gosim::agents

@@ -14,15 +14,27 @@
 
 namespace gosim::agents {
 
+// One agent of a warm start: a one-shot agent's name and the options it is
+// built with (a YAML mapping; null = its defaults).
+struct WarmStartAgent {
+  std::string name;
+  YAML::Node options;
+  std::string file;  // where `options` were written, for error messages
+  std::string path;
+};
+
 // What user-facing search agents (brkga, random_search) start from by
 // default: the trivial decision and one memory-aware heuristic.
 const std::vector<std::string>& DefaultWarmStart();
 
-// Reads the `warm_start` option of agent `owner`: a list of one-shot agent
-// names (ConfigError for an unknown name or a search agent). `fallback` when
-// the key is absent; [] turns warm starting off.
-std::vector<std::string> ParseWarmStart(YamlMap& options, const std::string& owner,
-                                        const std::vector<std::string>& fallback);
+// Reads the `warm_start` option of agent `owner`: a list whose entries are
+// one-shot agent names or mappings {agent: NAME, options: {...}} (e.g.
+// {agent: human_expert, options: {exclude_devices: [cpu0]}}, the expert as
+// a table runs it). Unknown names, search agents and invalid options are
+// ConfigErrors (the options are checked by building the agent). `fallback`
+// names when the key is absent; [] turns warm starting off.
+std::vector<WarmStartAgent> ParseWarmStart(YamlMap& options, const std::string& owner,
+                                           const std::vector<std::string>& fallback);
 
 struct WarmStartSeed {
   std::string agent;
@@ -35,12 +47,19 @@ struct WarmStartResult {
   double wall_seconds = 0.0;
 };
 
-// Runs each named agent with default options and a budget of one
-// evaluation (their memory repair, when on, may use more). An agent that
-// cannot handle the graph (an Error, e.g. no expert rules) is skipped with a
-// warning naming `owner`.
-WarmStartResult RunWarmStart(const std::string& owner, const std::vector<std::string>& agents,
-                             const Problem& problem);
+// Runs each agent with its options and a budget of one evaluation, in order, while fewer than
+// `max_evaluations` have been spent (so the seeds never cost more than the search's own budget; the agents
+// left over are not run). An agent that cannot handle the graph (an Error,
+// e.g. no expert rules) is skipped with a warning naming `owner`.
+WarmStartResult RunWarmStart(const std::string& owner, const std::vector<WarmStartAgent>& agents,
+                             const Problem& problem, int64_t max_evaluations);
+
+// Gives `decision` (which has no priorities) the op priorities that
+// reproduce its FIFO schedule: minus each op's ready time in a simulation of
+// the decision. FIFO runs the earliest-ready op first, ties by lower id, as
+// priority order does for equal priorities, so the schedule is the same.
+// One simulator evaluation, which the caller charges to its budget.
+void MakeOrderExplicit(const Problem& problem, sim::Decision* decision);
 
 }  // namespace gosim::agents
 

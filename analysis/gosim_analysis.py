@@ -55,8 +55,9 @@ def load_results(run_dir):
 
     Columns: the results line's scalar fields (cell, graph, cluster, devices,
     agent, label, seed, objective, best_objective, feasible, step_time,
-    peak_memory, evaluations, wall_seconds, decision, ...) plus
-    budget_evaluations and the `extra` fields as extra_<key>. A cell that
+    peak_memory, evaluations, pretrain_evaluations (-1: unknown), wall_seconds,
+    decision, ...) plus budget_evaluations and the `extra` fields as
+    extra_<key>. A cell that
     appears twice keeps its last line (as gosim does). So does a (graph,
     cluster, label, seed) finished under two identities, e.g. a run resumed
     after a checkpoint was trained again (the new cells are appended after
@@ -97,7 +98,11 @@ def load_results(run_dir):
                 identity = r.get("identity", {})
                 row["mode"] = identity.get("mode", "full")
                 row["code"] = identity.get("code", "unrecorded")
+                model = identity.get("cost_model", {})
+                row["cost_model"] = model.get("name", "unrecorded") if isinstance(model, dict) else str(model)
                 row["budget_evaluations"] = r.get("budget", {}).get("evaluations", 0)
+                # Lines written before the column existed: unknown (-1), never 0.
+                row["pretrain_evaluations"] = r.get("pretrain_evaluations", -1)
                 for key, value in r.get("extra", {}).items():
                     row["extra_" + key] = value
                 row["run"] = run_dir
@@ -206,10 +211,23 @@ def final_runs(run_dirs):
     return count
 
 
+def pretrain_text(values):
+    """The pre-training evaluations of a group of cells for a table: the
+    largest, with thousands separators; '?' when one is unknown (-1), '-' for
+    no cells."""
+    values = [int(v) for v in values]
+    if not values:
+        return "-"
+    if min(values) < 0:
+        return "?"
+    return f"{max(values):,}"
+
+
 def provenance(df, run_dirs=()):
     """Header lines of a table: the quick-mode note when it applies, the
-    code versions that produced its cells (with their counts) and the count
-    of final runs on the test graphs logged in the run folders."""
+    code versions that produced its cells (with their counts), the cost
+    models they were simulated with, and the count of final runs on the test
+    graphs logged in the run folders."""
     lines = []
     if (df["mode"] == "quick").any():
         lines.append(f"**{QUICK_MODE_NOTE}**")
@@ -217,6 +235,9 @@ def provenance(df, run_dirs=()):
     versions = ", ".join(f"{code[:12] + ('-dirty' if code.endswith('-dirty') else '')} ({n} cells)"
                          for code, n in sorted(counts.items()))
     lines.append(f"Code: {versions}" + (" -- cells of several builds" if len(counts) > 1 else ""))
+    models = df["cost_model"].value_counts()
+    lines.append("Cost model: " + ", ".join(f"{m} ({n} cells)" for m, n in sorted(models.items())) +
+                 (" -- cells of several cost models" if len(models) > 1 else ""))
     if run_dirs:
         lines.append(f"Final runs on the test graphs logged in these run folders: {final_runs(run_dirs)}")
     return lines

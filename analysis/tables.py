@@ -11,16 +11,22 @@ first run folder) and prints the Markdown. Kinds:
   grid     rows = graphs (on a cluster), columns = agents, cell = the metric
            (mean over seeds) and its % against the reference agent; the
            paper's values in extra columns.
-  regal    rows = agents: % improvement over the reference agent and % gap
-           from the best any listed agent found, averaged over the graphs
-           (REGAL Table 1), graphs won, mean seconds, and the paper's figures.
+  regal    rows = agents: seeds, % improvement over the reference agent
+           (1 - geometric mean of agent / reference over the graphs, with a
+           95% t-interval over seeds) and % gap from the best any listed agent
+           found (geometric mean), graphs won, mean seconds, evaluations per
+           cell and pre-training evaluations (REGAL Table 1), and the paper's
+           figures (which average percentages arithmetically).
   running_time
-           rows = agents: mean wall seconds per cell (REGAL Table 2).
+           rows = agents: mean wall seconds per cell, graphs, seeds,
+           evaluations (REGAL Table 2).
   convergence
-           rows = graphs (on a cluster): the target agent's final metric, the
-           simulator evaluations and wall seconds it needed to first reach
-           it, and the same for each listed agent with the ratio of
-           evaluations (GO's "x fewer evaluations"; reads curves.csv).
+           rows = graphs (on a cluster): the target agent's final metric
+           (mean over seeds ± 95%), the simulator evaluations and wall seconds
+           it needed to first reach it, and the same for each listed agent,
+           seed by seed, with the ratio of evaluations (GO's "x fewer
+           evaluations"; reads curves.csv) and its 95% interval; the note
+           lists each agent's pre-training evaluations.
 
 Grid cells: the mean over seeds ± the half-width of its 95% t-interval, and
 the % against the reference with "better" / "worse" only where a paired
@@ -30,12 +36,17 @@ speedup against the reference per column (GO's "faster than experts on
 average", without the arithmetic mean of percentages that a slow reference
 inflates) and the count of better / worse / n.s. rows; a reference slower
 than the one-device column is flagged. Every grid ends with the mean
-evaluations per cell of each column.
+evaluations per cell of each column, the seeds per row, and its pre-training
+evaluations
+("evals (pre-train)": the evaluations that produced the checkpoint the
+column's agent starts from; '?' when unknown).
 
 Missing cells print as '-'; a layout naming no cell of the runs is an error.
-Every table starts with the code versions of its cells and, for quick-mode
-runs, "quick mode: pipeline check, not a result"; run folders of both modes
-are never mixed in one table.
+Every table starts with the code versions of its cells, the cost model(s)
+they were simulated with, the count of final runs on the test graphs logged
+in the run folders (final_runs.jsonl) and, for quick-mode runs, "quick mode:
+pipeline check, not a result"; run folders of both modes are never mixed in
+one table.
 """
 import argparse
 import os
@@ -46,7 +57,8 @@ import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gosim_analysis import (AnalysisError, fail, fmt, geometric_mean, latex_table, load_curves,  # noqa: E402
-                            load_runs, markdown_table, paired_bootstrap, provenance, t_half_width)
+                            load_runs, markdown_table, paired_bootstrap, pretrain_text, provenance,
+                            t_half_width)
 
 KINDS = ("grid", "regal", "running_time", "convergence")
 
@@ -107,6 +119,14 @@ def pairs(mine, reference):
     return [mine[s] for s in common], [reference[s] for s in common]
 
 
+def seed_text(counts):
+    """Seeds per row of a column: '5', or '3-5' when rows differ; '-' for none."""
+    if not counts:
+        return "-"
+    low, high = min(counts), max(counts)
+    return str(low) if low == high else f"{low}-{high}"
+
+
 def grid(layout, df):
     metric, unit, scale = metric_of(layout)
     columns = layout["columns"]
@@ -119,6 +139,8 @@ def grid(layout, df):
     speedups = {c["label"]: [] for c in columns}  # per column, reference / agent per row
     verdicts = {c["label"]: [] for c in columns}
     evaluations = {c["label"]: [] for c in columns}
+    pretrain = {c["label"]: [] for c in columns}
+    seed_counts = {c["label"]: [] for c in columns}  # per row with cells, the seeds that ran
     reference_rows = 0  # rows where the reference has a feasible value
     slow_reference = []  # rows where the reference is slower than the single_device column
     single = next((c["label"] for c in columns if c["label"] in ("single_device", "gpu_only")), None)
@@ -133,6 +155,8 @@ def grid(layout, df):
             seeds.append(by_seed)
             if n:
                 evaluations[c["label"]] += list(group["evaluations"])
+                pretrain[c["label"]] += list(group["pretrain_evaluations"])
+                seed_counts[c["label"]].append(int(group["seed"].nunique()))
         ref, ref_seeds = None, {}
         if reference is not None:
             ref_index = [c["label"] for c in columns].index(reference)
@@ -193,13 +217,17 @@ def grid(layout, df):
     rows.append(["evaluations per cell"] +
                 [fmt(sum(evaluations[c["label"]]) / len(evaluations[c["label"]])) if evaluations[c["label"]] else "-"
                  for c in columns] + ["" for _ in paper_columns])
+    rows.append(["evals (pre-train)"] + [pretrain_text(pretrain[c["label"]]) for c in columns] +
+                ["" for _ in paper_columns])
+    rows.append(["seeds"] + [seed_text(seed_counts[c["label"]]) for c in columns] + ["" for _ in paper_columns])
     note = (f"{metric.replace('_', ' ')} in {unit}, mean over seeds ± half-width of the 95% t-interval "
             "(2 or more feasible seeds)")
     if reference:
         note += (f"; % against {reference}, negative is better; better / worse: the 95% paired-bootstrap "
                  "interval of the % (10,000 resamples, seeds paired, at least 3 pairs) excludes 0, n.s.: it "
                  f"does not, no mark: fewer pairs; speedup: {reference} / agent, geometric mean over the rows")
-    note += "; bold: the best of the row. OOM: no feasible decision."
+    note += ("; bold: the best of the row. OOM: no feasible decision. evals (pre-train): simulator evaluations "
+             "that produced the column's checkpoint (amortised, not in its budget; ?: unknown).")
     if slow_reference:
         note += (f" Note: {reference} is slower than one device on {', '.join(slow_reference)}; percentages "
                  "against it overstate every gain there.")
@@ -217,34 +245,67 @@ def regal(layout, df, running_time=False):
         raise AnalysisError(f"layout {layout['name']}: none of its agents is in the run folders")
     per = df.groupby(["graph", "cluster", "label"])[metric].mean().unstack("label")
     seconds = df.groupby("label")["wall_seconds"].mean()
+
+    def budget_columns(label):
+        cells = df[df["label"] == label]
+        return [fmt(cells["evaluations"].mean()) if len(cells) else "-", pretrain_text(cells["pretrain_evaluations"])]
+
     header, rows = [], []
     if running_time:
-        header = ["method", "mean seconds per graph", "graphs", "paper: seconds"]
+        header = ["method", "mean seconds per graph", "graphs", "seeds", "evaluations per cell", "evals (pre-train)",
+                  "paper: seconds"]
         for a in agents:
-            n = int(df[df["label"] == a["label"]]["graph"].nunique())
-            rows.append([a["title"], fmt(seconds.get(a["label"])), n,
-                         fmt(paper.get(a["title"], {}).get("seconds"))])
-        return header, rows, "wall-clock seconds of one optimization, mean over the test graphs"
+            cells = df[df["label"] == a["label"]]
+            rows.append([a["title"], fmt(seconds.get(a["label"])), int(cells["graph"].nunique()),
+                         int(cells["seed"].nunique())] + budget_columns(a["label"]) +
+                        [fmt(paper.get(a["title"], {}).get("seconds"))])
+        return header, rows, ("wall-clock seconds of one optimization, mean over the test graphs and seeds; "
+                              "evals (pre-train): simulator evaluations that produced the method's checkpoint "
+                              "(amortised, not in its budget; ?: unknown)")
     if reference not in per.columns:
         raise AnalysisError(f"layout {layout['name']}: the reference agent {reference} has no cells")
     complete = per.dropna()
     best = complete.min(axis=1)
-    header = ["method", "% improvement over " + layout.get("reference_title", reference), "% gap from best",
-              "best on graphs", "mean seconds", "paper: % improvement", "paper: % gap"]
+    reference_title = layout.get("reference_title", reference)
+    header = ["method", "seeds", f"% improvement over {reference_title} (geo-mean ±95%)",
+              "% gap from best (geo-mean)", "best on graphs", "mean seconds", "evaluations per cell",
+              "evals (pre-train)", "paper: % improvement", "paper: % gap"]
+
+    def improvement(ratios):
+        """% improvement of a geometric mean of agent / reference ratios."""
+        g = geometric_mean(list(ratios))
+        return None if g is None else 100 * (1 - g)
+
     for a in agents:
+        paper_cells = [fmt(paper.get(a["title"], {}).get("improvement")), fmt(paper.get(a["title"], {}).get("gap"))]
+        cells = df[df["label"] == a["label"]]
         if a["label"] not in complete.columns:
-            rows.append([a["title"], "-", "-", "-", "-", fmt(paper.get(a["title"], {}).get("improvement")),
-                         fmt(paper.get(a["title"], {}).get("gap"))])
+            rows.append([a["title"], int(cells["seed"].nunique()), "-", "-", "-", "-"] +
+                        budget_columns(a["label"]) + paper_cells)
             continue
         col = complete[a["label"]]
-        improvement = (100 * (complete[reference] - col) / complete[reference]).mean()
-        gap = (100 * (col - best) / best).mean()
+        mean = improvement(col / complete[reference])
+        # The same per seed (each seed's value on every graph against the
+        # reference's mean over its seeds), for the 95% t-interval over seeds.
+        by_seed = []
+        for _, group in cells.groupby("seed"):
+            mine = group.groupby(["graph", "cluster"])[metric].mean()
+            mine = mine.reindex(complete.index)
+            if mine.notna().all():
+                by_seed.append(improvement(mine / complete[reference]))
+        half = t_half_width([v for v in by_seed if v is not None])
+        text = f"{mean:+.2f}" + (f" ±{half:.2f}" if half is not None else "") if mean is not None else "-"
+        gap = geometric_mean(list(col / best))
         wins = int((col <= best * (1 + 1e-12)).sum())
-        rows.append([a["title"], f"{improvement:+.2f}", f"{gap:.2f}", f"{wins}/{len(complete)}",
-                     fmt(seconds.get(a["label"])), fmt(paper.get(a["title"], {}).get("improvement")),
-                     fmt(paper.get(a["title"], {}).get("gap"))])
-    note = (f"{len(complete)} graphs on which every listed agent finished; {metric.replace('_', ' ')} "
-            f"averaged over seeds; improvement = (reference - agent) / reference, gap = (agent - best) / best.")
+        rows.append([a["title"], int(cells["seed"].nunique()), text,
+                     f"{100 * (gap - 1):.2f}" if gap is not None else "-", f"{wins}/{len(complete)}",
+                     fmt(seconds.get(a["label"]))] + budget_columns(a["label"]) + paper_cells)
+    note = (f"{len(complete)} graphs on which every listed agent finished; {metric.replace('_', ' ')} averaged "
+            f"over seeds per graph; improvement = 1 - geometric mean over the graphs of agent / reference, gap = "
+            "geometric mean of agent / best - 1 (the paper averages percentages arithmetically); ±: half-width of "
+            "the 95% t-interval of the same figure computed per seed (2 or more seeds); evals (pre-train): "
+            "simulator evaluations that produced the method's checkpoint (amortised, not in its budget; ?: "
+            "unknown).")
     return header, rows, note
 
 
@@ -264,49 +325,80 @@ def convergence(layout, df, curves):
     agents = layout.get("agents", [])
     if not target or not agents:
         raise AnalysisError(f"layout {layout['name']}: a convergence layout names a target and agents")
-    header = [layout.get("row_header", "model"), f"{target['title']} final ({unit})",
+    header = [layout.get("row_header", "model"), "seeds", f"{target['title']} final ({unit}, ±95%)",
               f"{target['title']}: evaluations / s to reach it"]
     for a in agents:
-        header += [f"{a['title']}: evaluations / s", "ratio"]
+        header += [f"{a['title']}: evaluations / s (seeds reaching)", "ratio (±95%)"]
     paper = layout.get("paper_ratio")
     if paper is not None:
         header.append("paper: ratio")
-    rows, ratios = [], {a["label"]: [] for a in agents}
+    digits = layout.get("digits", 3)
+    rows = []
     for row in layout["rows"]:
         where = dict(graph=row["graph"], cluster=row.get("cluster"))
         cells = select(df, **where)
         t = select(cells, label=target["label"])
-        if t.empty or not t["feasible"].any():
+        t = t[t["feasible"]] if not t.empty else t
+        if t.empty:
             continue
-        t = t[t["feasible"]].iloc[0]
-        final = float(t["best_objective"])  # the objective the curves track
-        t_curve = curves[(curves["cell"] == t["cell"])]
-        t_reach = first_reaching(t_curve, final)
-        out = [row["title"], fmt(final * scale, layout.get("digits", 3)),
-               f"{t_reach[0]} / {t_reach[1]:.1f}" if t_reach else "-"]
+        # Per seed of the target: its final objective and when it first got there.
+        targets = []
+        for _, cell in t.sort_values("seed").iterrows():
+            final = float(cell["best_objective"])  # the objective the curves track
+            targets.append((int(cell["seed"]), final, first_reaching(curves[curves["cell"] == cell["cell"]], final)))
+        finals = [f for _, f, _ in targets]
+        half = t_half_width(finals)
+        reached = [r for _, _, r in targets if r]
+        out = [row["title"], len(targets),
+               fmt(sum(finals) / len(finals) * scale, digits) + (f" ±{fmt(half * scale, 2)}" if half is not None else ""),
+               (f"{sum(r[0] for r in reached) / len(reached):.0f} / {sum(r[1] for r in reached) / len(reached):.1f}"
+                if reached else "-")]
         for a in agents:
             c = select(cells, label=a["label"])
             if c.empty:
                 out += ["-", "-"]
                 continue
-            c = c.iloc[0]
-            reach = first_reaching(curves[curves["cell"] == c["cell"]], final)
-            if reach is None:
-                out += [f"not within {int(c['evaluations'])}", "-"]
+            by_seed = {int(x["seed"]): x for _, x in c.iterrows()}
+            hits, ratios, tried, budget = [], [], 0, 0
+            for seed, final, t_reach in targets:
+                # The same seed, or the agent's only seed (a deterministic one).
+                cell = by_seed.get(seed, next(iter(by_seed.values())) if len(by_seed) == 1 else None)
+                if cell is None:
+                    continue
+                tried += 1
+                budget = max(budget, int(cell["evaluations"]))
+                reach = first_reaching(curves[curves["cell"] == cell["cell"]], final)
+                if reach is None:
+                    continue
+                hits.append(reach)
+                if t_reach:
+                    ratios.append(t_reach[0] / reach[0])
+            if not tried:
+                out += ["-", "-"]
                 continue
-            ratio = t_reach[0] / reach[0] if t_reach else None
-            if ratio is not None:
-                ratios[a["label"]].append(ratio)
-            out += [f"{reach[0]} / {reach[1]:.1f}", f"{ratio:.1f}x" if ratio is not None else "-"]
+            if not hits:
+                out += [f"not within {budget} (0/{tried})", "-"]
+                continue
+            text = (f"{sum(h[0] for h in hits) / len(hits):.0f} / {sum(h[1] for h in hits) / len(hits):.1f} "
+                    f"({len(hits)}/{tried})")
+            ratio_half = t_half_width(ratios)
+            ratio = (f"{sum(ratios) / len(ratios):.1f}x" + (f" ±{ratio_half:.1f}" if ratio_half is not None else "")
+                     if ratios else "-")
+            out += [text, ratio]
         if paper is not None:
             out.append(f"{paper}x")
         rows.append(out)
     if not rows:
         raise AnalysisError(f"layout {layout['name']}: the target agent {target['label']} has no feasible cell "
                             "on the layout's rows")
+    pretrain = "; ".join(f"{x['title']} {pretrain_text(select(df, label=x['label'])['pretrain_evaluations'])}"
+                         for x in [target] + agents)
     note = (f"simulator evaluations / wall seconds until the best {metric.replace('_', ' ')} first reaches "
-            f"{target['title']}'s final one; ratio = {target['title']}'s evaluations / the agent's (higher is "
-            "faster); 'not within N': never reached in its N evaluations.")
+            f"{target['title']}'s final one, seed by seed (each seed of an agent against the same seed of "
+            f"{target['title']}), means over the seeds that reach it; ratio = {target['title']}'s evaluations / "
+            "the agent's (higher is faster), mean ± half-width of the 95% t-interval over those seeds; "
+            f"'not within N': no seed reached it in its N evaluations. Evaluations before the cells "
+            f"(pre-training, not in these counts): {pretrain}.")
     return header, rows, note
 
 

@@ -67,6 +67,8 @@ nlohmann::ordered_json CellRecord::ToJson() const {
       {"oom_device", oom_device},
       {"evaluations", evaluations},
       {"simulations", simulations},
+      {"pretrain_evaluations", pretrain_evaluations},
+      {"pretrain_source", pretrain_source},
       {"wall_seconds", wall_seconds},
       {"extra", extra_json},
       {"curve", curve_json},
@@ -105,6 +107,9 @@ CellRecord CellRecord::FromJson(const nlohmann::json& json, const std::string& w
     r.oom_device = json.at("oom_device").get<int32_t>();
     r.evaluations = json.at("evaluations").get<int64_t>();
     r.simulations = json.at("simulations").get<int64_t>();
+    // Lines written before the column existed: not recorded.
+    r.pretrain_evaluations = json.value("pretrain_evaluations", int64_t{-1});
+    r.pretrain_source = json.value("pretrain_source", "not recorded");
     r.wall_seconds = json.at("wall_seconds").get<double>();
     for (const auto& [key, value] : json.at("extra").items()) r.extra[key] = NumberOrInf(value);
     for (const auto& point : json.at("curve")) {

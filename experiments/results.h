@@ -44,9 +44,13 @@ struct CellRecord {
   double step_time = 0.0;       // seconds (the simulator's value, also when infeasible)
   double peak_memory = 0.0;     // bytes, max over devices
   int32_t oom_device = -1;
-  int64_t evaluations = 0;    // as reported by the agent
-  int64_t simulations = 0;    // simulator calls counted by the evaluator, final re-simulation excluded
-  double wall_seconds = 0.0;  // the agent's Optimize() call
+  int64_t evaluations = 0;  // as reported by the agent
+  int64_t simulations = 0;  // simulator calls counted by the evaluator, final re-simulation excluded
+  // Evaluations that produced the checkpoint the agent starts from
+  // (experiments/pretrain.h; 0: none, -1: unknown or not recorded).
+  int64_t pretrain_evaluations = -1;
+  std::string pretrain_source;  // where pretrain_evaluations comes from
+  double wall_seconds = 0.0;    // the agent's Optimize() call
   std::map<std::string, double> extra;
   std::vector<agents::CurvePoint> curve;
   std::string decision;     // path relative to the run folder

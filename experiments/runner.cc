@@ -26,6 +26,7 @@
 #include "core/progress.h"
 #include "core/strings.h"
 #include "core/version.h"
+#include "experiments/pretrain.h"
 #include "experiments/splits.h"
 #include "sim/cost_model.h"
 #include "sim/decision.h"
@@ -175,6 +176,9 @@ CellOutput ComputeCell(const RunState& state, const Cell& cell, size_t position,
   record.oom_device = solved.final.oom_device;
   record.evaluations = solved.result.evaluations;
   record.simulations = solved.simulations;
+  const PretrainCost pretrain = FindPretrainCost(spec.name, YamlToJson(spec.options));
+  record.pretrain_evaluations = pretrain.evaluations;
+  record.pretrain_source = pretrain.source;
   record.wall_seconds = solved.wall_seconds;
   record.extra = solved.result.extra;
   record.curve = CompressCurve(solved.result.curve);

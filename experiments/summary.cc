@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "core/strings.h"
+#include "experiments/pretrain.h"
 #include "experiments/splits.h"
 
 namespace gosim::experiments {
@@ -85,6 +86,11 @@ Summary Summarize(const ExperimentConfig& config, const std::vector<Cell>& cells
     ++entry.finished;
     ++summary.code_versions[IdentityCode(record->identity)];
     entry.mean_evaluations += static_cast<double>(record->evaluations);
+    if (entry.pretrain_evaluations >= 0) {
+      entry.pretrain_evaluations = record->pretrain_evaluations < 0
+                                       ? -1
+                                       : std::max(entry.pretrain_evaluations, record->pretrain_evaluations);
+    }
     entry.mean_wall_seconds += record->wall_seconds;
     if (!record->feasible) continue;
     ++entry.feasible;
@@ -208,6 +214,7 @@ std::string Summary::ToMarkdown() const {
       int graphs = 0, infeasible = 0, better = 0, worse = 0, unclear = 0;
       std::vector<double> speedups;
       double evaluations = 0.0;
+      int64_t pretrain = 0;  // -1: unknown on some graph
     };
     std::vector<Totals> totals(labels.size());
     std::vector<std::string> slower;  // graphs where the reference is slower than single_device
@@ -224,6 +231,8 @@ std::string Summary::ToMarkdown() const {
         }
         ++t.graphs;
         t.evaluations += e.mean_evaluations * e.finished;
+        if (t.pretrain >= 0)
+          t.pretrain = e.pretrain_evaluations < 0 ? -1 : std::max(t.pretrain, e.pretrain_evaluations);
         if (e.feasible == 0) {
           ++t.infeasible;
           text = "infeasible";
@@ -268,11 +277,14 @@ std::string Summary::ToMarkdown() const {
       return finished_cells[a] > 0 ? Format("%.0f", totals[a].evaluations / finished_cells[a])
                                    : std::string("-");
     };
+    auto pretrain_text = [&](size_t a) {
+      return finished_cells[a] > 0 ? FormatPretrain(totals[a].pretrain) : std::string("-");
+    };
     if (graphs.size() > kMaxGraphColumns) {
       // Too many graphs for a column each: one row per agent over them all.
       out << "| agent | graphs finished | infeasible | geo-mean speedup vs " << reference
-          << " (graphs) | better / worse / n.s. | evaluations per cell |\n"
-          << "|---|---:|---:|---:|---:|---:|\n";
+          << " (graphs) | better / worse / n.s. | evaluations per cell | evals (pre-train) |\n"
+          << "|---|---:|---:|---:|---:|---:|---:|\n";
       for (size_t a = 0; a < labels.size(); ++a) {
         const Totals& t = totals[a];
         out << "| " << labels[a] << " | " << t.graphs << "/" << graphs.size() << " | " << t.infeasible
@@ -280,19 +292,20 @@ std::string Summary::ToMarkdown() const {
             << (labels[a] == reference ? std::string("-")
                                        : std::to_string(t.better) + " / " + std::to_string(t.worse) + " / " +
                                              std::to_string(t.unclear))
-            << " | " << evaluations_text(a) << " |\n";
+            << " | " << evaluations_text(a) << " | " << pretrain_text(a) << " |\n";
       }
       out << "\n(" << graphs.size() << " graphs: one row per agent; summary.csv has every graph.)\n";
     } else {
       out << "| agent |";
       for (const std::string& g : graphs) out << ' ' << g << " |";
-      out << " geo-mean speedup vs " << reference << " (graphs) | evaluations per cell |\n|---|";
+      out << " geo-mean speedup vs " << reference
+          << " (graphs) | evaluations per cell | evals (pre-train) |\n|---|";
       for (size_t g = 0; g < graphs.size(); ++g) out << "---:|";
-      out << "---:|---:|\n";
+      out << "---:|---:|---:|\n";
       for (size_t a = 0; a < labels.size(); ++a) {
         out << "| " << labels[a] << " |";
         for (size_t g = 0; g < graphs.size(); ++g) out << ' ' << table[a][g] << " |";
-        out << ' ' << speedup_text(a) << " | " << evaluations_text(a) << " |\n";
+        out << ' ' << speedup_text(a) << " | " << evaluations_text(a) << " | " << pretrain_text(a) << " |\n";
       }
     }
     out << "\n+-: half-width of the 95% t-interval over the feasible seeds (2 or more). better / worse: the "
@@ -300,7 +313,9 @@ std::string Summary::ToMarkdown() const {
         << kBootstrapResamples << " resamples, seeds paired, at least " << kMinPairs
         << " pairs) of the % against " << reference
         << " excludes 0; n.s.: it does not; no mark: fewer pairs. Speedup: " << reference
-        << " / agent, geometric mean over the graphs where both have a value.\n";
+        << " / agent, geometric mean over the graphs where both have a value. evals (pre-train): the "
+           "simulator evaluations that produced the agent's checkpoint (amortised cost, not in its budget; "
+           "0: none; ?: unknown).\n";
     if (!slower.empty()) {
       out << "Note: " << reference << " is slower than single_device on " << Join(slower, ", ")
           << ": percentages against it overstate every gain there.\n";
@@ -314,7 +329,7 @@ std::string Summary::ToCsv() const {
   std::ostringstream out;
   out << "cluster,graph,label,agent,seeds,finished,feasible,value,value_stddev,unit,vs_reference_pct,"
          "mean_evaluations,mean_wall_seconds,ci_low,ci_high,paired_seeds,vs_reference_pct_low,"
-         "vs_reference_pct_high,verdict,reference_slower_than_single_device\n";
+         "vs_reference_pct_high,verdict,reference_slower_than_single_device,pretrain_evaluations\n";
   for (const SummaryEntry& e : entries) {
     out << CsvField(e.cluster) << ',' << CsvField(e.graph) << ',' << CsvField(e.label) << ','
         << CsvField(e.agent) << ',' << e.seeds << ',' << e.finished << ',' << e.feasible << ',';
@@ -341,7 +356,8 @@ std::string Summary::ToCsv() const {
     } else {
       out << ",,,";
     }
-    out << ',' << (e.reference_slower_than_single_device ? "true" : "false") << '\n';
+    out << ',' << (e.reference_slower_than_single_device ? "true" : "false") << ',' << e.pretrain_evaluations
+        << '\n';
   }
   return out.str();
 }

@@ -41,6 +41,9 @@ struct SummaryEntry {
   const char* unit = "";                   // "ms", "GiB" or "" (weighted score)
   std::optional<double> vs_reference_pct;  // when both this and the reference have a value
   double mean_evaluations = 0.0;
+  // Evaluations that produced the agent's checkpoint (experiments/pretrain.h):
+  // the largest over the finished cells, -1 when one of them is unknown.
+  int64_t pretrain_evaluations = 0;
   double mean_wall_seconds = 0.0;
   std::vector<double> seed_values;         // display values of the feasible finished seeds, by seed
   std::vector<uint64_t> seed_ids;          // their seeds
@@ -65,11 +68,11 @@ struct Summary {
   std::vector<SummaryEntry> entries;  // cluster-major, then graph, then agent (config order)
 
   // One table per cluster: a row per agent, a column per graph, then the
-  // geometric-mean speedup against the reference and the mean evaluations
-  // per cell; each cell "12.34 ±0.21 (-5.1%, better)", "infeasible", or "-"
-  // when not finished. Over 12 graphs, a row per agent instead: graphs
-  // finished, infeasible ones, the geometric-mean speedup, on how many graphs
-  // it is better / worse / neither by the paired bootstrap, evaluations.
+  // geometric-mean speedup against the reference, the mean evaluations
+  // per cell and the pre-training evaluations ("evals (pre-train)"); each cell "12.34 ±0.21 (-5.1%, better)",
+  // "infeasible", or "-" when not finished. Over 12 graphs, a row per agent instead: graphs finished,
+  // infeasible ones, the geometric-mean speedup, on how many graphs it is better / worse / neither by the
+  // paired bootstrap, evaluations.
   std::string ToMarkdown() const;
   // The same entries in long form, one row each, with every field.
   std::string ToCsv() const;

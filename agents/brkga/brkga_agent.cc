@@ -14,6 +14,7 @@
 
 #include "agents/brkga/brkga.h"
 #include "agents/builtin.h"
+#include "agents/search_tracker.h"
 #include "agents/warm_start.h"
 #include "core/error.h"
 #include "core/log.h"
@@ -21,18 +22,6 @@
 
 namespace gosim::agents {
 namespace {
-
-// Gives `decision` (which has no priorities) the op priorities that
-// reproduce its FIFO schedule: minus each op's ready time in a simulation of
-// the decision. FIFO runs the earliest-ready op first, ties by lower id, as
-// priority order does for equal priorities, so the schedule is the same.
-// Transfers need nothing: equal transfer genes (Encode) keep the links FIFO.
-// One simulator evaluation.
-void MakeOrderExplicit(const Problem& problem, sim::Decision* decision) {
-  const sim::SimResult run = problem.evaluator.Simulate(*decision, /*timeline=*/true);
-  decision->priority.assign(static_cast<size_t>(problem.graph.num_nodes()), 0.0);
-  for (const sim::OpRecord& op : run.ops) decision->priority[static_cast<size_t>(op.node)] = -op.ready;
-}
 
 class BrkgaAgent : public Agent {
  public:
@@ -50,7 +39,7 @@ class BrkgaAgent : public Agent {
     const brkga::ChromosomeLayout layout = brkga::LayoutFor(problem, options_);
     const int64_t budget = problem.budget.evaluations > 0 ? problem.budget.evaluations : options_.evaluations;
     const auto start = std::chrono::steady_clock::now();
-    WarmStartResult warm = RunWarmStart(name_, warm_start_, problem);
+    WarmStartResult warm = RunWarmStart(name_, warm_start_, problem, budget);
     std::vector<std::vector<double>> initial;   // exact encodings of the seeds
     std::vector<std::vector<double>> variants;  // FIFO seeds in topological order
     int64_t used = warm.evaluations;
@@ -68,11 +57,21 @@ class BrkgaAgent : public Agent {
       initial.emplace_back(layout.size());
       layout.Encode(decision, initial.back());
     }
+    if (used >= budget) {
+      // The seeds spent the whole budget: the best of them is the result.
+      SearchTracker tracker(problem, progress, budget);
+      tracker.Charge(used - static_cast<int64_t>(warm.seeds.size()));
+      for (const WarmStartSeed& seed : warm.seeds)
+        tracker.Record(seed.result.best, seed.result.best_evaluation);
+      return tracker.Finish({{"warm_start_evaluations", static_cast<double>(used)},
+                             {"warm_start_seeds", static_cast<double>(warm.seeds.size())},
+                             {"generations", 0.0}});
+    }
     // Exact seeds first (they survive the smallest budgets), at most a population.
     initial.insert(initial.end(), variants.begin(), variants.end());
     if (initial.size() > static_cast<size_t>(options_.population)) initial.resize(options_.population);
     Problem rest = problem;
-    rest.budget.evaluations = std::max<int64_t>(1, budget - used);
+    rest.budget.evaluations = budget - used;
     AgentResult result = brkga::RunBrkga(rest, options_, brkga::UniformSampler(), progress, initial);
     // The seeds' evaluations and time count as this agent's: the curve
     // starts after them, and the totals include them.
@@ -92,9 +91,9 @@ class BrkgaAgent : public Agent {
 
  private:
   std::string name_;
-  // `warm_start`: names of one-shot agents whose decisions seed the initial
+  // `warm_start`: one-shot agents (and their options) whose decisions seed the initial
   // population; [] is REGAL's uniform initialization.
-  std::vector<std::string> warm_start_;
+  std::vector<WarmStartAgent> warm_start_;
   brkga::BrkgaOptions options_;
 };
 

@@ -26,8 +26,9 @@ usage() {
   echo "  hrl_table1    HRL Table 1: models on 2/4/8 K80s + CPU against CPU only, GPU only, Scotch, MinCut, expert"
   echo "  go_placement  GO placement: six models on 4 and 8 GPUs against expert, HRL, GDP-style GO; convergence (pre-trains GO)"
   echo "  go_multitask  GO multi-task: joint placement + scheduling + fusion against TF defaults (pre-trains GO)"
-  echo "  regal_table1  REGAL Table 1: peak memory, % over BRKGA 5K and % gap from best, every baseline (trains REGAL)"
-  echo "  regal_table2  REGAL Table 2: running times of every method (the same run as regal_table1)"
+  echo "  regal_table1  REGAL Table 1: peak memory, % over BRKGA 5K (geometric mean) and % gap from best, every baseline (trains REGAL)"
+  echo "  regal_table2  REGAL Table 2: running times of every method (shares regal_table1's training and grid;"
+  echo "                its table goes to its own folder, DIR/regal_table2)"
 }
 
 table="" quick=0 out="" np=1 seeds=""
@@ -81,6 +82,20 @@ run_grid() {
   "${launch[@]}" "$GOSIM" run --final "$@" "${mode[@]}"
 }
 
+# agent CONFIG LABEL: the index of the agent labelled LABEL (its name when it
+# has no label) in CONFIG's agents list, for overrides such as
+# agents[N].budget.evaluations; rows added to a config never shift them.
+agent() {
+  $PY - "$@" <<'PY'
+import sys, yaml
+config, label = sys.argv[1:3]
+labels = [a.get("label", a["name"]) for a in yaml.safe_load(open(config))["agents"]]
+if label not in labels:
+    sys.exit(f"reproduce.sh: {config} has no agent labelled {label}")
+print(labels.index(label))
+PY
+}
+
 # decision_of RUN_DIR GRAPH LABEL: "graph_spec cluster decision_path" of that cell.
 decision_of() {
   $PY - "$@" <<'PY'
@@ -108,13 +123,17 @@ plots_for() {
 }
 
 hrl_table1() {
-  local quick_2=() quick_n=()
+  local quick_2=() quick_n=() config=configs/experiments/paper/hrl_table1_2gpu.yaml
   if [ $quick = 1 ]; then
     # Smaller models (shorter sequences, narrower LSTMs, smaller batches);
-    # 1,600 evaluations for each learned agent (HRL: 50 policy steps of 32;
-    # HRL without the locality prior; ColocRL).
-    local learned=('agents[5].budget.evaluations=1600' 'agents[6].budget.evaluations=1600'
-      'agents[7].budget.evaluations=1600')
+    # 1,600 evaluations (50 policy steps of 32) for each learned agent (HRL,
+    # HRL without the locality prior, ColocRL) and the equal-budget search
+    # controls. (The three configs list their agents in the same order.)
+    local learned=("agents[$(agent $config hrl)].budget.evaluations=1600"
+      "agents[$(agent $config hrl_no_prior)].budget.evaluations=1600"
+      "agents[$(agent $config colocrl)].budget.evaluations=1600"
+      "agents[$(agent $config brkga_warm)].budget.evaluations=1600"
+      "agents[$(agent $config local_search_warm)].budget.evaluations=1600")
     quick_2=("${learned[@]}" 'graphs[0].params.batch=8' 'graphs[1].params.batch=8'
       'graphs[2].params={layers: 2, hidden: 512, vocab: 4000, seq_len: 8, batch: 32, training: true}'
       'graphs[3].params={layers: 2, hidden: 512, seq_len: 8, batch: 32, training: true}')
@@ -168,21 +187,21 @@ go_pretrain() {
 # (10 PPO steps of 16) per learned cell.
 go_quick=('budget.evaluations=160' 'suite=configs/suites/go_placement_quick.yaml')
 
-# go_grid CONFIG placement|joint AGENT_INDEX...: the grid of a GO table
-# (quick-mode sizes in quick mode), its GO agents pointed at the checkpoint
-# pre-trained with those heads.
+# go_grid CONFIG placement|joint LABEL...: the grid of a GO table
+# (quick-mode sizes in quick mode), its GO agents with those labels pointed at
+# the checkpoint pre-trained with those heads.
 go_grid() {
   local config=$1 heads=$2 checkpoint grid=()
   shift 2
   checkpoint=$(go_pretrain "$heads")
   [ $quick = 0 ] || grid=("${go_quick[@]}")
-  for i in "$@"; do grid+=("agents[$i].options.checkpoint=$checkpoint"); done
+  for label in "$@"; do grid+=("agents[$(agent "$config" "$label")].options.checkpoint=$checkpoint"); done
   run_grid "$config" output="$dir/run" "${grid[@]}"
   say "tables and plots"
 }
 
 go_placement() {
-  go_grid configs/experiments/paper/go_placement.yaml placement 6 7
+  go_grid configs/experiments/paper/go_placement.yaml placement go_zero_shot go
   $PY analysis/tables.py analysis/layouts/go_placement.yaml "$dir/run" --out "$dir"
   $PY analysis/tables.py analysis/layouts/go_convergence.yaml "$dir/run" --out "$dir"
   $PY analysis/plot_convergence.py "$dir/run" --graph gnmt8 --labels go,gdp,hrl,human_expert,single_device \
@@ -192,7 +211,7 @@ go_placement() {
 }
 
 go_multitask() {
-  go_grid configs/experiments/paper/go_multitask.yaml joint 2 3
+  go_grid configs/experiments/paper/go_multitask.yaml joint go_placement go_joint
   $PY analysis/tables.py analysis/layouts/go_multitask.yaml "$dir/run" --out "$dir"
   $PY analysis/plot_convergence.py "$dir/run" --graph bert_base --labels go_joint,go_placement,single_device \
     --out "$dir/convergence.png"
@@ -200,21 +219,26 @@ go_multitask() {
 }
 
 # REGAL: train the policy (training split), then every method on the test
-# split with BRKGA 5K's budget; Tables 1 and 2 come from the same run.
-# The controls GAS and REGAL without the memory-priority feature are trained
-# the same way (their configs differ from REGAL's only in the policy).
+# split with BRKGA 5K's budget. Tables 1 and 2 share that training run and
+# grid, in $out/regal_table1/ (train/, train_gas/, train_no_priority/, run/);
+# `reproduce.sh regal_table2` runs or resumes them there (finished cells are
+# not redone) and writes its own table, plots and provenance into
+# $out/regal_table2/. The controls GAS and REGAL without the memory-priority
+# feature are trained the same way (their configs differ from REGAL's only in
+# the policy).
 regal_tables() {
-  local dir_run=$out/regal_table1 train=() grid=() control=()
+  local dir_run=$out/regal_table1 train=() grid=() control=() config=configs/experiments/paper/regal_table1.yaml
   mkdir -p "$dir_run"
   if [ $quick = 1 ]; then
     # 300 steps of 8 samples (the full run: 1,500), validation on 20 graphs,
     # 5 graphs for the trainer's own check; the controls likewise (without
-    # the check); then the first 66 cells of the test grid (3 graphs of 22
-    # cells: 3 seeds, gp_dfs 1).
+    # the check); then the first 84 cells of the test grid (graph by graph:
+    # 3 graphs of 28 cells, 3 seeds per method, gp_dfs 1).
     control=(steps=300 valid_graphs=20 valid_every=100 checkpoint_every=100)
     train=("${control[@]}" evaluate.graphs=5 evaluate.seeds=1)
-    grid=(--max-cells 66)
+    grid=(--max-cells 84)
   fi
+  [ "$table" = regal_table1 ] || say "the training run and the grid are regal_table1's, in $dir_run"
   say "training REGAL (resumes a finished or killed run)"
   local resume=()
   [ ! -f "$dir_run/train/checkpoint.pt" ] || resume=(--resume)
@@ -230,16 +254,15 @@ regal_tables() {
       "${resume[@]}" "${control[@]}"
   done
   say "every method on the test graphs"
-  run_grid configs/experiments/paper/regal_table1.yaml output="$dir_run/run" \
-    "agents[4].options.checkpoint=$dir_run/train/best.pt" "agents[5].options.checkpoint=$dir_run/train_gas/best.pt" \
-    "agents[6].options.checkpoint=$dir_run/train_no_priority/best.pt" "${grid[@]}"
-  say "tables and plots"
-  $PY analysis/tables.py analysis/layouts/regal_table1.yaml "$dir_run/run" --out "$dir_run"
-  $PY analysis/tables.py analysis/layouts/regal_table2.yaml "$dir_run/run" --out "$dir_run"
+  run_grid "$config" output="$dir_run/run" \
+    "agents[$(agent $config regal)].options.checkpoint=$dir_run/train/best.pt" \
+    "agents[$(agent $config gas)].options.checkpoint=$dir_run/train_gas/best.pt" \
+    "agents[$(agent $config regal_no_priority)].options.checkpoint=$dir_run/train_no_priority/best.pt" "${grid[@]}"
+  say "table and plots"
+  $PY analysis/tables.py "analysis/layouts/$table.yaml" "$dir_run/run" --out "$dir"
   local first
   first=$($PY -c "import json,sys; print(json.loads(open(sys.argv[1]).readline())['graph'])" "$dir_run/run/results.jsonl")
-  $PY analysis/plot_convergence.py "$dir_run/run" --graph "$first" --out "$dir_run/convergence.png"
-  dir=$dir_run
+  $PY analysis/plot_convergence.py "$dir_run/run" --graph "$first" --out "$dir/convergence.png"
   plots_for "$dir_run/run" "$first" regal "${first}_regal"
 }
 
@@ -247,7 +270,7 @@ case "$table" in
   hrl_table1) hrl_table1 ;;
   go_placement) go_placement ;;
   go_multitask) go_multitask ;;
-  regal_table1|regal_table2) regal_tables; table=regal_table1 ;;
+  regal_table1|regal_table2) regal_tables ;;
 esac
 # What produced these files (results/README.md).
 {

@@ -85,13 +85,28 @@ grep -q "Final runs on the test graphs logged in these run folders: 0" "$work/gr
   { echo "FAIL: no final-run count"; exit 1; }
 # Convergence: random search reaches its own final at some evaluation; BRKGA
 # either reaches it (a ratio) or says it did not.
-grep -Eq '^\| G1 \| [0-9.]+ \| [0-9]+ / [0-9.]+ \| ([0-9]+ / [0-9.]+ \| [0-9.]+x|not within [0-9]+ \| -) \| 15x \|' \
+# Seed by seed: two seeds of each, the reaching ones counted.
+grep -Eq '^\| G1 \| 2 \| [0-9.]+ ±[0-9.]+ \| [0-9]+ / [0-9.]+ \| ([0-9]+ / [0-9.]+ \([12]/2\) \| [0-9.]+x( ±[0-9.]+)?|not within [0-9]+ \(0/2\) \| -) \| 15x \|' \
   "$work/convergence.md" || { echo "FAIL: convergence row"; cat "$work/convergence.md"; exit 1; }
+grep -q "(pre-training, not in these counts): random 0; BRKGA 0." "$work/convergence.md" ||
+  { echo "FAIL: no pre-training figures in the convergence table"; exit 1; }
+# Every table names its cost model and its seeds.
+for t in grid convergence regal; do
+  grep -q "^Cost model: auto (10 cells)" "$work/$t.md" || { echo "FAIL: no cost model in $t"; cat "$work/$t.md"; exit 1; }
+done
+grep -Eq '^\| seeds \| 1 \| 2 \| 2 \|' "$work/grid.md" || { echo "FAIL: no seeds row"; cat "$work/grid.md"; exit 1; }
 grep -q "^| BRKGA | " "$work/regal.md" || { echo "FAIL: no BRKGA row"; cat "$work/regal.md"; exit 1; }
 grep -q "2 graphs" "$work/regal.md" || { echo "FAIL: regal table not over 2 graphs"; exit 1; }
 test -s "$work/tables/test_grid.tex" && grep -q 'tabular' "$work/tables/test_grid.tex"
 # The random search row of the regal table: 0 improvement over itself.
-grep -q "^| random | +0.00 |" "$work/regal.md" || { echo "FAIL: reference row"; cat "$work/regal.md"; exit 1; }
+grep -Eq "^\| random \| 2 \| \+0\.00 ±[0-9.]+ \|" "$work/regal.md" || { echo "FAIL: reference row"; cat "$work/regal.md"; exit 1; }
+grep -q "geometric mean over the graphs of agent / reference" "$work/regal.md" ||
+  { echo "FAIL: the regal table does not say it uses a geometric mean"; exit 1; }
+# Pre-training evaluations: none behind these agents, in every table kind.
+grep -Eq '^\| evals \(pre-train\) \| 0 \| 0 \| 0 \|' "$work/grid.md" ||
+  { echo "FAIL: no pre-training row"; cat "$work/grid.md"; exit 1; }
+grep -Eq '^\| BRKGA \| 2 \| .* \| 200 \| 0 \| 3\.5 \| 4\.4 \|$' "$work/regal.md" ||
+  { echo "FAIL: no pre-training column"; cat "$work/regal.md"; exit 1; }
 
 grep -q "^Code: [0-9a-f]\{12\}" "$work/grid.md" || { echo "FAIL: no code version line"; cat "$work/grid.md"; exit 1; }
 if grep -q "quick mode" "$work/grid.md"; then echo "FAIL: a full run labelled quick"; exit 1; fi

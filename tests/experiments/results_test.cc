@@ -33,6 +33,8 @@ CellRecord MakeRecord(const std::string& id, double step_time) {
   r.peak_memory = 1.5e9;
   r.evaluations = 40;
   r.simulations = 41;
+  r.pretrain_evaluations = 2304;
+  r.pretrain_source = "sidecar configs/checkpoints/go.pt.json";
   r.wall_seconds = 0.25;
   r.extra = {{"bound", 0.001}};
   r.curve = {{1, 0.01, std::numeric_limits<double>::infinity()}, {2, 0.02, 0.5}, {40, 0.25, step_time}};
@@ -50,6 +52,13 @@ TEST_CASE("A record survives the JSON round trip, infinity included") {
   CHECK(std::isinf(back.curve[0].best_objective));
   CHECK(back.curve[2].best_objective == 0.125);
   CHECK(back.extra.at("bound") == 0.001);
+  CHECK(back.pretrain_evaluations == 2304);
+  CHECK(back.pretrain_source == "sidecar configs/checkpoints/go.pt.json");
+  // A line written before the pre-training column: not recorded, never 0.
+  nlohmann::json old = nlohmann::json::parse(r.ToJson().dump());
+  old.erase("pretrain_evaluations");
+  old.erase("pretrain_source");
+  CHECK(CellRecord::FromJson(old, "x").pretrain_evaluations == -1);
   CHECK_THROWS_AS(CellRecord::FromJson(nlohmann::json{{"format", "gosim.result"}}, "x"), StateError);
   CHECK_THROWS_AS(CellRecord::FromJson(nlohmann::json{{"format", "other"}}, "x"), StateError);
 }

@@ -105,6 +105,8 @@ TEST_CASE("A tiny experiment runs end to end and writes every file") {
     CHECK(again.step_time == r.step_time);
     CHECK(again.peak_memory == r.peak_memory);
     CHECK(r.best_objective == r.step_time);  // objective step_time scores seconds
+    CHECK(r.pretrain_evaluations == 0);      // no checkpoint behind these agents
+    CHECK(r.evaluations == r.simulations);   // every simulation counted, nothing more
     if (r.agent == "single_device") {
       CHECK(r.step_time == single);
     } else {

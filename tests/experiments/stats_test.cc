@@ -77,6 +77,7 @@ TEST_CASE(
     r.step_time = (single ? 10.0 : reference_ms[cell.seed]) * 1e-3;
     r.best_objective = r.step_time;
     r.evaluations = single ? 1 : 40;
+    r.pretrain_evaluations = single ? 0 : 1234;
     log.Append(r);
   }
   const Summary summary = Summarize(config, cells, log);
@@ -94,13 +95,16 @@ TEST_CASE(
   const std::string table = summary.ToMarkdown();
   CHECK(table.find("10.000 +-0.000 (-16.7%, better)") != std::string::npos);
   CHECK(table.find("12.000 +-1.242 (ref; slower than single_device)") != std::string::npos);
-  CHECK(table.find("| 1.200x (1) | 1 |") != std::string::npos);  // speedup 12 / 10; 1 evaluation per cell
-  CHECK(table.find("| (ref) | 40 |") != std::string::npos);
+  // Speedup 12 / 10; 1 evaluation per cell; no pre-training.
+  CHECK(table.find("| 1.200x (1) | 1 | 0 |") != std::string::npos);
+  CHECK(table.find("| (ref) | 40 | 1,234 |") != std::string::npos);
+  CHECK(table.find("evals (pre-train)") != std::string::npos);
   CHECK(table.find("Note: random_search is slower than single_device on tiny_branches") != std::string::npos);
   const std::string csv = summary.ToCsv();
   CHECK(csv.find(",3,") != std::string::npos);
   CHECK(csv.find(",better,false") != std::string::npos);
-  CHECK(csv.find(",true\n") != std::string::npos);
+  CHECK(csv.find(",true,1234\n") != std::string::npos);
+  CHECK(csv.find(",false,0\n") != std::string::npos);
 }
 
 }  // namespace

@@ -58,7 +58,7 @@ def test_generate_and_suite():
     assert np.array_equal(g.flops, gosim.load_graph(SMALL_GRAPH).flops)
     assert "resnet" in dict(gosim.generators())
     suite = gosim.load_suite(str(ROOT / "configs/suites/quickstart.yaml"))
-    assert "resnet50_b8" in suite.names_of("test")
+    assert "resnet50_b8" in suite.names_of("valid")
     assert suite.graph("wavenet_small").num_nodes > 0
 
 

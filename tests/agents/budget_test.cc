@@ -1,0 +1,166 @@
+// One budget, counted the same for everyone: every simulator evaluation an
+// agent makes (warm starts, heuristic phases, schedule extraction, memory
+// repair) is one it reports, and it never reports more than its budget.
+// Each run gets a fresh Evaluator, whose own counter sees every simulation.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "agents/agent.h"
+#include "agents/learned_agents.h"
+#include "core/error.h"
+#include "core/yaml.h"
+#include "graphs/generators/generators.h"
+#include "sim/decision.h"
+#include "tests/agents/test_util.h"
+
+namespace gosim::agents {
+namespace {
+
+using testing::Fixture;
+using testing::MakeCluster;
+
+// Options that keep each agent quick, and memory repair on where the agent
+// has it (so its extra evaluations are exercised).
+std::string Options(const std::string& name, bool repair) {
+  if (name == "brkga" || name == "brkga_5k" || name == "tuned_brkga") return "{population: 10}";
+  if (name == "cp") return "{time_limit: 5}";
+  if (name == "m_sct") return repair ? "{lp_time_limit: 5, repair: true}" : "{lp_time_limit: 5}";
+  return repair ? "{repair: true}" : "{}";
+}
+
+std::unique_ptr<Agent> MakeWithRepair(const std::string& name) {
+  try {
+    return testing::Make(name, Options(name, true));
+  } catch (const ConfigError&) {  // a search agent: no `repair` option
+    return testing::Make(name, Options(name, false));
+  }
+}
+
+// A small NMT training graph (colocation groups) on 4 devices whose memory
+// holds 55% of the single-device peak, so one device is out of memory and
+// the agents' repair and colocation handling run.
+struct TightProblem {
+  graphs::Graph graph;
+  int64_t capacity = 0;
+};
+
+TightProblem MakeTightProblem() {
+  TightProblem out{graphs::Generate(
+      "nmt", LoadYamlString("{layers: 2, seq_len: 3, hidden: 64, vocab: 100, training: true}"), "test")};
+  Fixture roomy(out.graph, MakeCluster(4));
+  const sim::Evaluation one = roomy.evaluator->Evaluate(sim::SingleDeviceDecision(out.graph, 0));
+  out.capacity = static_cast<int64_t>(one.peak_memory * 0.55);
+  return out;
+}
+
+TEST_CASE("Every non-learned agent reports exactly the simulator evaluations it made, within its budget") {
+  const TightProblem tight = MakeTightProblem();
+  {
+    Fixture check(tight.graph, MakeCluster(4, tight.capacity));
+    REQUIRE_FALSE(check.evaluator->Evaluate(sim::SingleDeviceDecision(tight.graph, 0)).feasible);
+  }
+  int checked = 0;
+  for (const std::string& name : AgentNames()) {
+    if (IsLearnedAgent(name)) continue;  // tests/learned/budget_test.cc
+    for (const int64_t budget : {1, 2, 3, 7, 40}) {
+      CAPTURE(name);
+      CAPTURE(budget);
+      Fixture f(tight.graph, MakeCluster(4, tight.capacity));
+      std::unique_ptr<Agent> agent = MakeWithRepair(name);
+      AgentResult r;
+      try {
+        r = agent->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, budget, 5));
+      } catch (const ConfigError& e) {
+        // cp refuses graphs over its max_nodes; nothing may be simulated then.
+        CHECK_MESSAGE(name == "cp", e.what());
+        CHECK(f.evaluator->evaluations() == 0);
+        continue;
+      }
+      CHECK(f.evaluator->evaluations() == r.evaluations);
+      CHECK(r.evaluations >= 1);
+      CHECK(r.evaluations <= budget);
+      REQUIRE_FALSE(r.curve.empty());
+      CHECK(r.curve.back().evaluations == r.evaluations);
+      ++checked;
+    }
+  }
+  CHECK(checked >= 16 * 5);
+}
+
+TEST_CASE(
+    "local_search warm-started from the heuristics counts their evaluations and never ends worse than them") {
+  const TightProblem tight = MakeTightProblem();
+  // The heuristics alone, each evaluated once on a fresh Evaluator.
+  double best_seed = std::numeric_limits<double>::infinity();
+  for (const char* seed : {"single_device", "m_etf"}) {
+    Fixture f(tight.graph, MakeCluster(4));
+    best_seed =
+        std::min(best_seed,
+                 testing::Make(seed)->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 1, 5)).best_objective);
+  }
+  REQUIRE(best_seed < Objective::kInfeasibleBase);  // on roomy devices
+  for (const int64_t budget : {1, 2, 3, 4, 20, 60}) {
+    CAPTURE(budget);
+    Fixture f(tight.graph, MakeCluster(4));
+    const AgentResult r = testing::Make("local_search", "{warm_start: [single_device, m_etf]}")
+                              ->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, budget, 5));
+    CHECK(f.evaluator->evaluations() == r.evaluations);
+    CHECK(r.evaluations == budget);
+    if (budget >= 2) {
+      CHECK(r.best_objective <= best_seed);
+      // Seeds (2) and the simulation that reads the best seed's FIFO order (1).
+      CHECK(r.extra.at("warm_start_evaluations") == (budget >= 4 ? 3.0 : 2.0));
+    }
+  }
+  // Without the option (REGAL's baseline) nothing is seeded.
+  Fixture cold(tight.graph, MakeCluster(4));
+  const AgentResult r =
+      testing::Make("local_search")->Optimize(cold.MakeProblem(ObjectiveKind::kStepTime, 20, 5));
+  CHECK(r.extra.count("warm_start_evaluations") == 0);
+  CHECK(cold.evaluator->evaluations() == 20);
+}
+
+}  // namespace
+}  // namespace gosim::agents
+
+namespace gosim::agents {
+namespace {
+
+TEST_CASE("warm_start entries may carry the options a table runs a heuristic with") {
+  const graphs::Graph nmt = graphs::Generate(
+      "nmt", LoadYamlString("{layers: 2, seq_len: 3, hidden: 64, vocab: 100, training: true}"), "test");
+  // The expert without gpu0, as a table with exclude_devices runs it.
+  const std::string expert = "{agent: human_expert, options: {exclude_devices: [gpu0]}}";
+  Fixture alone(nmt, MakeCluster(4));
+  const AgentResult reference = testing::Make("human_expert", "{exclude_devices: [gpu0]}")
+                                    ->Optimize(alone.MakeProblem(ObjectiveKind::kStepTime, 1));
+  for (const char* name : {"brkga", "local_search", "random_search"}) {
+    CAPTURE(name);
+    Fixture f(nmt, MakeCluster(4));
+    const std::string yaml = std::string(name == std::string("brkga") ? "{population: 10, " : "{") +
+                             "warm_start: [" + expert + "]}";
+    const AgentResult r = testing::Make(name, yaml)->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 30, 2));
+    CHECK(r.best_objective <= reference.best_objective);
+    CHECK(f.evaluator->evaluations() == r.evaluations);
+  }
+  // The options are checked when the agent is built, with their YAML path.
+  try {
+    testing::Make("brkga", "{warm_start: [single_device, {agent: m_etf, options: {memory_fractoin: 0.5}}]}");
+    FAIL("expected a ConfigError");
+  } catch (const ConfigError& e) {
+    CHECK(std::string(e.what()).find("memory_fraction") != std::string::npos);
+    CHECK(std::string(e.what()).find("warm_start[1].options") != std::string::npos);
+  }
+  CHECK_THROWS_AS(testing::Make("brkga", "{warm_start: [{agent: brkga_5k}]}"), ConfigError);
+  CHECK_THROWS_AS(testing::Make("brkga", "{warm_start: [{options: {}}]}"), ConfigError);
+  CHECK_THROWS_AS(testing::Make("brkga", "{warm_start: [{agent: m_etf, option: {}}]}"), ConfigError);
+  CHECK_THROWS_AS(testing::Make("brkga", "{warm_start: single_device}"), ConfigError);
+}
+
+}  // namespace
+}  // namespace gosim::agents
