@@ -18,7 +18,7 @@
 namespace gosim::agents {
 namespace {
 
-using go_testing::MakeGo;
+using go_testing::MakeGoPaper;
 using go_testing::ScopedWithColocation;
 using learned::go::GoGraph;
 using testing::IndependentChains;
@@ -138,7 +138,7 @@ TEST_CASE("action groups: scope prefixes refined while too large, runs, chunks, 
   }
   CHECK(learned::go::ParseActionGroups("scope") == ActionGroups::kScope);
   CHECK_THROWS_AS(learned::go::ParseActionGroups("layers"), ConfigError);
-  CHECK_THROWS_AS(MakeGo("{model: {action_groups: nodes}}"), ConfigError);
+  CHECK_THROWS_AS(MakeGoPaper("{model: {action_groups: nodes}}"), ConfigError);
 }
 
 TEST_CASE("role groups: one kind of op across the action groups, by direction, colocation followers") {
@@ -189,13 +189,13 @@ TEST_CASE("role groups: one kind of op across the action groups, by direction, c
   CHECK(ToVector(same.role) == std::vector<int64_t>(9, 0));
   // The network inputs carry the roles across the scope groups.
   CHECK(learned::go::MakeGoGraph(IndependentChains(4, 6)).roles.count == 1);  // "chain_/op_"
-  CHECK_THROWS_AS(MakeGo("{model: {role_moves: 2}}"), ConfigError);
-  CHECK_THROWS_AS(MakeGo("{model: {action_groups: chunks, role_moves: 2}}"), ConfigError);
-  CHECK_THROWS_AS(MakeGo("{model: {action_groups: scope, role_moves: -1}}"), ConfigError);
-  CHECK_THROWS_AS(MakeGo("{model: {action_groups: scope, role_calibration: true}}"), ConfigError);
-  CHECK_THROWS_AS(MakeGo("{role_sweep: -1}"), ConfigError);
-  CHECK_THROWS_AS(MakeGo("{role_sweep: 4, role_sweep_by: names}"), ConfigError);
-  CHECK_NOTHROW(MakeGo("{role_sweep: 4, role_sweep_by: name}"));
+  CHECK_THROWS_AS(MakeGoPaper("{model: {role_moves: 2}}"), ConfigError);
+  CHECK_THROWS_AS(MakeGoPaper("{model: {action_groups: chunks, role_moves: 2}}"), ConfigError);
+  CHECK_THROWS_AS(MakeGoPaper("{model: {action_groups: scope, role_moves: -1}}"), ConfigError);
+  CHECK_THROWS_AS(MakeGoPaper("{model: {action_groups: scope, role_calibration: true}}"), ConfigError);
+  CHECK_THROWS_AS(MakeGoPaper("{role_sweep: -1}"), ConfigError);
+  CHECK_THROWS_AS(MakeGoPaper("{role_sweep: 4, role_sweep_by: names}"), ConfigError);
+  CHECK_NOTHROW(MakeGoPaper("{role_sweep: 4, role_sweep_by: name}"));
 }
 
 }  // namespace
