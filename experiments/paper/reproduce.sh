@@ -180,7 +180,7 @@ go_grid() {
 }
 
 go_placement() {
-  go_grid configs/experiments/paper/go_placement.yaml placement 6 7
+  go_grid configs/experiments/paper/go_placement.yaml placement 6 7 8
   $PY analysis/tables.py analysis/layouts/go_placement.yaml "$dir/run" --out "$dir"
   $PY analysis/tables.py analysis/layouts/go_convergence.yaml "$dir/run" --out "$dir"
   $PY analysis/plot_convergence.py "$dir/run" --graph gnmt8 --labels go,gdp,hrl,human_expert,single_device \
@@ -190,7 +190,7 @@ go_placement() {
 }
 
 go_multitask() {
-  go_grid configs/experiments/paper/go_multitask.yaml joint 2 3
+  go_grid configs/experiments/paper/go_multitask.yaml joint 2 3 4
   $PY analysis/tables.py analysis/layouts/go_multitask.yaml "$dir/run" --out "$dir"
   $PY analysis/plot_convergence.py "$dir/run" --graph bert_base --labels go_joint,go_placement,single_device \
     --out "$dir/convergence.png"

@@ -12,6 +12,8 @@
 #include "agents/learned/go/go_agent.h"
 #include "agents/learned/go/go_model.h"
 #include "core/error.h"
+#include "core/yaml.h"
+#include "graphs/generators/generators.h"
 #include "sim/decision.h"
 #include "tests/agents/test_util.h"
 #include "tests/learned/go_test_util.h"
@@ -195,6 +197,28 @@ TEST_CASE("go learns with node moves: one op leaves its group") {
   ReportLearning("go (node moves)", moves);
   CHECK(moves.best_objective == doctest::Approx(0.013).epsilon(1e-6));
   CHECK(moves.extra.at("last_mean_cost") < 0.8 * moves.extra.at("first_mean_cost"));
+}
+
+// Every evaluation of GO's role sweep counts toward GO's budget: the
+// simulator is called exactly `budget` times, the zero-shot pass, the
+// sweep's moves and PPO's samples together. The committed network, on an
+// NMT training graph whose name-keyed roles give more than 16 moves.
+TEST_CASE("go role sweep: every evaluation is charged to the budget, none more") {
+  const graphs::Graph nmt = graphs::Generate(
+      "nmt", LoadYamlString("{layers: 2, seq_len: 3, hidden: 64, vocab: 100, training: true}"), "test");
+  Fixture f(nmt, MakeCluster(4));
+  for (const int64_t budget : {1, 2, 10, 30}) {
+    CAPTURE(budget);
+    const int64_t before = f.evaluator->evaluations();
+    const AgentResult r = MakeGo("{role_sweep: 16, role_sweep_by: name}")
+                              ->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, budget, 4));
+    CHECK(r.evaluations == budget);
+    CHECK(f.evaluator->evaluations() - before == budget);
+    // The sweep takes min(16, budget - 1) moves; PPO the rest in batches of 8.
+    const int64_t swept = std::min<int64_t>(16, budget - 1);
+    CHECK(r.extra.at("role_sweep_evaluations") == static_cast<double>(swept));
+    CHECK(r.extra.at("ppo_steps") == static_cast<double>((budget - 1 - swept + 7) / 8));
+  }
 }
 
 // `gosim train` with agent go on a suite of two small train graphs; `cluster`

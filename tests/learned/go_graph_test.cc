@@ -8,6 +8,8 @@
 #include "agents/learned/go/go_graph.h"
 #include "agents/learned/go/go_model.h"
 #include "core/error.h"
+#include "core/yaml.h"
+#include "graphs/generators/generators.h"
 #include "tests/agents/test_util.h"
 #include "tests/learned/go_test_util.h"
 
@@ -196,6 +198,30 @@ TEST_CASE("role groups: one kind of op across the action groups, by direction, c
   CHECK_THROWS_AS(MakeGoPaper("{role_sweep: -1}"), ConfigError);
   CHECK_THROWS_AS(MakeGoPaper("{role_sweep: 4, role_sweep_by: names}"), ConfigError);
   CHECK_NOTHROW(MakeGoPaper("{role_sweep: 4, role_sweep_by: name}"));
+}
+
+// GO's scope groups and role groups are agents/roles.h's, so the
+// role_sweep agent (no network) moves exactly the groups GO's sweep moves.
+TEST_CASE("GO's action and role groups are the shared ones of agents/roles.h") {
+  const graphs::Graph nmt = graphs::Generate(
+      "nmt", LoadYamlString("{layers: 2, seq_len: 3, hidden: 64, vocab: 100, training: true}"), "test");
+  const GoGraph in = learned::go::MakeGoGraph(nmt);
+  const NodePartition scope = MakeScopeGroups(nmt);
+  REQUIRE(scope.count > 4);
+  CHECK(in.scope_actions.count == scope.count);
+  CHECK(ToVector(in.scope_actions.group) == scope.id);
+  for (const RoleKey key : {RoleKey::kScope, RoleKey::kName}) {
+    const NodePartition roles = MakeRoleGroups(nmt, scope, key);
+    const learned::go::RoleGrouping go =
+        key == RoleKey::kScope ? in.roles : learned::go::MakeRoleGrouping(nmt, in.scope_actions, key);
+    REQUIRE(roles.count > 2);
+    CHECK(go.count == roles.count);
+    std::vector<int64_t> expected = roles.id;
+    for (int64_t& r : expected)
+      if (r < 0) r = roles.count;
+    CHECK(ToVector(go.role) == expected);
+    CHECK(ToVector(go.first) == roles.first);
+  }
 }
 
 }  // namespace
