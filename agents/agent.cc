@@ -143,6 +143,7 @@ void RegisterBuiltinAgents(const RegisterFn& add) {
   RegisterBaechiAgents(add);
   RegisterHeftAgent(add);
   RegisterLocalSearchAgents(add);
+  RegisterRoleSweepAgent(add);
   RegisterBrkgaAgents(add);
   RegisterCpAgent(add);
 }

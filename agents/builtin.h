@@ -23,6 +23,7 @@ void RegisterPartitionAgents(const RegisterFn& add);    // partition_agents.cc
 void RegisterBaechiAgents(const RegisterFn& add);       // baechi.cc
 void RegisterHeftAgent(const RegisterFn& add);          // heft.cc
 void RegisterLocalSearchAgents(const RegisterFn& add);  // local_search.cc
+void RegisterRoleSweepAgent(const RegisterFn& add);     // role_sweep.cc
 void RegisterBrkgaAgents(const RegisterFn& add);        // brkga/brkga_agent.cc
 void RegisterCpAgent(const RegisterFn& add);            // cp.cc
 

@@ -201,7 +201,7 @@ go_grid() {
 }
 
 go_placement() {
-  go_grid configs/experiments/paper/go_placement.yaml placement go_zero_shot go
+  go_grid configs/experiments/paper/go_placement.yaml placement go_zero_shot go go_no_sweep
   $PY analysis/tables.py analysis/layouts/go_placement.yaml "$dir/run" --out "$dir"
   $PY analysis/tables.py analysis/layouts/go_convergence.yaml "$dir/run" --out "$dir"
   $PY analysis/plot_convergence.py "$dir/run" --graph gnmt8 --labels go,gdp,hrl,human_expert,single_device \
@@ -211,7 +211,7 @@ go_placement() {
 }
 
 go_multitask() {
-  go_grid configs/experiments/paper/go_multitask.yaml joint go_placement go_joint
+  go_grid configs/experiments/paper/go_multitask.yaml joint go_placement go_joint go_joint_sweep
   $PY analysis/tables.py analysis/layouts/go_multitask.yaml "$dir/run" --out "$dir"
   $PY analysis/plot_convergence.py "$dir/run" --graph bert_base --labels go_joint,go_placement,single_device \
     --out "$dir/convergence.png"

@@ -52,7 +52,9 @@ TEST_CASE("Every learned agent keeps each colocation group on one device (NMT tr
       "nmt", LoadYamlString("{layers: 2, seq_len: 3, hidden: 64, vocab: 100, training: true}"), "test");
   REQUIRE(nmt.colocation_groups().size() > 4);
   Fixture f(nmt, MakeCluster(2));
-  const std::string go_model = "model: {gnn_hidden: 8, model: 8, attention_heads: 2, layers: 1";
+  // GO's paper setting (a fresh network, a placement per node), small.
+  const std::string go_model =
+      "preset: paper, torch_threads: 0, model: {gnn_hidden: 8, model: 8, attention_heads: 2, layers: 1";
   const std::vector<std::pair<std::string, std::string>> agents = {
       {"go", "{" + go_model + "}}"},
       {"go", "{" + go_model + ", colocate: false}}"},  // the policy may split; the tracker keeps groups

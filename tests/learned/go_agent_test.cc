@@ -12,6 +12,8 @@
 #include "agents/learned/go/go_agent.h"
 #include "agents/learned/go/go_model.h"
 #include "core/error.h"
+#include "core/yaml.h"
+#include "graphs/generators/generators.h"
 #include "sim/decision.h"
 #include "tests/agents/test_util.h"
 #include "tests/learned/go_test_util.h"
@@ -27,6 +29,7 @@ namespace gosim::agents {
 namespace {
 
 using go_testing::MakeGo;
+using go_testing::MakeGoPaper;
 using learned::go::GoActions;
 using learned::go::GoGraph;
 using testing::Fixture;
@@ -68,7 +71,7 @@ TEST_CASE("go agents on concurrent threads give the results of running one after
   const std::string options =
       "{heads: [placement], model: {segment: 64}, ppo: {samples: 16, epochs: 2, learning_rate: 0.01}}";
   auto run = [&](const Fixture& f, uint64_t seed) {
-    return MakeGo(options)->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 96, seed));
+    return MakeGoPaper(options)->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 96, seed));
   };
   const Fixture a(IndependentChains(8, 30), MakeCluster(4));
   const Fixture b(IndependentChains(6, 40), MakeCluster(4));
@@ -89,19 +92,19 @@ TEST_CASE("go agents on concurrent threads give the results of running one after
 
 TEST_CASE("go agent: zero-shot is one forward pass and one evaluation; bad options are ConfigErrors") {
   Fixture f(IndependentChains(3, 4), MakeCluster(2));
-  auto agent = MakeGo("{model: {gnn_hidden: 16, model: 16, attention_heads: 2, layers: 1}}");
+  auto agent = MakeGoPaper("{model: {gnn_hidden: 16, model: 16, attention_heads: 2, layers: 1}}");
   const AgentResult r = agent->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 0, 1));
   CHECK(r.evaluations == 1);
   CHECK(r.extra.at("ppo_steps") == 0);
   CHECK(r.best_objective == doctest::Approx(r.extra.at("zero_shot_objective")));
-  CHECK_THROWS_AS(MakeGo("{heads: [priority]}"), ConfigError);
-  CHECK_THROWS_AS(MakeGo("{heads: [placement, sched]}"), ConfigError);
-  CHECK_THROWS_AS(MakeGo("{model: {model: 10, attention_heads: 4}}"), ConfigError);
-  CHECK_THROWS_AS(MakeGo("{ppo: {clip: -1}}"), ConfigError);
-  CHECK_THROWS_AS(MakeGo("{modle: {}}"), ConfigError);
-  CHECK_THROWS_AS(MakeGo("{model: {node_moves: 2}}"), ConfigError);  // needs action groups
-  CHECK_THROWS_AS(MakeGo("{model: {action_groups: scope, node_moves: -1}}"), ConfigError);
-  auto missing = MakeGo("{checkpoint: /nonexistent/go.pt}");
+  CHECK_THROWS_AS(MakeGoPaper("{heads: [priority]}"), ConfigError);
+  CHECK_THROWS_AS(MakeGoPaper("{heads: [placement, sched]}"), ConfigError);
+  CHECK_THROWS_AS(MakeGoPaper("{model: {model: 10, attention_heads: 4}}"), ConfigError);
+  CHECK_THROWS_AS(MakeGoPaper("{ppo: {clip: -1}}"), ConfigError);
+  CHECK_THROWS_AS(MakeGoPaper("{modle: {}}"), ConfigError);
+  CHECK_THROWS_AS(MakeGoPaper("{model: {node_moves: 2}}"), ConfigError);  // needs action groups
+  CHECK_THROWS_AS(MakeGoPaper("{model: {action_groups: scope, node_moves: -1}}"), ConfigError);
+  auto missing = MakeGoPaper("{checkpoint: /nonexistent/go.pt}");
   CHECK_THROWS_AS(missing->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 0, 1)), IoError);
 }
 
@@ -120,7 +123,7 @@ void ReportLearning(const char* label, const AgentResult& r) {
 // improve their mean within a test-sized budget; see docs/RESULTS.md.)
 TEST_CASE("go learns: PPO lowers the mean step time and finds the 8 ms decision") {
   Fixture f(IndependentChains(1, 8), MakeCluster(2, int64_t{1} << 34, 1e10, 1e-3));
-  auto agent = MakeGo(
+  auto agent = MakeGoPaper(
       "{heads: [placement], model: {gnn_hidden: 32, model: 32, attention_heads: 2, layers: 1, segment: 8},"
       " ppo: {samples: 16, epochs: 4, learning_rate: 0.03, entropy_weight: 0.001}}");
   const AgentResult r = agent->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 481, 3));
@@ -138,7 +141,7 @@ TEST_CASE("go learns: PPO lowers the mean step time and finds the 8 ms decision"
 // and PPO raises the probability of the good splits.
 TEST_CASE("go learns with structured exploration noise: whole chains dealt 2 and 2") {
   Fixture f(IndependentChains(4, 6), MakeCluster(2, int64_t{1} << 34, 1e10, 1e-3));
-  auto agent = MakeGo(
+  auto agent = MakeGoPaper(
       "{heads: [placement], model: {gnn_hidden: 16, op_embedding: 4, model: 16, attention_heads: 2, layers: "
       "1,"
       " segment: 24, exploration_noise: 1.0}, ppo: {samples: 16, epochs: 2, learning_rate: 0.03}}");
@@ -154,7 +157,7 @@ TEST_CASE("go learns with structured exploration noise: whole chains dealt 2 and
 // saturate and the mean sampled step time falls clearly.
 TEST_CASE("go learns with group-level placement: whole chains dealt 2 and 2") {
   Fixture f(IndependentChains(4, 6), MakeCluster(2, int64_t{1} << 34, 1e10, 1e-3));
-  auto agent = MakeGo(
+  auto agent = MakeGoPaper(
       "{heads: [placement], model: {gnn_hidden: 16, op_embedding: 4, model: 16, attention_heads: 2, layers: "
       "1, segment: 24, action_groups: scope}, ppo: {samples: 16, epochs: 2, learning_rate: 0.03}}");
   const AgentResult r = agent->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 321, 5));
@@ -186,13 +189,36 @@ TEST_CASE("go learns with node moves: one op leaves its group") {
       "1, "
       "segment: 4, action_groups: scope";
   const std::string ppo = "}, ppo: {samples: 16, epochs: 2, learning_rate: 0.03}}";
-  const AgentResult groups = MakeGo(model + ppo)->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 161, 7));
+  const AgentResult groups =
+      MakeGoPaper(model + ppo)->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 161, 7));
   CHECK(groups.best_objective == doctest::Approx(0.022).epsilon(1e-6));
   const AgentResult moves =
-      MakeGo(model + ", node_moves: 1" + ppo)->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 161, 7));
+      MakeGoPaper(model + ", node_moves: 1" + ppo)->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 161, 7));
   ReportLearning("go (node moves)", moves);
   CHECK(moves.best_objective == doctest::Approx(0.013).epsilon(1e-6));
   CHECK(moves.extra.at("last_mean_cost") < 0.8 * moves.extra.at("first_mean_cost"));
+}
+
+// Every evaluation of GO's role sweep counts toward GO's budget: the
+// simulator is called exactly `budget` times, the zero-shot pass, the
+// sweep's moves and PPO's samples together. The committed network, on an
+// NMT training graph whose name-keyed roles give more than 16 moves.
+TEST_CASE("go role sweep: every evaluation is charged to the budget, none more") {
+  const graphs::Graph nmt = graphs::Generate(
+      "nmt", LoadYamlString("{layers: 2, seq_len: 3, hidden: 64, vocab: 100, training: true}"), "test");
+  Fixture f(nmt, MakeCluster(4));
+  for (const int64_t budget : {1, 2, 10, 30}) {
+    CAPTURE(budget);
+    const int64_t before = f.evaluator->evaluations();
+    const AgentResult r = MakeGo("{role_sweep: 16, role_sweep_by: name}")
+                              ->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, budget, 4));
+    CHECK(r.evaluations == budget);
+    CHECK(f.evaluator->evaluations() - before == budget);
+    // The sweep takes min(16, budget - 1) moves; PPO the rest in batches of 8.
+    const int64_t swept = std::min<int64_t>(16, budget - 1);
+    CHECK(r.extra.at("role_sweep_evaluations") == static_cast<double>(swept));
+    CHECK(r.extra.at("ppo_steps") == static_cast<double>((budget - 1 - swept + 7) / 8));
+  }
 }
 
 // `gosim train` with agent go on a suite of two small train graphs; `cluster`

@@ -8,6 +8,8 @@
 #include "agents/learned/go/go_graph.h"
 #include "agents/learned/go/go_model.h"
 #include "core/error.h"
+#include "core/yaml.h"
+#include "graphs/generators/generators.h"
 #include "tests/agents/test_util.h"
 #include "tests/learned/go_test_util.h"
 
@@ -18,7 +20,7 @@
 namespace gosim::agents {
 namespace {
 
-using go_testing::MakeGo;
+using go_testing::MakeGoPaper;
 using go_testing::ScopedWithColocation;
 using learned::go::GoGraph;
 using testing::IndependentChains;
@@ -138,7 +140,7 @@ TEST_CASE("action groups: scope prefixes refined while too large, runs, chunks, 
   }
   CHECK(learned::go::ParseActionGroups("scope") == ActionGroups::kScope);
   CHECK_THROWS_AS(learned::go::ParseActionGroups("layers"), ConfigError);
-  CHECK_THROWS_AS(MakeGo("{model: {action_groups: nodes}}"), ConfigError);
+  CHECK_THROWS_AS(MakeGoPaper("{model: {action_groups: nodes}}"), ConfigError);
 }
 
 TEST_CASE("role groups: one kind of op across the action groups, by direction, colocation followers") {
@@ -189,13 +191,37 @@ TEST_CASE("role groups: one kind of op across the action groups, by direction, c
   CHECK(ToVector(same.role) == std::vector<int64_t>(9, 0));
   // The network inputs carry the roles across the scope groups.
   CHECK(learned::go::MakeGoGraph(IndependentChains(4, 6)).roles.count == 1);  // "chain_/op_"
-  CHECK_THROWS_AS(MakeGo("{model: {role_moves: 2}}"), ConfigError);
-  CHECK_THROWS_AS(MakeGo("{model: {action_groups: chunks, role_moves: 2}}"), ConfigError);
-  CHECK_THROWS_AS(MakeGo("{model: {action_groups: scope, role_moves: -1}}"), ConfigError);
-  CHECK_THROWS_AS(MakeGo("{model: {action_groups: scope, role_calibration: true}}"), ConfigError);
-  CHECK_THROWS_AS(MakeGo("{role_sweep: -1}"), ConfigError);
-  CHECK_THROWS_AS(MakeGo("{role_sweep: 4, role_sweep_by: names}"), ConfigError);
-  CHECK_NOTHROW(MakeGo("{role_sweep: 4, role_sweep_by: name}"));
+  CHECK_THROWS_AS(MakeGoPaper("{model: {role_moves: 2}}"), ConfigError);
+  CHECK_THROWS_AS(MakeGoPaper("{model: {action_groups: chunks, role_moves: 2}}"), ConfigError);
+  CHECK_THROWS_AS(MakeGoPaper("{model: {action_groups: scope, role_moves: -1}}"), ConfigError);
+  CHECK_THROWS_AS(MakeGoPaper("{model: {action_groups: scope, role_calibration: true}}"), ConfigError);
+  CHECK_THROWS_AS(MakeGoPaper("{role_sweep: -1}"), ConfigError);
+  CHECK_THROWS_AS(MakeGoPaper("{role_sweep: 4, role_sweep_by: names}"), ConfigError);
+  CHECK_NOTHROW(MakeGoPaper("{role_sweep: 4, role_sweep_by: name}"));
+}
+
+// GO's scope groups and role groups are agents/roles.h's, so the
+// role_sweep agent (no network) moves exactly the groups GO's sweep moves.
+TEST_CASE("GO's action and role groups are the shared ones of agents/roles.h") {
+  const graphs::Graph nmt = graphs::Generate(
+      "nmt", LoadYamlString("{layers: 2, seq_len: 3, hidden: 64, vocab: 100, training: true}"), "test");
+  const GoGraph in = learned::go::MakeGoGraph(nmt);
+  const NodePartition scope = MakeScopeGroups(nmt);
+  REQUIRE(scope.count > 4);
+  CHECK(in.scope_actions.count == scope.count);
+  CHECK(ToVector(in.scope_actions.group) == scope.id);
+  for (const RoleKey key : {RoleKey::kScope, RoleKey::kName}) {
+    const NodePartition roles = MakeRoleGroups(nmt, scope, key);
+    const learned::go::RoleGrouping go =
+        key == RoleKey::kScope ? in.roles : learned::go::MakeRoleGrouping(nmt, in.scope_actions, key);
+    REQUIRE(roles.count > 2);
+    CHECK(go.count == roles.count);
+    std::vector<int64_t> expected = roles.id;
+    for (int64_t& r : expected)
+      if (r < 0) r = roles.count;
+    CHECK(ToVector(go.role) == expected);
+    CHECK(ToVector(go.first) == roles.first);
+  }
 }
 
 }  // namespace

@@ -23,7 +23,7 @@
 namespace gosim::agents {
 namespace {
 
-using go_testing::MakeGo;
+using go_testing::MakeGoPaper;
 using go_testing::ScopedWithColocation;
 using learned::go::GoActions;
 using learned::go::GoGraph;
@@ -278,7 +278,7 @@ TEST_CASE("GoPolicy: a temperature below 1 samples closer to the greedy decision
   MESSAGE("groups on their greedy device: ", hot, " at temperature 1, ", cold, " at 0.01");
   CHECK(cold > hot);
   CHECK(cold > 0.75);  // an untrained network's pooled logits differ little
-  CHECK_THROWS_AS(MakeGo("{model: {temperature: 0}}"), ConfigError);
+  CHECK_THROWS_AS(MakeGoPaper("{model: {temperature: 0}}"), ConfigError);
 }
 
 TEST_CASE("GoPolicy: colocation followers take their leader's device and add no log-probability") {
@@ -595,7 +595,7 @@ TEST_CASE("GO checkpoints: save / load round trip and signature checks") {
   CHECK_THROWS_AS(learned::go::ModelOptionsFromSignature("hidden=3", path), StateError);
   // The agent starts from the checkpoint.
   Fixture f(IndependentChains(2, 4), MakeCluster(2));
-  auto agent = MakeGo("{checkpoint: '" + path + "', model: {segment: 4}}");
+  auto agent = MakeGoPaper("{checkpoint: '" + path + "', model: {segment: 4}}");
   const AgentResult r = agent->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 1, 1));
   CHECK(r.evaluations == 1);
   std::filesystem::remove_all(dir);

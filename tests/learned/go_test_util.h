@@ -22,6 +22,21 @@ inline std::unique_ptr<Agent> MakeGo(const std::string& yaml) {
   return MakeAgent("go", options);
 }
 
+// The `go` agent in GO's paper setting (`preset: paper`: a fresh network
+// unless `yaml` names a checkpoint, a placement per node, placement,
+// priority and fusion heads, segment 128) with LibTorch's thread setting
+// (torch_threads: 0), then `yaml`'s keys: the agent's built-in settings
+// before the committed network became its default, which these tests were
+// written for.
+inline std::unique_ptr<Agent> MakeGoPaper(const std::string& yaml) {
+  RegisterLearnedAgents();
+  YAML::Node node = LoadYamlString(yaml, "test");
+  if (!node["preset"]) node["preset"] = "paper";
+  if (!node["torch_threads"]) node["torch_threads"] = 0;
+  YamlMap options = YamlMap::Root(node, "test");
+  return MakeAgent("go", options);
+}
+
 // w (a weight) -> x -> y -> g -> u, w -> g; u is w's optimizer update
 // (same colocation group); g keeps x's scope, as gradient ops do.
 inline graphs::Graph ScopedWithColocation() {

@@ -189,9 +189,12 @@ def test_optimize_bad_agent_and_options(simulator):
 
 def test_learned_agent_through_the_registry(simulator):
     # Learned agents (go, regal, hrl) load LibTorch as a plugin on first use;
-    # GO decides placement, priorities and fusion, and the whole decision
-    # re-simulates to the reported step time.
-    r = gosim.optimize(None, None, "go", budget=20, seed=0, simulator=simulator)
+    # GO in the paper's setting (a fresh network; the agent's default is the
+    # committed pre-trained one, placement only) decides placement,
+    # priorities and fusion, and the whole decision re-simulates to the
+    # reported step time.
+    r = gosim.optimize(None, None, "go", budget=20, seed=0, simulator=simulator,
+                       options={"preset": "paper", "torch_threads": 0})
     assert r.devices.shape == (simulator.num_nodes,)
     again = simulator.evaluate(r.devices, priority=r.priority, fusion=r.fusion,
                                transfer_priority=r.transfer_priority)

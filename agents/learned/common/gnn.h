@@ -48,6 +48,7 @@ struct GnnOptions {
   // checkpoints so that a checkpoint of another shape is refused with a clear
   // error. ",extra=K" is appended only when K > 0 (older signatures stay valid).
   std::string Signature() const;
+  bool operator==(const GnnOptions&) const = default;
 };
 
 class GraphSageImpl : public torch::nn::Module {

@@ -42,8 +42,17 @@ double CostOf(double score, bool feasible, double penalty, double* reference) {
 
 }  // namespace
 
-GoModelOptions ParseModelOptions(YamlMap& m) {
+GoModelOptions DefaultAgentModel() {
   GoModelOptions o;
+  o.segment = 256;
+  o.action_groups = ActionGroups::kScope;
+  o.priority = false;
+  o.fusion = false;
+  return o;
+}
+
+GoModelOptions ParseModelOptions(YamlMap& m, const GoModelOptions& defaults) {
+  GoModelOptions o = defaults;
   o.gnn.hidden = GetInt(m, "gnn_hidden", o.gnn.hidden, 1, 4096);
   o.gnn.layers = GetInt(m, "gnn_layers", o.gnn.layers, 0, 64);
   o.gnn.op_embedding = GetInt(m, "op_embedding", o.gnn.op_embedding, 1, 4096);
@@ -127,8 +136,16 @@ PpoOptions ParsePpoOptions(YamlMap& m) {
   return o;
 }
 
-GoAgentOptions GoAgentOptions::Parse(YamlMap& options) {
+GoAgentOptions GoAgentOptions::Paper() {
   GoAgentOptions o;
+  o.checkpoint.clear();
+  o.model = GoModelOptions{};
+  return o;
+}
+
+GoAgentOptions GoAgentOptions::Parse(YamlMap& options) {
+  const std::string preset = GetChoice(options, "preset", "committed", {"committed", "paper"});
+  GoAgentOptions o = preset == "paper" ? Paper() : GoAgentOptions{};
   o.checkpoint = options.Get<std::string>("checkpoint", o.checkpoint);
   // A relative path is looked up like the project's other files (working
   // directory, $GOSIM_HOME, source tree), e.g. configs/checkpoints/go.pt.
@@ -136,7 +153,9 @@ GoAgentOptions GoAgentOptions::Parse(YamlMap& options) {
   o.evaluations = GetInt(options, "evaluations", o.evaluations, 0, int64_t{1} << 40);
   {
     YamlMap model = options.Child("model");
-    o.model = ParseModelOptions(model);
+    const std::string base_shape = o.model.Signature();
+    o.model = ParseModelOptions(model, o.model);
+    o.shape_given = o.model.Signature() != base_shape;
   }
   ParseHeads(options, &o.model);
   {
@@ -296,6 +315,13 @@ GoPolicy BuildPolicy(const GoAgentOptions& options, uint64_t seed) {
     const std::string signature = ReadCheckpointSignature(options.checkpoint, kGoCheckpoint);
     // The shape is the checkpoint's; the runtime settings stay the agent's.
     model = ModelOptionsFromSignature(signature, options.checkpoint, model);
+    if (options.shape_given && model.Signature() != options.model.Signature()) {
+      throw ConfigError(
+          "the GO options set a network shape (model: {...}) other than the checkpoint's (" + signature + ")",
+          Location{options.checkpoint},
+          "a checkpoint brings its own shape: drop the shape keys, or set checkpoint: \"\" "
+          "for a fresh network of that shape");
+    }
   }
   torch::manual_seed(seed);
   GoPolicy policy(model);

@@ -15,12 +15,16 @@
 // advantage; docs/DEVIATIONS.md), or per action group when placement is
 // grouped (`model: {action_groups: scope}`).
 //
-// Agent options (configs/agents/go.yaml): `checkpoint` (a pre-trained
-// network; empty: a fresh random network), `evaluations` (the fine-tuning
+// Agent options (configs/agents/go.yaml, which equals the built-in
+// defaults: tests/learned/go_options_test.cc): `checkpoint` (a pre-trained
+// network; by default the committed configs/checkpoints/go.pt, run
+// zero-shot; "" = a fresh random network), `evaluations` (the fine-tuning
 // budget when the problem sets none; 0 or 1: zero-shot, one forward pass and
 // one evaluation), `heads` (placement is required; [placement] alone is the
 // GDP-style variant), the network's shape when there is no checkpoint, and
-// the PPO settings.
+// the PPO settings. `preset: paper` starts from GO's paper setting instead
+// (a fresh network, per-node placement, priority and fusion heads); keys
+// given beside it still apply.
 #ifndef GOSIM_AGENTS_LEARNED_GO_GO_AGENT_H_
 #define GOSIM_AGENTS_LEARNED_GO_GO_AGENT_H_
 
@@ -43,14 +47,25 @@ struct PpoOptions {
   double value_weight = 0.5;
   double grad_clip = 1.0;            // global norm; 0 = off
   double infeasible_penalty = 10.0;  // cost of an infeasible decision, in references
+  bool operator==(const PpoOptions&) const = default;
 };
 
+// The committed pre-trained network (configs/checkpoints/README.md), from
+// the repository root: the `go` agent's default.
+inline constexpr char kGoDefaultCheckpoint[] = "configs/checkpoints/go.pt";
+
+// The `go` agent's built-in network settings: the runtime settings the
+// committed checkpoint was trained with (placement head alone, one
+// placement per scope group, segments of 256 nodes) on GoModelOptions'
+// shape (used only for a fresh network; a checkpoint brings its own).
+GoModelOptions DefaultAgentModel();
+
 struct GoAgentOptions {
-  std::string checkpoint;   // empty: fresh network
-  int64_t evaluations = 0;  // fine-tuning budget; 0 or 1: zero-shot
-  GoModelOptions model;     // shape (ignored when a checkpoint gives it) and heads
+  std::string checkpoint = kGoDefaultCheckpoint;  // "": fresh network
+  int64_t evaluations = 0;                        // fine-tuning budget; 0 or 1: zero-shot
+  GoModelOptions model = DefaultAgentModel();     // shape (ignored when a checkpoint gives it) and heads
   PpoOptions ppo;
-  int64_t torch_threads = 0;  // 0: leave LibTorch's setting
+  int64_t torch_threads = 1;  // 0: leave LibTorch's setting
   // Role sweep: before PPO, up to this many single role moves from the
   // zero-shot decision, in the order of GoPolicyImpl::RankRoleMoves, are
   // evaluated (one evaluation each, from the same budget); 0: none.
@@ -59,12 +74,23 @@ struct GoAgentOptions {
   // `role_moves`) or kName (keyed by name, one op of each layer; built for
   // the sweep).
   RoleKey role_sweep_by = RoleKey::kScope;
+  // True when the options set the network's shape (model.gnn_hidden, ...)
+  // other than the defaults': with a checkpoint of another shape that is
+  // refused, since the checkpoint's shape would silently win.
+  bool shape_given = false;
+
+  // GO as the paper runs it (`preset: paper`): a fresh network, one
+  // placement per node, placement, priority and fusion heads, GoModelOptions'
+  // defaults.
+  static GoAgentOptions Paper();
   static GoAgentOptions Parse(YamlMap& options);
+  bool operator==(const GoAgentOptions&) const = default;
 };
 
 // Reads the network shape and PPO keys shared by the agent and the trainer
 // (`model: {...}`, `ppo: {...}`, `heads: [...]`).
-GoModelOptions ParseModelOptions(YamlMap& model);
+// Keys absent from `model` keep `defaults`' values.
+GoModelOptions ParseModelOptions(YamlMap& model, const GoModelOptions& defaults = {});
 void ParseHeads(YamlMap& options, GoModelOptions* model);
 PpoOptions ParsePpoOptions(YamlMap& ppo);
 

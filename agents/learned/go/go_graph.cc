@@ -12,36 +12,12 @@ namespace gosim::agents::learned::go {
 
 namespace {
 
-// Colocation followers take their leader's (the group's first member's) id.
-void FollowLeaders(const graphs::Graph& graph, std::vector<int64_t>& ids) {
-  std::unordered_map<int32_t, int64_t> leader;
-  for (size_t v = 0; v < ids.size(); ++v) {
-    const int32_t colocation = graph.node(static_cast<graphs::NodeId>(v)).colocation;
-    if (colocation < 0) continue;
-    const auto [it, inserted] = leader.emplace(colocation, ids[v]);
-    if (!inserted) ids[v] = it->second;
-  }
-}
-
-// Renumbers ids >= 0 in order of first appearance (ids < 0 are left as
-// they are); returns each new id's first node and size.
-struct Renumbered {
-  std::vector<int64_t> first;
-  std::vector<float> size;
-};
-Renumbered Renumber(std::vector<int64_t>& ids) {
-  Renumbered out;
-  std::unordered_map<int64_t, int64_t> index;
-  for (size_t v = 0; v < ids.size(); ++v) {
-    if (ids[v] < 0) continue;
-    const auto [it, inserted] = index.emplace(ids[v], static_cast<int64_t>(index.size()));
-    if (inserted) {
-      out.first.push_back(static_cast<int64_t>(v));
-      out.size.push_back(0.0f);
-    }
-    ids[v] = it->second;
-    out.size[static_cast<size_t>(it->second)] += 1.0f;
-  }
+ActionGrouping ToActionGrouping(const NodePartition& p) {
+  ActionGrouping out;
+  out.group = torch::tensor(p.id, torch::kInt64);
+  out.first = torch::tensor(p.first, torch::kInt64);
+  out.size = torch::tensor(p.size, torch::kFloat32);
+  out.count = p.count;
   return out;
 }
 
@@ -68,135 +44,36 @@ const char* ActionGroupsName(ActionGroups groups) {
 }
 
 ActionGrouping MakeActionGrouping(const graphs::Graph& graph, ActionGroups kind) {
-  ActionGrouping out;
   const int64_t n = static_cast<int64_t>(graph.num_nodes());
-  if (kind == ActionGroups::kNone || n == 0) return out;
-  std::vector<int64_t> group(static_cast<size_t>(n), -1);  // provisional ids, renumbered below
-  int64_t next = 0;
-  if (kind == ActionGroups::kChunks) {
-    const int64_t chunk = std::max<int64_t>(1, (n + kChunkGroups - 1) / kChunkGroups);
-    for (int64_t v = 0; v < n; ++v) group[static_cast<size_t>(v)] = v / chunk;
-  } else {
-    const int64_t max_size = std::max<int64_t>((n + 15) / 16, kScopeGroupMin);
-    // Scope components per node ("encoder/layer_2/attention" -> 3 parts).
-    std::vector<std::vector<std::string_view>> parts(static_cast<size_t>(n));
-    for (int64_t v = 0; v < n; ++v) {
-      const std::string& scope = graph.node(static_cast<graphs::NodeId>(v)).scope;
-      size_t from = 0;
-      while (from < scope.size()) {
-        const size_t cut = std::min(scope.find('/', from), scope.size());
-        if (cut > from) parts[static_cast<size_t>(v)].emplace_back(scope.data() + from, cut - from);
-        from = cut + 1;
-      }
-    }
-    // Members (ascending ids) cut into runs of max_size, one group each.
-    auto cut = [&](const std::vector<int64_t>& members) {
-      for (size_t i = 0; i < members.size(); ++i) {
-        if (i % static_cast<size_t>(max_size) == 0) ++next;
-        group[static_cast<size_t>(members[i])] = next - 1;
-      }
-    };
-    struct Pending {
-      size_t depth;  // members share their first `depth` scope components
-      std::vector<int64_t> members;
-    };
-    std::vector<Pending> work;
-    std::vector<int64_t> unscoped;
-    {
-      std::map<std::string_view, std::vector<int64_t>> top;
-      for (int64_t v = 0; v < n; ++v) {
-        const auto& p = parts[static_cast<size_t>(v)];
-        if (p.empty()) {
-          unscoped.push_back(v);
-        } else {
-          top[p[0]].push_back(v);
-        }
-      }
-      for (auto& [name, members] : top) work.push_back({1, std::move(members)});
-    }
-    while (!work.empty()) {
-      Pending p = std::move(work.back());
-      work.pop_back();
-      if (static_cast<int64_t>(p.members.size()) <= max_size) {
-        cut(p.members);
-        continue;
-      }
-      // Refine by the next scope component; members whose scope ends here
-      // stay together (cut into runs when too many).
-      std::map<std::string_view, std::vector<int64_t>> children;
-      std::vector<int64_t> rest;
-      for (const int64_t v : p.members) {
-        const auto& parts_v = parts[static_cast<size_t>(v)];
-        if (parts_v.size() > p.depth) {
-          children[parts_v[p.depth]].push_back(v);
-        } else {
-          rest.push_back(v);
-        }
-      }
-      cut(rest);
-      for (auto& [name, members] : children) work.push_back({p.depth + 1, std::move(members)});
-    }
-    cut(unscoped);
-  }
-  FollowLeaders(graph, group);
-  const Renumbered renumbered = Renumber(group);  // drops groups left empty
-  out.group = torch::tensor(group, torch::kInt64);
-  out.first = torch::tensor(renumbered.first, torch::kInt64);
-  out.size = torch::tensor(renumbered.size, torch::kFloat32);
-  out.count = static_cast<int64_t>(renumbered.first.size());
-  return out;
+  if (kind == ActionGroups::kNone || n == 0) return {};
+  if (kind == ActionGroups::kScope) return ToActionGrouping(MakeScopeGroups(graph));
+  // Chunks: consecutive node ids (topological order).
+  const int64_t chunk = std::max<int64_t>(1, (n + kChunkGroups - 1) / kChunkGroups);
+  std::vector<int64_t> group(static_cast<size_t>(n));
+  for (int64_t v = 0; v < n; ++v) group[static_cast<size_t>(v)] = v / chunk;
+  return ToActionGrouping(MakeNodePartition(graph, std::move(group)));
 }
 
 RoleGrouping MakeRoleGrouping(const graphs::Graph& graph, const ActionGrouping& groups, RoleKey key_kind) {
   RoleGrouping out;
   const int64_t n = static_cast<int64_t>(graph.num_nodes());
   if (n == 0) return out;
-  std::vector<int64_t> group_of;
+  NodePartition action;
   if (groups.count > 0) {
     const torch::Tensor g = groups.group.contiguous();
-    group_of.assign(g.data_ptr<int64_t>(), g.data_ptr<int64_t>() + g.numel());
+    action.id.assign(g.data_ptr<int64_t>(), g.data_ptr<int64_t>() + g.numel());
+    action.count = groups.count;
   }
-  // The role key: "b:" for backward ops (TensorFlow's "gradients/" name
-  // prefix), then the scope (or, RoleKey::kName, the whole name) with every
-  // run of digits removed, so "dilated_stack/layer22/skip" and
-  // "dilated_stack/layer7/skip" share one.
-  std::unordered_map<std::string, int64_t> index;
-  std::vector<int64_t> role(static_cast<size_t>(n), -1);
-  for (int64_t v = 0; v < n; ++v) {
-    const graphs::Node& node = graph.node(static_cast<graphs::NodeId>(v));
-    if (node.scope.empty()) continue;
-    std::string key = node.name.rfind("gradients/", 0) == 0 ? "b:" : "f:";
-    for (const char c : key_kind == RoleKey::kName ? node.name : node.scope)
-      if (c < '0' || c > '9') key.push_back(c);
-    role[static_cast<size_t>(v)] =
-        index.emplace(std::move(key), static_cast<int64_t>(index.size())).first->second;
-  }
-  FollowLeaders(graph, role);
-  // Keep the roles whose members lie in two or more action groups.
-  std::vector<int64_t> seen(index.size(), -1);  // an action group of the role's members; -2: several
-  for (int64_t v = 0; v < n; ++v) {
-    const int64_t r = role[static_cast<size_t>(v)];
-    if (r < 0) continue;
-    const int64_t g = group_of.empty() ? v : group_of[static_cast<size_t>(v)];
-    int64_t& s = seen[static_cast<size_t>(r)];
-    if (s == -1) {
-      s = g;
-    } else if (s != g) {
-      s = -2;
-    }
-  }
-  for (int64_t& r : role)
-    if (r >= 0 && seen[static_cast<size_t>(r)] != -2) r = -1;
-  // The kept roles in order of their first node; the others are "no role" (= count).
-  Renumbered renumbered = Renumber(role);
-  out.count = static_cast<int64_t>(renumbered.first.size());
-  const auto loose = static_cast<float>(std::count(role.begin(), role.end(), -1));
-  for (int64_t& r : role)
+  NodePartition roles = MakeRoleGroups(graph, action, key_kind);
+  out.count = roles.count;
+  // The role-less nodes are "role" count.
+  const auto loose = static_cast<float>(std::count(roles.id.begin(), roles.id.end(), -1));
+  for (int64_t& r : roles.id)
     if (r < 0) r = out.count;
-  renumbered.size.push_back(std::max(loose, 1.0f));
-  out.role = torch::tensor(role, torch::kInt64);
-  out.first = torch::tensor(renumbered.first, torch::kInt64);
-  out.size = torch::tensor(renumbered.size, torch::kFloat32);
+  roles.size.push_back(std::max(loose, 1.0f));
+  out.role = torch::tensor(roles.id, torch::kInt64);
+  out.first = torch::tensor(roles.first, torch::kInt64);
+  out.size = torch::tensor(roles.size, torch::kFloat32);
   return out;
 }
 

@@ -13,9 +13,12 @@
 #include <vector>
 
 #include "agents/learned/common/gnn.h"
+#include "agents/roles.h"
 #include "graphs/graph.h"
 
 namespace gosim::agents::learned::go {
+
+using ::gosim::agents::RoleKey;
 
 // How placement decisions are grouped (a runtime setting, not part of the
 // checkpoint): per node (GO), per scope group, or per topological chunk.
@@ -38,33 +41,16 @@ struct ActionGrouping {
   int64_t count = 0;
 };
 
-// Scope groups: a node's group is its scope prefix of 1 component, refined
-// by the next component while a group has more than `max_size` nodes; a
-// group that cannot be refined (members of exactly that scope) and is still
-// too large is cut into runs of `max_size` members in topological order;
-// the nodes without a scope are cut into such runs too.
-// Colocation followers join their leader's group.
-inline constexpr int64_t kScopeGroupMin = 16;  // max_size = max(ceil(n / 16), 16)
+// Scope groups (agents/roles.h, MakeScopeGroups).
 // Chunks: consecutive node ids (topological order), ceil(n / 64) each.
 inline constexpr int64_t kChunkGroups = 64;
 ActionGrouping MakeActionGrouping(const graphs::Graph& graph, ActionGroups kind);
 
-// Role groups (for `role_moves`): the ops that play one role in every
-// repeated layer. A node's role is its direction (backward when its name
-// starts with TensorFlow's "gradients/", else forward) and its scope with
-// every run of digits removed, so the gradient ops of all of WaveNet's
-// "dilated_stack/layer<i>/skip" convolutions share one role. Only roles whose
-// members lie in two or more of `groups`' action groups are kept (a role
-// inside one group adds nothing to that group's own decision); nodes
-// without a scope, or of a dropped role, have no role. Colocation followers
-// take their leader's role. role[v] in [0, count], count = no role; first[r]
-// is role r's first node; size has count + 1 entries (the last: the number
-// of role-less nodes, at least 1).
-// With RoleKey::kName the key is the node's whole name with every run of
-// digits removed instead of its scope: one op of each layer (e.g. one of a
-// layer's attention gradients) rather than a whole sub-scope (the role
-// sweep's `role_sweep_by: name`).
-enum class RoleKey { kScope, kName };
+// Role groups (for `role_moves` and the role sweep; agents/roles.h,
+// MakeRoleGroups, which the `role_sweep` agent shares) across `groups`'
+// action groups. role[v] in [0, count], count = no role; first[r] is role
+// r's first node; size has count + 1 entries (the last: the number of
+// role-less nodes, at least 1).
 struct RoleGrouping {
   torch::Tensor role;   // int64 [n]
   torch::Tensor first;  // int64 [count]

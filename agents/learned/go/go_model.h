@@ -133,6 +133,7 @@ struct GoModelOptions {
 
   // Stored in checkpoints; a checkpoint of another shape is refused.
   std::string Signature() const;
+  bool operator==(const GoModelOptions&) const = default;
 };
 
 // One multi-head attention layer with Transformer-XL segment recurrence,
