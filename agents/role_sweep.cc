@@ -35,7 +35,7 @@ namespace gosim::agents {
 namespace {
 
 struct RoleSweepOptions {
-  std::vector<std::string> warm_start;
+  std::vector<WarmStartAgent> warm_start;
   RoleKey roles_by = RoleKey::kName;
   int64_t evaluations = 1000;
 };
@@ -73,7 +73,7 @@ class RoleSweepAgent : public Agent {
 
   AgentResult Optimize(const Problem& problem, const ProgressFn& progress) override {
     SearchTracker tracker(problem, progress, options_.evaluations);
-    const WarmStartResult warm = RunWarmStart(name(), options_.warm_start, problem);
+    const WarmStartResult warm = RunWarmStart(name(), options_.warm_start, problem, options_.evaluations);
     if (warm.seeds.empty()) {
       throw ConfigError("role_sweep: no warm-start agent gave a decision for this graph", {},
                         "name another one-shot agent in warm_start, e.g. single_device");
