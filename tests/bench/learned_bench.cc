@@ -121,7 +121,9 @@ void BM_HrlTraining(benchmark::State& state) {
   const sim::Cluster cluster = sim::LoadCluster("k80x2");
   const sim::Evaluator evaluator(g, cluster, sim::MakeCostModel("roofline"));
   const hrl::HrlOptions options = HrlDefaults(state.range(1) != 0);
-  hrl::HrlLearner learner(g, cluster.num_devices(), true, options, 0);
+  // The schedule of a run at the default budget (hrl: 1,500 policy steps).
+  hrl::HrlLearner learner(g, cluster.num_devices(), true, options, 0,
+                          options.evaluations / options.samples_per_step);
   double sim_seconds = 0.0;
   const auto evaluate = [&](const std::vector<sim::Decision>& d, std::vector<sim::Evaluation>& e) {
     const double start = ThreadCpuSeconds();

@@ -50,8 +50,9 @@ HrlOptions HrlOptions::Parse(YamlMap& options, bool learned_grouper) {
     o.evaluations = 48000;
     o.samples_per_step = 32;
     o.learning_rate = 0.005;
-    // The reference code's steps (400, 50, 750) over its 1,500 at 48,000
-    // evaluations of 32.
+    // The reference code's steps (decay from 400 every 50, noise for 750)
+    // as fractions of our full run: 1,500 policy steps (48,000 evaluations
+    // of 32).
     o.lr_decay = 0.95;
     o.lr_decay_start_fraction = 400.0 / 1500.0;
     o.lr_decay_every_fraction = 50.0 / 1500.0;
