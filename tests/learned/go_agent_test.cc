@@ -14,7 +14,10 @@
 #include "core/error.h"
 #include "core/yaml.h"
 #include "graphs/generators/generators.h"
+#include "sim/cluster.h"
+#include "sim/cost_model.h"
 #include "sim/decision.h"
+#include "sim/evaluator.h"
 #include "tests/agents/test_util.h"
 #include "tests/learned/go_test_util.h"
 #include "tests/learned/train_util.h"
@@ -219,6 +222,35 @@ TEST_CASE("go role sweep: every evaluation is charged to the budget, none more")
     CHECK(r.extra.at("role_sweep_evaluations") == static_cast<double>(swept));
     CHECK(r.extra.at("ppo_steps") == static_cast<double>((budget - 1 - swept + 7) / 8));
   }
+}
+
+// GO's priority and fusion decoding on one GPU (the zero-shot decision of
+// the quick-mode joint network on most graphs, docs/REPRODUCTION.md,
+// go_multitask): the executor stays work-conserving under any priorities,
+// so the step time is one GPU's FIFO time exactly, and fusing every
+// eligible single-producer / single-consumer chain only saves (kernel
+// launches, internal memory traffic).
+TEST_CASE("go decoding on one GPU: priorities keep the FIFO step time, fused chains only save") {
+  const graphs::Graph nmt = graphs::Generate(
+      "nmt", LoadYamlString("{layers: 2, seq_len: 3, hidden: 64, vocab: 100, training: true}"), "test");
+  const sim::Cluster cluster = sim::LoadCluster("p100x4_pcie");  // the evaluator keeps a reference
+  const sim::Evaluator evaluator(nmt, cluster, sim::MakeCostModel("roofline"));
+  const GoGraph in = learned::go::MakeGoGraph(nmt);
+  const int64_t n = in.num_nodes;
+  const double fifo = evaluator.Evaluate(sim::SingleDeviceDecision(nmt, 0)).step_time;
+  GoActions actions;
+  actions.device = torch::zeros({1, n}, torch::kInt64);
+  torch::manual_seed(3);
+  actions.priority = torch::randint(0, 8, {1, n}, torch::kInt64);
+  const sim::Decision prioritized = learned::go::DecodeDecision(in, actions, 0);
+  REQUIRE(prioritized.priority.size() == static_cast<size_t>(n));
+  CHECK(evaluator.Evaluate(prioritized).step_time == doctest::Approx(fifo).epsilon(1e-12));
+  actions.fuse = torch::ones({1, n}, torch::kInt64);  // every eligible pair
+  const sim::Decision fused = learned::go::DecodeDecision(in, actions, 0);
+  REQUIRE_FALSE(fused.fusion_group.empty());
+  const sim::Evaluation e = evaluator.Evaluate(fused);
+  CHECK(e.feasible);
+  CHECK(e.step_time < fifo);
 }
 
 // `gosim train` with agent go on a suite of two small train graphs; `cluster`
