@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Tables in a paper's layout from gosim run folders, beside the paper's numbers.
 
-Usage: tables.py LAYOUT.yaml RUN_DIR [RUN_DIR ...] [--out DIR]
+Usage: tables.py LAYOUT.yaml RUN_DIR [RUN_DIR ...] [--out DIR] [--final-runs DIR ...]
 
 LAYOUT (analysis/layouts/*.yaml) names the rows, columns, metric, reference
 agent and the paper's published figures; the run folders (`gosim run`
@@ -407,6 +407,9 @@ def main():
     parser.add_argument("layout")
     parser.add_argument("runs", nargs="+")
     parser.add_argument("--out", help="folder for <name>.md and <name>.tex (default: the first run folder)")
+    parser.add_argument("--final-runs", action="append", default=[], metavar="DIR",
+                        help="another folder whose final_runs.jsonl counts in the header (e.g. a training run "
+                             "that evaluated on the test split); repeatable")
     args = parser.parse_args()
     try:
         layout = load_layout(args.layout)
@@ -418,7 +421,10 @@ def main():
             header, rows, note = convergence(layout, df, curves)
         else:
             header, rows, note = regal(layout, df, running_time=layout["kind"] == "running_time")
-        head = provenance(df, args.runs)
+        for folder in args.final_runs:
+            if not os.path.isdir(folder):
+                raise AnalysisError(f"{folder}: --final-runs names no folder")
+        head = provenance(df, args.runs + args.final_runs)
         md = f"### {layout['title']}\n\n" + "\n\n".join(head) + "\n\n" + markdown_table(header, rows) + \
             f"\n{note}\n"
         if layout.get("paper_note"):

@@ -214,7 +214,8 @@ std::string Summary::ToMarkdown() const {
       int graphs = 0, infeasible = 0, better = 0, worse = 0, unclear = 0;
       std::vector<double> speedups;
       double evaluations = 0.0;
-      int64_t pretrain = 0;  // -1: unknown on some graph
+      int64_t pretrain = 0;               // -1: unknown on some graph
+      int seeds_low = 0, seeds_high = 0;  // seeds per graph in the grid
     };
     std::vector<Totals> totals(labels.size());
     std::vector<std::string> slower;  // graphs where the reference is slower than single_device
@@ -224,6 +225,8 @@ std::string Summary::ToMarkdown() const {
         const SummaryEntry& e = entries[i];
         Totals& t = totals[a];
         if (e.reference_slower_than_single_device) slower.push_back(graphs[g]);
+        t.seeds_low = g == 0 ? e.seeds : std::min(t.seeds_low, e.seeds);
+        t.seeds_high = std::max(t.seeds_high, e.seeds);
         std::string text;
         if (e.finished == 0) {
           table[a][g] = "-";
@@ -277,14 +280,19 @@ std::string Summary::ToMarkdown() const {
       return finished_cells[a] > 0 ? Format("%.0f", totals[a].evaluations / finished_cells[a])
                                    : std::string("-");
     };
+    auto seeds_text = [&](size_t a) {
+      const Totals& t = totals[a];
+      return t.seeds_low == t.seeds_high ? std::to_string(t.seeds_high)
+                                         : std::to_string(t.seeds_low) + "-" + std::to_string(t.seeds_high);
+    };
     auto pretrain_text = [&](size_t a) {
       return finished_cells[a] > 0 ? FormatPretrain(totals[a].pretrain) : std::string("-");
     };
     if (graphs.size() > kMaxGraphColumns) {
       // Too many graphs for a column each: one row per agent over them all.
       out << "| agent | graphs finished | infeasible | geo-mean speedup vs " << reference
-          << " (graphs) | better / worse / n.s. | evaluations per cell | evals (pre-train) |\n"
-          << "|---|---:|---:|---:|---:|---:|---:|\n";
+          << " (graphs) | better / worse / n.s. | evaluations per cell | evals (pre-train) | seeds |\n"
+          << "|---|---:|---:|---:|---:|---:|---:|---:|\n";
       for (size_t a = 0; a < labels.size(); ++a) {
         const Totals& t = totals[a];
         out << "| " << labels[a] << " | " << t.graphs << "/" << graphs.size() << " | " << t.infeasible
@@ -292,20 +300,21 @@ std::string Summary::ToMarkdown() const {
             << (labels[a] == reference ? std::string("-")
                                        : std::to_string(t.better) + " / " + std::to_string(t.worse) + " / " +
                                              std::to_string(t.unclear))
-            << " | " << evaluations_text(a) << " | " << pretrain_text(a) << " |\n";
+            << " | " << evaluations_text(a) << " | " << pretrain_text(a) << " | " << seeds_text(a) << " |\n";
       }
       out << "\n(" << graphs.size() << " graphs: one row per agent; summary.csv has every graph.)\n";
     } else {
       out << "| agent |";
       for (const std::string& g : graphs) out << ' ' << g << " |";
       out << " geo-mean speedup vs " << reference
-          << " (graphs) | evaluations per cell | evals (pre-train) |\n|---|";
+          << " (graphs) | evaluations per cell | evals (pre-train) | seeds |\n|---|";
       for (size_t g = 0; g < graphs.size(); ++g) out << "---:|";
-      out << "---:|---:|---:|\n";
+      out << "---:|---:|---:|---:|\n";
       for (size_t a = 0; a < labels.size(); ++a) {
         out << "| " << labels[a] << " |";
         for (size_t g = 0; g < graphs.size(); ++g) out << ' ' << table[a][g] << " |";
-        out << ' ' << speedup_text(a) << " | " << evaluations_text(a) << " | " << pretrain_text(a) << " |\n";
+        out << ' ' << speedup_text(a) << " | " << evaluations_text(a) << " | " << pretrain_text(a) << " | "
+            << seeds_text(a) << " |\n";
       }
     }
     out << "\n+-: half-width of the 95% t-interval over the feasible seeds (2 or more). better / worse: the "

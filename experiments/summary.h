@@ -69,10 +69,12 @@ struct Summary {
 
   // One table per cluster: a row per agent, a column per graph, then the
   // geometric-mean speedup against the reference, the mean evaluations
-  // per cell and the pre-training evaluations ("evals (pre-train)"); each cell "12.34 ±0.21 (-5.1%, better)",
-  // "infeasible", or "-" when not finished. Over 12 graphs, a row per agent instead: graphs finished,
-  // infeasible ones, the geometric-mean speedup, on how many graphs it is better / worse / neither by the
-  // paired bootstrap, evaluations.
+  // per cell, the pre-training evaluations ("evals (pre-train)") and the
+  // seeds per graph; each cell "12.34 ±0.21 (-5.1%, better)",
+  // "infeasible", or "-" when not finished. Over 12 graphs, a row per agent
+  // instead: graphs finished, infeasible ones, the geometric-mean speedup,
+  // on how many graphs it is better / worse / neither by the paired
+  // bootstrap, evaluations, pre-training evaluations, seeds.
   std::string ToMarkdown() const;
   // The same entries in long form, one row each, with every field.
   std::string ToCsv() const;

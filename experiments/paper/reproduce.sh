@@ -259,7 +259,8 @@ regal_tables() {
     "agents[$(agent $config gas)].options.checkpoint=$dir_run/train_gas/best.pt" \
     "agents[$(agent $config regal_no_priority)].options.checkpoint=$dir_run/train_no_priority/best.pt" "${grid[@]}"
   say "table and plots"
-  $PY analysis/tables.py "analysis/layouts/$table.yaml" "$dir_run/run" --out "$dir"
+  # The count of final runs includes the training run's (its evaluate: check ran on the test split).
+  $PY analysis/tables.py "analysis/layouts/$table.yaml" "$dir_run/run" --out "$dir" --final-runs "$dir_run/train"
   local first
   first=$($PY -c "import json,sys; print(json.loads(open(sys.argv[1]).readline())['graph'])" "$dir_run/run/results.jsonl")
   $PY analysis/plot_convergence.py "$dir_run/run" --graph "$first" --out "$dir/convergence.png"

@@ -83,6 +83,12 @@ grep -Eq '^\| G1 \| [0-9.]+ \| [0-9.]+ ±[0-9.]+ \(' "$work/grid.md" ||
   { echo "FAIL: no interval"; cat "$work/grid.md"; exit 1; }
 grep -q "Final runs on the test graphs logged in these run folders: 0" "$work/grid.md" ||
   { echo "FAIL: no final-run count"; exit 1; }
+# Final runs of another folder (a training run that evaluated on the test split) count too.
+mkdir -p "$work/train"
+printf '{"count": 1}\n{"count": 2}\n' > "$work/train/final_runs.jsonl"
+$py analysis/tables.py "$work/regal.yaml" "$work/run" --out "$work/tables5" --final-runs "$work/train" > "$work/regal5.md"
+grep -q "Final runs on the test graphs logged in these run folders: 2" "$work/regal5.md" ||
+  { echo "FAIL: --final-runs not counted"; cat "$work/regal5.md"; exit 1; }
 # Convergence: random search reaches its own final at some evaluation; BRKGA
 # either reaches it (a ratio) or says it did not.
 # Seed by seed: two seeds of each, the reaching ones counted.

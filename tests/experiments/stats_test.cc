@@ -96,8 +96,8 @@ TEST_CASE(
   CHECK(table.find("10.000 +-0.000 (-16.7%, better)") != std::string::npos);
   CHECK(table.find("12.000 +-1.242 (ref; slower than single_device)") != std::string::npos);
   // Speedup 12 / 10; 1 evaluation per cell; no pre-training.
-  CHECK(table.find("| 1.200x (1) | 1 | 0 |") != std::string::npos);
-  CHECK(table.find("| (ref) | 40 | 1,234 |") != std::string::npos);
+  CHECK(table.find("| 1.200x (1) | 1 | 0 | 3 |") != std::string::npos);
+  CHECK(table.find("| (ref) | 40 | 1,234 | 3 |") != std::string::npos);
   CHECK(table.find("evals (pre-train)") != std::string::npos);
   CHECK(table.find("Note: random_search is slower than single_device on tiny_branches") != std::string::npos);
   const std::string csv = summary.ToCsv();
