@@ -4,6 +4,8 @@
 #include <filesystem>
 #include <system_error>
 
+#include "gosim_source_dir.h"  // GOSIM_SOURCE_DIR
+
 namespace gosim {
 namespace {
 

@@ -8,6 +8,7 @@
 #include "calibration/fit.h"
 #include "calibration/trace_reader.h"
 #include "core/error.h"
+#include "gosim_source_dir.h"  // GOSIM_SOURCE_DIR, GOSIM_SHARED_DIR
 #include "tests/calibration/trace_test_data.h"
 
 namespace gosim::calibration {

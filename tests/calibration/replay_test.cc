@@ -6,6 +6,7 @@
 #include "calibration/trace_reader.h"
 #include "core/error.h"
 #include "core/io.h"
+#include "gosim_source_dir.h"  // GOSIM_SOURCE_DIR, GOSIM_SHARED_DIR
 
 namespace gosim::calibration {
 namespace {

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "core/io.h"
 #include "core/rng.h"
+#include "gosim_source_dir.h"  // GOSIM_SOURCE_DIR, GOSIM_SHARED_DIR
 #include "tests/calibration/trace_test_data.h"
 
 namespace gosim::calibration {

@@ -28,7 +28,7 @@ grep -Eq '^\| geo-mean speedup \| \(ref\)( \| [0-9.]+x){9} \|' "$table" ||
 grep -q '^\*\*quick mode: pipeline check, not a result\*\*' "$table" || { echo "FAIL: no quick-mode header"; exit 1; }
 grep -q 'Final runs on the test graphs logged in these run folders: 1' "$table" ||
   { echo "FAIL: the final run is not counted"; cat "$table"; exit 1; }
-grep -q '^Cost model: roofline (36 cells)' "$table" || { echo "FAIL: no cost model line"; cat "$table"; exit 1; }
+grep -q '^Cost model: roofline (60 cells)' "$table" || { echo "FAIL: no cost model line"; cat "$table"; exit 1; }
 # Evaluations: the constructive baselines one, GO and the controls the quick
 # budget; pre-training only behind the GO columns (the joint checkpoint's run).
 grep -Eq '^\| evaluations per cell \| 1 \| 1( \| 160){8} \|' "$table" ||
