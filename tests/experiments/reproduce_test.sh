@@ -58,7 +58,7 @@ for f in convergence bert_go_joint.placement bert_go_joint.timeline; do
 done
 # Re-running resumes: no cell and no training step is redone.
 experiments/paper/reproduce.sh go_multitask --quick --seeds 1 --out "$work" > "$work/again.txt" 2>&1
-grep -q "36 already finished, 0 run now" "$work/again.txt" ||
+grep -q "60 already finished, 0 run now" "$work/again.txt" ||
   { echo "FAIL: the second run redid cells"; grep cells "$work/again.txt"; exit 1; }
 # Bad arguments.
 for args in "no_such_table" "go_multitask --np x" "go_multitask --bogus" "go_multitask --seeds 0"; do
