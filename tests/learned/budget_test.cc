@@ -52,10 +52,13 @@ std::string UntrainedRegal(int32_t devices) {
 TEST_CASE("Every learned agent reports exactly the simulator evaluations it made, within its budget") {
   const graphs::Graph nmt = graphs::Generate(
       "nmt", LoadYamlString("{layers: 2, seq_len: 3, hidden: 64, vocab: 100, training: true}"), "test");
-  const std::string go_model = "model: {gnn_hidden: 8, model: 8, attention_heads: 2, layers: 1}";
+  // A small fresh network, and the built-in default (the committed go.pt).
+  const std::string go_model =
+      "checkpoint: '', model: {gnn_hidden: 8, model: 8, attention_heads: 2, layers: 1}";
   const std::vector<std::pair<std::string, std::string>> agents = {
       {"go", "{" + go_model + ", ppo: {samples: 4}}"},
       {"go", "{" + go_model + ", ppo: {samples: 4}, role_sweep: 4}"},  // zero-shot, sweep, then PPO
+      {"go", "{ppo: {samples: 4}}"},
       {"hrl", "{samples_per_step: 4}"},
       {"colocrl", "{samples_per_step: 4}"},
       {"regal", "{checkpoint: " + UntrainedRegal(2) + ", population: 6}"},
