@@ -12,6 +12,7 @@
 #include "core/yaml.h"
 #include "graphs/generators/generators.h"
 #include "tests/agents/test_util.h"
+#include "tests/learned/learned_test_util.h"
 
 // glog, which torch includes, defines a CHECK macro; doctest's must win here.
 #undef CHECK
@@ -20,32 +21,11 @@
 namespace gosim::agents {
 namespace {
 
+using learned_testing::MakeLearned;
+using learned_testing::UntrainedRegalCheckpoint;
 using testing::Fixture;
 using testing::KeepsGroups;
 using testing::MakeCluster;
-
-std::unique_ptr<Agent> MakeLearned(const std::string& name, const std::string& yaml) {
-  RegisterLearnedAgents();
-  YAML::Node node = LoadYamlString(yaml, "test");
-  YamlMap options = YamlMap::Root(node, "test");
-  return MakeAgent(name, options);
-}
-
-// An untrained REGAL policy for `devices` devices, saved as a checkpoint.
-std::string UntrainedRegalCheckpoint(int32_t devices) {
-  const std::string dir = (std::filesystem::temp_directory_path() / "gosim_coloc_regal").string();
-  std::filesystem::create_directories(dir);
-  learned::RegalPolicyOptions options;
-  options.num_devices = devices;
-  options.gnn.hidden = 8;
-  options.gnn.layers = 1;
-  options.gnn.op_embedding = 4;
-  learned::RegalPolicy policy(options);
-  const std::string path = dir + "/untrained_" + std::to_string(devices) + ".pt";
-  learned::SaveCheckpoint(path, learned::kRegalCheckpoint, options.Signature(), *policy, nullptr,
-                          learned::TrainingState{});
-  return path;
-}
 
 TEST_CASE("Every learned agent keeps each colocation group on one device (NMT training graph)") {
   const graphs::Graph nmt = graphs::Generate(
@@ -60,7 +40,7 @@ TEST_CASE("Every learned agent keeps each colocation group on one device (NMT tr
       {"go", "{" + go_model + ", colocate: false}}"},  // the policy may split; the tracker keeps groups
       {"hrl", "{samples_per_step: 4}"},                // a learned grouping may cut through groups
       {"colocrl", "{samples_per_step: 4}"},
-      {"regal", "{checkpoint: " + UntrainedRegalCheckpoint(2) + ", population: 6}"},
+      {"regal", "{checkpoint: " + UntrainedRegalCheckpoint(2, "gosim_coloc_regal") + ", population: 6}"},
   };
   for (const auto& [name, yaml] : agents) {
     CAPTURE(name);

@@ -21,6 +21,7 @@
 #include "sim/cluster.h"
 #include "sim/decision.h"
 #include "tests/agents/test_util.h"
+#include "tests/learned/learned_test_util.h"
 #include "tests/learned/train_util.h"
 
 // glog, which torch includes, defines a CHECK macro; doctest's must win here.
@@ -30,16 +31,10 @@
 namespace gosim::agents {
 namespace {
 
+using learned_testing::MakeLearned;
 using testing::Fixture;
 using testing::IndependentChains;
 using testing::MakeCluster;
-
-std::unique_ptr<Agent> MakeLearned(const std::string& name, const std::string& yaml) {
-  RegisterLearnedAgents();
-  YAML::Node node = LoadYamlString(yaml, "test");
-  YamlMap options = YamlMap::Root(node, "test");
-  return MakeAgent(name, options);
-}
 
 // a -> b -> c, a -> d; v (colocation "w") -> d; u (colocation "w").
 graphs::Graph SmallGraph() {
