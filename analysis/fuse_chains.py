@@ -9,7 +9,7 @@ ops where each op's only producer has that op as its only consumer becomes
 one fusion group: the fusion legality of GO's fusion head (docs/AGENTS.md,
 GO). Simulating the result (`gosim simulate --graph GRAPH --cluster C
 --decision DECISION`) bounds what fusion alone can save in the simulator
-(docs/RESULTS.md, GO multi-task).
+(the history of docs/RESULTS.md, GO multi-task: `git log -p docs/RESULTS.md`).
 """
 import argparse
 import json

@@ -123,7 +123,8 @@ void ReportLearning(const char* label, const AgentResult& r) {
 // latency: the best decision keeps the chain on one device, 8 ms; a random
 // per-node placement pays about 3.5 ms of transfers. (On 4 chains, where the
 // optimum needs whole chains dealt 2 and 2, GO's per-node heads did not
-// improve their mean within a test-sized budget; see docs/RESULTS.md.)
+// improve their mean within a test-sized budget; see the history of
+// docs/RESULTS.md.)
 TEST_CASE("go learns: PPO lowers the mean step time and finds the 8 ms decision") {
   Fixture f(IndependentChains(1, 8), MakeCluster(2, int64_t{1} << 34, 1e10, 1e-3));
   auto agent = MakeGoPaper(
@@ -139,7 +140,7 @@ TEST_CASE("go learns: PPO lowers the mean step time and finds the 8 ms decision"
 
 // 4 independent chains of 6 ops on 2 devices with 1 ms transfer latency:
 // the best decision deals whole chains 2 and 2 (12 ms). Per-node sampling
-// did not learn this within a test-sized budget (docs/RESULTS.md); with the
+// did not learn this within a test-sized budget (the history of docs/RESULTS.md); with the
 // per-sample structured noise a sample moves whole scope groups (chains),
 // and PPO raises the probability of the good splits.
 TEST_CASE("go learns with structured exploration noise: whole chains dealt 2 and 2") {
