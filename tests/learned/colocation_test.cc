@@ -46,7 +46,7 @@ TEST_CASE("Every learned agent keeps each colocation group on one device (NMT tr
     CAPTURE(name);
     CAPTURE(yaml);
     const AgentResult r = MakeLearned(name, yaml)->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 12, 2));
-    CHECK(r.evaluations <= 13);
+    CHECK(r.evaluations <= 12);  // the budget (tests/learned/budget_test.cc checks the count itself)
     CHECK(KeepsGroups(f.graph, r.best.placement));
     CHECK_FALSE(f.evaluator->FindSplit(r.best.placement).has_value());
     CHECK(r.best_evaluation.feasible);
