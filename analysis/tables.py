@@ -225,7 +225,8 @@ def grid(layout, df):
     if reference:
         note += (f"; % against {reference}, negative is better; better / worse: the 95% paired-bootstrap "
                  "interval of the % (10,000 resamples, seeds paired, at least 3 pairs) excludes 0, n.s.: it "
-                 f"does not, no mark: fewer pairs; speedup: {reference} / agent, geometric mean over the rows")
+                 f"does not, no mark: fewer pairs; speedup: {reference} / agent, geometric mean over the rows "
+                 f"(above 1x: faster than {reference})")
     note += ("; bold: the best of the row. OOM: no feasible decision. evals (pre-train): simulator evaluations "
              "that produced the column's checkpoint (amortised, not in its budget; ?: unknown).")
     if slow_reference:
