@@ -126,11 +126,16 @@ T YamlAs(const YAML::Node& node, const std::string& file, const std::string& pat
     return node.as<T>();
   } catch (const YAML::Exception&) {
     std::string expected = "a value of the right type";
-    if constexpr (std::is_same_v<T, bool>) expected = "true or false";
-    else if constexpr (std::is_integral_v<T>) expected = "an integer";
-    else if constexpr (std::is_floating_point_v<T>) expected = "a number";
-    else if constexpr (std::is_same_v<T, std::string>) expected = "a string";
-    else expected = "a list of values of the right type";
+    if constexpr (std::is_same_v<T, bool>)
+      expected = "true or false";
+    else if constexpr (std::is_integral_v<T>)
+      expected = "an integer";
+    else if constexpr (std::is_floating_point_v<T>)
+      expected = "a number";
+    else if constexpr (std::is_same_v<T, std::string>)
+      expected = "a string";
+    else
+      expected = "a list of values of the right type";
     throw ConfigError("expected " + expected, YamlLocation(node, file, path));
   }
 }

@@ -33,10 +33,12 @@ graphs::NodeSpec Op(const std::string& name, const std::string& colocation = {})
 
 // a -> b -> c -> d and a -> x -> c; p1 -> p2, q1 -> q2, p1 -> q2, q1 -> p2.
 // a and d share the colocation group "w".
-graphs::Graph TestGraph() {
-  graphs::GraphBuilder b("test_graph");
+// Adds TestGraph's nodes (each with `flops`) and edges to `b`.
+void AddTestNodesAndEdges(graphs::GraphBuilder& b, double flops) {
   for (const char* name : {"a", "b", "c", "d", "x", "p1", "p2", "q1", "q2"}) {
-    b.AddNode(Op(name, (std::string(name) == "a" || std::string(name) == "d") ? "w" : ""));
+    graphs::NodeSpec node = Op(name, (std::string(name) == "a" || std::string(name) == "d") ? "w" : "");
+    node.flops = flops;
+    b.AddNode(node);
   }
   for (auto [s, d] : {std::pair{"a", "b"},
                       {"b", "c"},
@@ -49,6 +51,11 @@ graphs::Graph TestGraph() {
                       {"q1", "p2"}}) {
     b.AddEdge(s, d, 0);
   }
+}
+
+graphs::Graph TestGraph() {
+  graphs::GraphBuilder b("test_graph");
+  AddTestNodesAndEdges(b, Op("a", "").flops);
   return b.Build();
 }
 
@@ -405,24 +412,8 @@ TEST_CASE("Decision files carry metadata: agent, seed, budget and the graph's di
   // The digest follows names, ops and edges, not costs or the graph's name.
   graphs::GraphBuilder renamed("another_name");
   graphs::GraphBuilder extra_edge("test_graph");
-  for (const char* name : {"a", "b", "c", "d", "x", "p1", "p2", "q1", "q2"}) {
-    graphs::NodeSpec s = Op(name, (std::string(name) == "a" || std::string(name) == "d") ? "w" : "");
-    s.flops = 1e9;
-    renamed.AddNode(s);
-    extra_edge.AddNode(Op(name, (std::string(name) == "a" || std::string(name) == "d") ? "w" : ""));
-  }
-  for (auto [s, d] : {std::pair{"a", "b"},
-                      {"b", "c"},
-                      {"c", "d"},
-                      {"a", "x"},
-                      {"x", "c"},
-                      {"p1", "p2"},
-                      {"q1", "q2"},
-                      {"p1", "q2"},
-                      {"q1", "p2"}}) {
-    renamed.AddEdge(s, d, 0);
-    extra_edge.AddEdge(s, d, 0);
-  }
+  AddTestNodesAndEdges(renamed, 1e9);
+  AddTestNodesAndEdges(extra_edge, Op("a", "").flops);
   extra_edge.AddEdge("a", "d", 0);
   const graphs::Graph same = renamed.Build(), other = extra_edge.Build();
   CHECK(GraphDigest(same) == digest);
