@@ -168,7 +168,7 @@ std::vector<EvaluationTrace> ReadEvaluationManifest(const std::string& path, con
   std::vector<EvaluationTrace> out;
   for (size_t i = 0; i < list.size(); ++i) {
     YamlMap entry(list[i], path, "traces[" + std::to_string(i) + "]");
-    entry.Allow({"name", "file", "step_pattern", "skip_steps", "about", "graph", "device_kind"});
+    entry.Allow({"name", "file", "step_pattern", "skip_steps", "about", "graph", "device_kind", "group"});
     entry.Finish();
     EvaluationTrace t;
     t.name = entry.Require<std::string>("name");
@@ -177,6 +177,7 @@ std::vector<EvaluationTrace> ReadEvaluationManifest(const std::string& path, con
     t.step_pattern = entry.Get<std::string>("step_pattern", "");
     t.skip_steps = entry.Get<int>("skip_steps", 0);
     t.device_kind = entry.Get<std::string>("device_kind", "");
+    t.group = entry.Get<std::string>("group", t.name);
     if (t.skip_steps < 0) entry.Fail("skip_steps", "skip_steps must be >= 0");
     if (!FileExists(t.path)) {
       // A `graph` entry is a model profiled on this machine (evaluation_cpu.yaml).
@@ -236,6 +237,8 @@ Evaluation EvaluateLeaveOneOut(const std::vector<EvaluationTrace>& traces, const
     row.trace = traces[i].name;
     for (size_t j = 0; j < loaded.size(); ++j) {
       if (j == i || loaded[j].samples.device_kind != fit_kind) continue;
+      // One model at two sizes: leaving one out leaves both out.
+      if (!traces[i].group.empty() && traces[j].group == traces[i].group) continue;
       parts.push_back(loaded[j].samples);
       row.fitted_on.push_back(traces[j].name);
     }

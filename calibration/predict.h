@@ -77,6 +77,7 @@ struct EvaluationTrace {
   std::string step_pattern;  // empty = the default
   int skip_steps = 0;        // leading steps left out (warm-up)
   std::string device_kind;   // overrides the trace's (one that names no GPU); empty = the trace's
+  std::string group;  // traces of one group (one model at two sizes) are left out together; empty = name
 };
 
 // Drops the first `count` steps of a trace (warm-up: a first forward pass
