@@ -200,26 +200,31 @@ sim::DeviceProfile FitProfileIf(const TraceSamples& samples, const FitOptions& o
   profile.launch_overhead = samples.launch_overhead;
   profile.kernel_gap = samples.kernel_gap;
   if (!samples.cpu_rows.empty()) {
-    // seconds = per_call * calls + per_op * ops per (step, thread), by NNLS
-    // on columns scaled to unit maximum.
+    // seconds = per_call * calls + per_op * ops + per_top_op * top-level ops
+    // per (step, thread), by NNLS on columns scaled to unit maximum. A
+    // top-level op carries the caller's time around it (Python, the
+    // autograd engine); a nested one only the dispatcher's.
     const auto rows = static_cast<Eigen::Index>(samples.cpu_rows.size());
-    Eigen::MatrixXd a(rows, 2);
+    Eigen::MatrixXd a(rows, 3);
     Eigen::VectorXd b(rows);
-    double max_calls = 0.0, max_ops = 0.0;
+    double max_calls = 0.0, max_ops = 0.0, max_top = 0.0;
     for (const auto& r : samples.cpu_rows) {
       max_calls = std::max(max_calls, r.calls);
       max_ops = std::max(max_ops, r.ops);
+      max_top = std::max(max_top, r.top_ops);
     }
     max_calls = std::max(max_calls, 1.0);
     max_ops = std::max(max_ops, 1.0);
+    max_top = std::max(max_top, 1.0);
     for (Eigen::Index i = 0; i < rows; ++i) {
       const auto& r = samples.cpu_rows[static_cast<size_t>(i)];
       a(i, 0) = r.calls / max_calls;
       a(i, 1) = r.ops / max_ops;
+      a(i, 2) = r.top_ops / max_top;
       b(i) = r.seconds;
     }
     const Eigen::VectorXd x = options.method == FitMethod::kHuber ? SolveHuberNnls(a, b) : SolveNnls(a, b);
-    profile.cpu = sim::CpuFit{x(0) / max_calls, x(1) / max_ops, static_cast<int64_t>(rows)};
+    profile.cpu = sim::CpuFit{x(0) / max_calls, x(1) / max_ops, x(2) / max_top, static_cast<int64_t>(rows)};
   }
   profile.fallback = FitKernelCost(all, options);
   for (const auto& [type, list] : by_type) profile.op_types[type] = FitKernelCost(list, options);

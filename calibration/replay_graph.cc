@@ -82,9 +82,13 @@ class StepGraphBuilder {
       for (int32_t c : calls) in_step_call_.insert(c);
     }
     for (const TraceOp& op : trace_.ops) {
-      if (!op.annotation && op.start >= s && op.start < e) op_starts_[op.thread].push_back(op.start);
+      if (!op.annotation && op.start >= s && op.start < e) {
+        op_starts_[op.thread].push_back(op.start);
+        if (IsTopLevelOp(trace_.ops, op)) top_op_starts_[op.thread].push_back(op.start);
+      }
     }
     for (auto& [thread, starts] : op_starts_) std::sort(starts.begin(), starts.end());
+    for (auto& [thread, starts] : top_op_starts_) std::sort(starts.begin(), starts.end());
     for (size_t i = 0; i < trace_.activities.size(); ++i) {
       const GpuActivity& a = trace_.activities[i];
       if (a.runtime >= 0 && in_step_call_.count(a.runtime)) {
@@ -159,13 +163,20 @@ class StepGraphBuilder {
     return activity_only_ ? profile_->launch_overhead : profile_->kernel_gap;
   }
 
-  // Operators of `thread` that start in [lo, hi).
-  double OpsIn(int32_t thread, double lo, double hi) const {
-    const auto it = op_starts_.find(thread);
-    if (it == op_starts_.end()) return 0.0;
+  // Operators of `thread` (all, or the top-level ones) that start in [lo, hi).
+  double OpsIn(int32_t thread, double lo, double hi, bool top_level = false) const {
+    const auto& starts = top_level ? top_op_starts_ : op_starts_;
+    const auto it = starts.find(thread);
+    if (it == starts.end()) return 0.0;
     const auto& v = it->second;
     return static_cast<double>(std::lower_bound(v.begin(), v.end(), hi) -
                                std::lower_bound(v.begin(), v.end(), lo));
+  }
+
+  // The profile's CPU cost of the operators of `thread` starting in [lo, hi).
+  double OpsCost(int32_t thread, double lo, double hi) const {
+    return profile_->cpu->per_op * OpsIn(thread, lo, hi) +
+           profile_->cpu->per_top_op * OpsIn(thread, lo, hi, true);
   }
 
   // A CPU node's seconds: measured, or (predicting) for the first node of a
@@ -180,7 +191,7 @@ class StepGraphBuilder {
           "refit it with gosim calibrate --out (this version writes cpu: {per_call, per_op})");
     }
     if (!first_of_call) return 0.0;
-    return profile_->cpu->per_call + profile_->cpu->per_op * OpsIn(thread, lo, hi);
+    return profile_->cpu->per_call + OpsCost(thread, lo, hi);
   }
 
   double PredictedDuration(int32_t a, double next_start) {
@@ -366,9 +377,8 @@ class StepGraphBuilder {
         last_end_ = std::max(last_end_, call.end());
       }
       if (main && (step_.end() > previous_end || options_.predict_cpu)) {
-        const double tail_seconds = options_.predict_cpu
-                                        ? profile_->cpu->per_op * OpsIn(thread, previous_end, step_.end())
-                                        : step_.end() - previous_end;
+        const double tail_seconds =
+            options_.predict_cpu ? OpsCost(thread, previous_end, step_.end()) : step_.end() - previous_end;
         const int32_t tail = AddNode("cpu:tail", device, tail_seconds, previous_end, step_.end());
         AddEdge(previous, tail, &edges_.cpu_order);
         ++cpu_nodes_;
@@ -519,7 +529,8 @@ class StepGraphBuilder {
   std::vector<std::string> device_names_;
   std::map<std::string, int32_t> device_index_;
   std::map<int32_t, std::vector<int32_t>> calls_by_thread_;
-  std::map<int32_t, std::vector<double>> op_starts_;  // per thread: operator starts in the step
+  std::map<int32_t, std::vector<double>> op_starts_;      // per thread: operator starts in the step
+  std::map<int32_t, std::vector<double>> top_op_starts_;  // the same, top-level operators only
   std::set<int32_t> in_step_call_;
   std::map<int32_t, std::vector<int32_t>> activities_of_call_;
   std::vector<int32_t> step_activities_;

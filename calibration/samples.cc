@@ -35,20 +35,64 @@ bool MayBlock(const std::string& name) {
          StartsWith(name, "cudaMemcpy");
 }
 
+// A runtime call's duration beyond this is back-pressure, not CPU work: once
+// the GPU's launch queue is full (a GPU-bound step, the CPU far ahead), a
+// launch blocks until a slot frees, and the time spent there is the GPU's.
+// The cap is a few times the call's median duration in the trace (a launch
+// takes ~5 us on the host; a blocked one hundreds).
+std::map<std::string, double> RuntimeCaps(const Trace& trace) {
+  std::map<std::string, std::vector<double>> by_name;
+  for (const RuntimeCall& c : trace.runtime) by_name[c.name].push_back(c.duration);
+  std::map<std::string, double> caps;
+  for (auto& [name, durations] : by_name) caps[name] = 3.0 * Median(durations) + 5.0e-6;
+  return caps;
+}
+
 // The host side (TraceSamples::cpu_rows): per step and thread, the CPU time
 // of its non-blocking runtime calls since the previous call (or the step
 // start on the step's thread, plus the tail after its last call there), its
-// non-blocking calls and its operators (annotations excluded).
+// non-blocking calls and its operators (annotations excluded). A call counts
+// at most its cap (RuntimeCaps): the rest is waiting for the GPU; a gap
+// counts less the time another thread ran operators in it (waiting for that
+// thread).
 void FitCpuSide(const Trace& trace, TraceSamples* out) {
+  const std::map<std::string, double> caps = RuntimeCaps(trace);
   for (const ProfilerStep& step : trace.steps) {
     std::map<int32_t, std::vector<const RuntimeCall*>> by_thread;
     for (const RuntimeCall& c : trace.runtime) {
       if (c.start >= step.start && c.start < step.end()) by_thread[c.thread].push_back(&c);
     }
-    std::map<int32_t, double> ops;
+    std::map<int32_t, double> ops, top_ops;
+    std::map<int32_t, std::vector<std::pair<double, double>>> busy;  // per thread: top-level op spans
     for (const TraceOp& op : trace.ops) {
-      if (!op.annotation && op.start >= step.start && op.start < step.end()) ops[op.thread] += 1.0;
+      if (!op.annotation && op.start >= step.start && op.start < step.end()) {
+        ops[op.thread] += 1.0;
+        if (IsTopLevelOp(trace.ops, op)) {
+          top_ops[op.thread] += 1.0;
+          busy[op.thread].emplace_back(op.start, op.end());
+        }
+      }
     }
+    // The time in [lo, hi) during which another thread runs an operator:
+    // the main thread waiting for the autograd engine's backward pass is
+    // not its own CPU work.
+    auto others_busy = [&](int32_t thread, double lo, double hi) {
+      std::vector<std::pair<double, double>> spans;
+      for (const auto& [t, list] : busy) {
+        if (t == thread) continue;
+        for (const auto& [a, b] : list) {
+          if (b > lo && a < hi) spans.emplace_back(std::max(a, lo), std::min(b, hi));
+        }
+      }
+      std::sort(spans.begin(), spans.end());
+      double covered = 0.0, reach = lo;
+      for (const auto& [a, b] : spans) {
+        if (b <= reach) continue;
+        covered += b - std::max(a, reach);
+        reach = b;
+      }
+      return covered;
+    };
     for (auto& [thread, calls] : by_thread) {
       std::sort(calls.begin(), calls.end(),
                 [](const RuntimeCall* a, const RuntimeCall* b) { return a->start < b->start; });
@@ -56,14 +100,18 @@ void FitCpuSide(const Trace& trace, TraceSamples* out) {
       double previous = main ? step.start : calls.front()->start;
       TraceSamples::CpuRow row;
       for (const RuntimeCall* c : calls) {
-        const double segment = std::max(0.0, c->end() - std::min(previous, c->start));
-        previous = c->end();
+        const double gap = std::max(0.0, c->start - previous - others_busy(thread, previous, c->start));
+        const double segment = gap + std::min(c->duration, caps.at(c->name));
+        previous = std::max(previous, c->end());
         if (MayBlock(c->name)) continue;
         row.seconds += segment;
         row.calls += 1.0;
       }
-      if (main && step.end() > previous) row.seconds += step.end() - previous;
+      if (main && step.end() > previous) {
+        row.seconds += std::max(0.0, step.end() - previous - others_busy(thread, previous, step.end()));
+      }
       row.ops = ops[thread];
+      row.top_ops = top_ops[thread];
       out->cpu_rows.push_back(row);
     }
   }

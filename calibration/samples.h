@@ -76,6 +76,7 @@ struct TraceSamples {
     double seconds = 0.0;
     double calls = 0.0;
     double ops = 0.0;
+    double top_ops = 0.0;  // of `ops`, those called from outside any operator (IsTopLevelOp)
   };
   std::vector<CpuRow> cpu_rows;
 };

@@ -69,6 +69,13 @@ struct TraceOp {
   double end() const { return start + duration; }
 };
 
+// An operator called from the framework's caller (Python, the autograd
+// engine) rather than from inside another operator: no enclosing op, or
+// only annotations around it.
+inline bool IsTopLevelOp(const std::vector<TraceOp>& ops, const TraceOp& op) {
+  return !op.annotation && (op.parent < 0 || ops[static_cast<size_t>(op.parent)].annotation);
+}
+
 struct RuntimeCall {
   std::string name;  // e.g. "cudaLaunchKernel", "cudaStreamSynchronize"
   int32_t thread = -1;

@@ -114,11 +114,12 @@ DeviceProfile ParseDeviceProfile(const std::string& yaml_text, const std::string
   p.kernel_gap = Finite(root, "kernel_gap", 0.0, true);
   if (root.Has("cpu")) {
     YamlMap cpu = root.Child("cpu");
-    cpu.Allow({"per_call", "per_op", "samples"});
+    cpu.Allow({"per_call", "per_op", "per_top_op", "samples"});
     cpu.Finish();
     CpuFit fit;
     fit.per_call = Finite(cpu, "per_call", 0.0, true);
     fit.per_op = Finite(cpu, "per_op", 0.0, true);
+    fit.per_top_op = Finite(cpu, "per_top_op", 0.0, true);
     fit.samples = cpu.Get<int64_t>("samples", 0);
     if (fit.samples < 0) cpu.Fail("samples", "samples must be >= 0");
     p.cpu = fit;
@@ -169,6 +170,7 @@ std::string DeviceProfileToYaml(const DeviceProfile& p) {
     out << YAML::Key << "cpu" << YAML::Value << YAML::Flow << YAML::BeginMap;
     out << YAML::Key << "per_call" << YAML::Value << p.cpu->per_call;
     out << YAML::Key << "per_op" << YAML::Value << p.cpu->per_op;
+    if (p.cpu->per_top_op > 0.0) out << YAML::Key << "per_top_op" << YAML::Value << p.cpu->per_top_op;
     if (p.cpu->samples > 0) out << YAML::Key << "samples" << YAML::Value << p.cpu->samples;
     out << YAML::EndMap;
   }

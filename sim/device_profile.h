@@ -50,9 +50,10 @@ struct LinkFit {
 // and Python time around it), fitted by non-negative least squares on the
 // CPU time of each step and thread.
 struct CpuFit {
-  double per_call = 0.0;  // seconds, >= 0
-  double per_op = 0.0;    // seconds, >= 0
-  int64_t samples = 0;    // (step, thread) rows the fit used
+  double per_call = 0.0;    // seconds, >= 0
+  double per_op = 0.0;      // seconds, >= 0
+  double per_top_op = 0.0;  // seconds, >= 0: extra per operator called from outside any operator
+  int64_t samples = 0;      // (step, thread) rows the fit used
   bool operator==(const CpuFit&) const = default;
 };
 

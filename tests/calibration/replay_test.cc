@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include <map>
+
 #include "calibration/fit.h"
 #include "calibration/trace_reader.h"
 #include "core/error.h"
@@ -169,7 +171,7 @@ TEST_CASE("steady state: a GPU-bound step keeps kernels queued across the step b
   CHECK(samples.cpu_rows[0].ops == 1.0);
   const sim::DeviceProfile profile = FitProfile(samples, FitOptions{}, {}, {1, 2});
   REQUIRE(profile.cpu.has_value());
-  CHECK(profile.cpu->per_call + profile.cpu->per_op == doctest::Approx(50e-6));
+  CHECK(profile.cpu->per_call + profile.cpu->per_op + profile.cpu->per_top_op == doctest::Approx(50e-6));
   CHECK(profile.cpu->samples == 2);
   // Predicting: the CPU costs per_call + per_op = 50 us per step, the gemm
   // its fit (two samples of one shape: their median, 80 us): GPU-bound again.
@@ -182,6 +184,43 @@ TEST_CASE("steady state: a GPU-bound step keeps kernels queued across the step b
   sim::DeviceProfile no_cpu = profile;
   no_cpu.cpu.reset();
   CHECK_THROWS_AS(BuildStepGraph(trace, samples, 0, &no_cpu, predict), ConfigError);
+}
+
+TEST_CASE("host side: waiting for another thread or for a full launch queue is not CPU work") {
+  // Thread 10 runs the forward op and the optimizer op; thread 20 (the
+  // autograd engine) runs the backward op in between, while thread 10
+  // waits. Thread 20's launch blocks 50 us (the GPU's queue is full); the
+  // median launch takes 4 us, so it counts 3 * 4 + 5 = 17 us.
+  const char* trace_text = R"({"traceEvents": [
+  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 10, "tid": 10, "ts": 1000, "dur": 100, "args": {}},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 10, "tid": 10, "ts": 1005, "dur": 10,
+   "args": {"External id": 1, "Input Dims": [[64, 64], [64, 64]], "Input type": ["float", "float"]}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 10, "tid": 10, "ts": 1006, "dur": 4, "args": {"External id": 1, "correlation": 1}},
+  {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 1010, "dur": 5, "args": {"device": 0, "stream": 7, "correlation": 1}},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 10, "tid": 20, "ts": 1020, "dur": 60,
+   "args": {"External id": 2, "Input Dims": [[64, 64], [64, 64]], "Input type": ["float", "float"]}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 10, "tid": 20, "ts": 1021, "dur": 50, "args": {"External id": 2, "correlation": 2}},
+  {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 1071, "dur": 5, "args": {"device": 0, "stream": 7, "correlation": 2}},
+  {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 10, "tid": 10, "ts": 1085, "dur": 10,
+   "args": {"External id": 3, "Input Dims": [[64, 64], [64, 64]], "Input type": ["float", "float"]}},
+  {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 10, "tid": 10, "ts": 1086, "dur": 4, "args": {"External id": 3, "correlation": 3}},
+  {"ph": "X", "cat": "kernel", "name": "add", "pid": 0, "tid": 7, "ts": 1090, "dur": 2, "args": {"device": 0, "stream": 7, "correlation": 3}}
+]})";
+  const Trace trace = ParseTrace(trace_text, "threads.json");
+  const TraceSamples samples = ExtractSamples(trace);
+  REQUIRE(samples.cpu_rows.size() == 2);
+  std::map<double, TraceSamples::CpuRow> by_calls;
+  for (const auto& r : samples.cpu_rows) by_calls[r.calls] = r;
+  REQUIRE(by_calls.count(2.0) == 1);
+  // Thread 10: 6 + 4 up to its first launch's end, 76 - 60 (thread 20 busy)
+  // + 4 to the second, a 10 us tail: 40 us, not the 100 us the step lasts.
+  CHECK(by_calls[2.0].seconds == doctest::Approx(40e-6));
+  CHECK(by_calls[2.0].ops == 2.0);
+  CHECK(by_calls[2.0].top_ops == 2.0);
+  // Thread 20: its blocked launch counts its cap.
+  REQUIRE(by_calls.count(1.0) == 1);
+  CHECK(by_calls[1.0].seconds == doctest::Approx(17e-6));
+  CHECK(by_calls[1.0].top_ops == 1.0);
 }
 
 TEST_CASE("real V100 ResNet-50 steps: the steady-state replay fed measured times gives the period") {
