@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include "calibration/fit.h"
+#include "calibration/op_work.h"
 #include "core/strings.h"
 
 namespace gosim::calibration {
@@ -38,7 +39,7 @@ double Scaled(const sim::KernelFit& cost, double flops, double bytes, bool has_s
 }
 
 const sim::KernelFit& FitOf(const sim::DeviceProfile& profile, const std::string& type) {
-  return profile.FitFor(type, graphs::ClassifyOp(type));
+  return profile.FitFor(type, graphs::ClassifyOp(BaseSampleType(type)));
 }
 
 void AddLinks(const sim::DeviceProfile& profile, const TraceSamples& samples, const std::set<int32_t>& steps,

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "calibration/nnls.h"
+#include "calibration/op_work.h"
 #include "core/error.h"
 #include "core/stats.h"
 
@@ -260,7 +261,7 @@ sim::DeviceProfile FitProfileIf(const TraceSamples& samples, const FitOptions& o
 
 double PredictKernel(const sim::DeviceProfile& profile, std::string_view op_type, double flops,
                      double bytes) {
-  return profile.FitFor(op_type, graphs::ClassifyOp(op_type)).Time(flops, bytes);
+  return profile.FitFor(op_type, graphs::ClassifyOp(BaseSampleType(op_type))).Time(flops, bytes);
 }
 
 double PredictTransfer(const sim::DeviceProfile& profile, std::string_view link, double bytes) {

@@ -568,4 +568,29 @@ ConvHints PairConvolutionOutputs(const Trace& trace) {
   return hints;
 }
 
+std::string ConvVariant(std::string_view name, const std::vector<OpInput>& inputs) {
+  const std::string base = BaseOpName(name);
+  if (base.find("transpose") != std::string::npos) return "";
+  const Kind kind = KindOf(name);
+  const OpInput* x = nullptr;
+  const OpInput* weight = nullptr;
+  if (kind == Kind::kConv) {
+    x = TensorAt(inputs, 0, 3), weight = TensorAt(inputs, 1, 3);
+  } else if (kind == Kind::kConvBackward && base == "convolution_backward") {
+    x = TensorAt(inputs, 1, 3), weight = TensorAt(inputs, 2, 3);
+  } else if (kind == Kind::kConvBackward && base == "cudnn_convolution_backward") {
+    x = TensorAt(inputs, 0, 3), weight = TensorAt(inputs, 2, 3);
+  }
+  if (x == nullptr || weight == nullptr) return "";
+  const int64_t per_group = weight->shape[1];
+  const int64_t channels = x->shape[1];
+  if (per_group >= channels) return "";
+  return per_group == 1 ? " (depthwise)" : " (grouped)";
+}
+
+std::string_view BaseSampleType(std::string_view type) {
+  const size_t paren = type.find(" (");
+  return paren == std::string_view::npos ? type : type.substr(0, paren);
+}
+
 }  // namespace gosim::calibration

@@ -54,6 +54,17 @@ OpWork EstimateOpWork(std::string_view name, const std::vector<OpInput>& inputs,
 // holds a *convolution_backward op whose grad_output is that output.
 ConvHints PairConvolutionOutputs(const Trace& trace);
 
+// The kind of a convolution (forward or backward) by its weight's input
+// channels per group: " (depthwise)" (one per group, more than one input
+// channel), " (grouped)" (fewer than the input's), else "" (dense, or not a
+// convolution, or shapes missing). Appended to the op's name, it makes the
+// calibration fit each kind apart: their kernels' efficiency differs several
+// times at equal FLOPs.
+std::string ConvVariant(std::string_view name, const std::vector<OpInput>& inputs);
+
+// An op sample's type without its ConvVariant suffix: "aten::conv2d (depthwise)" -> "aten::conv2d".
+std::string_view BaseSampleType(std::string_view type);
+
 // Strips the namespace and in-place/out suffixes: "aten::add_" -> "add",
 // "aten::relu_" -> "relu", "aten::mul.out" -> "mul".
 std::string BaseOpName(std::string_view name);

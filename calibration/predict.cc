@@ -91,6 +91,25 @@ TracePrediction PredictTrace(const Trace& trace, const TraceSamples& samples,
   out.replay_step_s = MedianOf(replay);
   out.measured_gpu_busy_s = MedianOf(gpu_measured);
   out.predicted_gpu_busy_s = MedianOf(gpu_predicted);
+  std::map<std::string, OpTypeError> by_type;
+  for (const OpSample& s : samples.ops) {
+    if (s.step < 0) continue;
+    OpTypeError& e = by_type[s.type];
+    e.measured_s += s.time;
+    e.predicted_s += PredictSample(profile, s, scale);
+    e.count += 1.0;
+  }
+  const double steps = static_cast<double>(trace.steps.size());
+  for (auto& [type, e] : by_type) {
+    e.type = type;
+    e.measured_s /= steps;
+    e.predicted_s /= steps;
+    e.count /= steps;
+    out.by_type.push_back(e);
+  }
+  std::sort(out.by_type.begin(), out.by_type.end(), [](const OpTypeError& a, const OpTypeError& b) {
+    return std::fabs(a.predicted_s - a.measured_s) > std::fabs(b.predicted_s - b.measured_s);
+  });
   return out;
 }
 
@@ -219,7 +238,7 @@ Evaluation EvaluateLeaveOneOut(const std::vector<EvaluationTrace>& traces, const
     loaded.push_back(std::move(l));
   }
   Evaluation out;
-  std::vector<double> errors;
+  std::vector<double> errors, gpu_errors;
   for (size_t i = 0; i < loaded.size(); ++i) {
     const std::string& kind = loaded[i].samples.device_kind;
     std::string fit_kind = kind;
@@ -259,15 +278,22 @@ Evaluation EvaluateLeaveOneOut(const std::vector<EvaluationTrace>& traces, const
     }
     row.prediction = PredictTrace(loaded[i].trace, loaded[i].samples, profile, scale);
     errors.push_back(std::fabs(row.prediction.error()));
+    if (row.prediction.measured_gpu_busy_s > 0.0) {
+      const double g =
+          std::fabs(row.prediction.predicted_gpu_busy_s / row.prediction.measured_gpu_busy_s - 1.0);
+      gpu_errors.push_back(g);
+      out.worst_abs_gpu_error = std::max(out.worst_abs_gpu_error, g);
+    }
     out.worst_abs_error = std::max(out.worst_abs_error, std::fabs(row.prediction.error()));
     out.worst_replay_error = std::max(out.worst_replay_error, std::fabs(row.prediction.replay_error()));
     out.rows.push_back(std::move(row));
   }
   out.median_abs_error = MedianOf(errors);
+  out.median_abs_gpu_error = MedianOf(gpu_errors);
   return out;
 }
 
-std::string FormatEvaluation(const Evaluation& e) {
+std::string FormatEvaluation(const Evaluation& e, int breakdown) {
   std::string out;
   out +=
       "| trace | kind | fitted on | measured period | predicted | error | GPU busy measured / predicted | "
@@ -289,6 +315,22 @@ std::string FormatEvaluation(const Evaluation& e) {
       "worst %.1f%%\n",
       100.0 * e.median_abs_error, 100.0 * e.worst_abs_error, e.rows.size(), 100.0 * e.worst_replay_error);
   out += line;
+  std::snprintf(line, sizeof(line), "GPU busy time (kernels): median |error| %.1f%%, worst %.1f%%\n",
+                100.0 * e.median_abs_gpu_error, 100.0 * e.worst_abs_gpu_error);
+  out += line;
+  if (breakdown > 0) {
+    out += "\nKernel time per step by op type, largest errors first (measured / predicted, instances):\n";
+    for (const EvaluationRow& r : e.rows) {
+      out += r.trace + ":";
+      const auto& types = r.prediction.by_type;
+      for (size_t k = 0; k < types.size() && k < static_cast<size_t>(breakdown); ++k) {
+        std::snprintf(line, sizeof(line), "%s %s %s / %s (%.0f)", k == 0 ? "" : ";", types[k].type.c_str(),
+                      Ms(types[k].measured_s).c_str(), Ms(types[k].predicted_s).c_str(), types[k].count);
+        out += line;
+      }
+      out += "\n";
+    }
+  }
   return out;
 }
 

@@ -40,6 +40,15 @@ struct StepPrediction {
   double replay_error() const { return measured_step_s > 0.0 ? replay_step_s / measured_step_s - 1.0 : 0.0; }
 };
 
+// Kernel time of one op type in a predicted trace, per step (means over the
+// steps): what the trace measured and what the profile predicts.
+struct OpTypeError {
+  std::string type;
+  double measured_s = 0.0;
+  double predicted_s = 0.0;
+  double count = 0.0;  // instances per step
+};
+
 struct TracePrediction {
   std::string trace;
   std::string device_kind;   // of the trace
@@ -52,6 +61,8 @@ struct TracePrediction {
   double replay_step_s = 0.0;
   double measured_gpu_busy_s = 0.0;
   double predicted_gpu_busy_s = 0.0;
+  // Per op type, largest |predicted - measured| first.
+  std::vector<OpTypeError> by_type;
 
   double error() const { return measured_step_s > 0.0 ? predicted_step_s / measured_step_s - 1.0 : 0.0; }
   double replay_error() const { return measured_step_s > 0.0 ? replay_step_s / measured_step_s - 1.0 : 0.0; }
@@ -103,7 +114,9 @@ struct Evaluation {
   std::vector<EvaluationRow> rows;
   double median_abs_error = 0.0;
   double worst_abs_error = 0.0;
-  double worst_replay_error = 0.0;  // of the check replay fed measured times
+  double worst_replay_error = 0.0;    // of the check replay fed measured times
+  double median_abs_gpu_error = 0.0;  // |predicted / measured GPU busy time - 1|
+  double worst_abs_gpu_error = 0.0;
 };
 
 // Scaling of a profile of kind `from` to kind `to` (fp32 peak and memory
@@ -116,7 +129,9 @@ using ScaleFor = std::function<std::optional<DeviceScale>(const std::string& fro
 Evaluation EvaluateLeaveOneOut(const std::vector<EvaluationTrace>& traces, const FitOptions& fit,
                                const ScaleFor& scale_for);
 
-std::string FormatEvaluation(const Evaluation& evaluation);
+// `breakdown`: after the table, each held-out trace's `breakdown` op types
+// with the largest kernel-time errors.
+std::string FormatEvaluation(const Evaluation& evaluation, int breakdown = 0);
 
 }  // namespace gosim::calibration
 

@@ -157,7 +157,7 @@ TraceSamples ExtractSamples(const Trace& trace) {
       const TraceOp& op = trace.ops[static_cast<size_t>(top)];
       OpSample s;
       s.op = top;
-      s.type = op.name;
+      s.type = op.has_inputs ? op.name + ConvVariant(op.name, op.inputs) : op.name;
       s.op_class = graphs::ClassifyOp(op.name);
       s.has_shapes = op.has_inputs;
       if (op.has_inputs) {

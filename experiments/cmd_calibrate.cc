@@ -62,6 +62,7 @@ struct CalibrateArgs {
   std::string predict;
   bool json = false;
   bool evaluate = false;
+  int breakdown = 0;
   std::string manifest = "calibration/evaluation.yaml";
   std::string traces_dir = "../shared/data/traces";
   int skip_steps = 0;
@@ -232,7 +233,7 @@ int Evaluate(const CalibrateArgs& args) {
     return args.max_median_error >= 0.0 ? 77 : 0;  // 77: CTest's "skipped"
   }
   const calibration::Evaluation evaluation = calibration::EvaluateLeaveOneOut(traces, fit, PresetScale);
-  std::printf("%s", calibration::FormatEvaluation(evaluation).c_str());
+  std::printf("%s", calibration::FormatEvaluation(evaluation, args.breakdown).c_str());
   if (args.max_median_error >= 0.0 && evaluation.median_abs_error > args.max_median_error) {
     std::printf("FAILED: median |error| %.1f%% is above %.1f%%\n", 100.0 * evaluation.median_abs_error,
                 100.0 * args.max_median_error);
@@ -423,6 +424,9 @@ void AddCalibrateCommand(CLI::App& root) {
       "--evaluate", args->evaluate,
       "Leave-one-trace-out over the traces of --manifest: fit on the others, predict the one left out");
   cmd->add_option("--manifest", args->manifest, "--evaluate: the traces (YAML)")->capture_default_str();
+  cmd->add_option("--breakdown", args->breakdown,
+                  "--evaluate: print each held-out trace's N op types with the largest kernel-time errors")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--traces-dir", args->traces_dir, "--evaluate: the folder the manifest's files are in")
       ->capture_default_str();
   cmd->add_option(

@@ -110,6 +110,23 @@ TEST_CASE("elementwise, normalization, softmax, reductions, embedding, optimizer
   CHECK(EstimateOpWork("aten::cat", {List({{2, 3}, {4, 3}}), NotTensor()}).flops == 0);
 }
 
+TEST_CASE("convolution kinds: dense, grouped, depthwise") {
+  const OpInput x = Tensor({8, 32, 28, 28});
+  const OpInput grad = Tensor({8, 32, 28, 28});
+  CHECK(ConvVariant("aten::conv2d", {x, Tensor({64, 32, 3, 3})}).empty());
+  CHECK(ConvVariant("aten::conv2d", {x, Tensor({32, 8, 3, 3})}) == " (grouped)");
+  CHECK(ConvVariant("aten::conv2d", {x, Tensor({32, 1, 3, 3})}) == " (depthwise)");
+  // convolution_backward(grad_output, input, weight, ...)
+  CHECK(ConvVariant("aten::convolution_backward", {grad, x, Tensor({32, 1, 7, 7})}) == " (depthwise)");
+  CHECK(ConvVariant("aten::convolution_backward", {grad, x, Tensor({32, 32, 1, 1})}).empty());
+  // Not a convolution, a transposed one (another weight layout), or shapes missing.
+  CHECK(ConvVariant("aten::mm", {Tensor({4, 4}), Tensor({4, 4})}).empty());
+  CHECK(ConvVariant("aten::conv_transpose2d", {x, Tensor({32, 1, 3, 3})}).empty());
+  CHECK(ConvVariant("aten::conv2d", {x, NotTensor()}).empty());
+  CHECK(BaseSampleType("aten::conv2d (depthwise)") == "aten::conv2d");
+  CHECK(BaseSampleType("aten::mm") == "aten::mm");
+}
+
 TEST_CASE("operator names") {
   CHECK(BaseOpName("aten::add_") == "add");
   CHECK(BaseOpName("aten::_foreach_add_") == "_foreach_add");
