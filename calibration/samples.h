@@ -62,6 +62,10 @@ struct TraceSamples {
   // launch_overhead. And the median time from a launch call to the start of
   // its kernel on an idle stream.
   double launch_overhead = 0.0;
+  // Kernel time over step time, summed over the steps: near 1 when the GPU
+  // bounds the step, far below when the host does (its stream gaps then
+  // measure the host, and MergeSamples leaves them out of launch_overhead).
+  double gpu_busy_fraction = 0.0;
   double launch_latency = 0.0;
   int64_t launch_samples = 0;
   // Median gap between consecutive activities on a stream when the second

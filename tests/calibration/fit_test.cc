@@ -190,6 +190,15 @@ TEST_CASE("MergeSamples: several traces of one device kind make one fit") {
   CHECK(m.launch_overhead == doctest::Approx(3e-6));
   const sim::DeviceProfile p = FitProfile(m, FitOptions{}, {}, m.step_numbers);
   CHECK(p.op_types.at("aten::mm").samples == 7);
+  // Only the GPU-bound part gives the launch overhead when one is: b's
+  // kernels fill 90% of its steps, a's 30% (its gaps are the host's pace).
+  a.gpu_busy_fraction = 0.3;
+  b.gpu_busy_fraction = 0.9;
+  const TraceSamples bound = MergeSamples({a, b});
+  CHECK(bound.launch_overhead == doctest::Approx(5e-6));
+  CHECK(bound.gpu_busy_fraction == doctest::Approx((2 * 0.3 + 1 * 0.9) / 3));
+  b.gpu_busy_fraction = 0.5;  // none GPU-bound: all parts, as before
+  CHECK(MergeSamples({a, b}).launch_overhead == doctest::Approx(3e-6));
   b.device_kind = "V100";
   CHECK_THROWS_AS(MergeSamples({a, b}), TraceError);
   CHECK(MergeSamples({a}).source == a.source);

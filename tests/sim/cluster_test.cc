@@ -188,7 +188,8 @@ TEST_CASE("Every preset loads and routes every pair of devices") {
        {Expect{"k80x2", 2, "K80", 4.37e12}, Expect{"k80x4", 4, "K80", 4.37e12},
         Expect{"p100x4_pcie", 4, "P100", 9.3e12}, Expect{"dgx1_v100", 8, "V100", 15.7e12},
         Expect{"a100x8_nvswitch", 8, "A100", 19.5e12}, Expect{"h100x8_nvswitch", 8, "H100", 67e12},
-        Expect{"2node_16gpu_200g", 16, "A100", 19.5e12}, Expect{"local", 2, "cpu", 128e9}}) {
+        Expect{"h200x8_nvswitch", 8, "H200", 67e12}, Expect{"2node_16gpu_200g", 16, "A100", 19.5e12},
+        Expect{"local", 2, "cpu", 128e9}}) {
     CAPTURE(e.name);
     const Cluster c = LoadCluster(e.name);
     CHECK(c.name() == e.name);
