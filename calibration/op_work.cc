@@ -588,9 +588,30 @@ std::string ConvVariant(std::string_view name, const std::vector<OpInput>& input
   return per_group == 1 ? " (depthwise)" : " (grouped)";
 }
 
+bool PrecisionApplies(std::string_view name) {
+  const Kind kind = KindOf(name);
+  return kind == Kind::kMatmul || kind == Kind::kConv || kind == Kind::kConvBackward ||
+         name.find("scaled_dot_product") != std::string_view::npos;
+}
+
+std::string PrecisionVariant(std::string_view name, const std::vector<OpInput>& inputs) {
+  if (!PrecisionApplies(name)) return "";
+  for (const OpInput& in : inputs) {
+    if (!in.is_tensor) continue;
+    if (in.dtype == graphs::DType::kBFloat16) return " [bf16]";
+    if (in.dtype == graphs::DType::kFloat16) return " [fp16]";
+    return "";
+  }
+  return "";
+}
+
+std::string SampleType(std::string_view name, const std::vector<OpInput>& inputs) {
+  return std::string(name) + ConvVariant(name, inputs) + PrecisionVariant(name, inputs);
+}
+
 std::string_view BaseSampleType(std::string_view type) {
-  const size_t paren = type.find(" (");
-  return paren == std::string_view::npos ? type : type.substr(0, paren);
+  const size_t cut = std::min(type.find(" ("), type.find(" ["));
+  return cut == std::string_view::npos ? type : type.substr(0, cut);
 }
 
 }  // namespace gosim::calibration

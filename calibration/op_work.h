@@ -62,7 +62,20 @@ ConvHints PairConvolutionOutputs(const Trace& trace);
 // times at equal FLOPs.
 std::string ConvVariant(std::string_view name, const std::vector<OpInput>& inputs);
 
-// An op sample's type without its ConvVariant suffix: "aten::conv2d (depthwise)" -> "aten::conv2d".
+// " [bf16]" or " [fp16]" for a matmul, convolution or attention op whose
+// first tensor argument is of that dtype (mixed precision: tensor cores run
+// it several times faster than fp32 at equal FLOPs), else "".
+std::string PrecisionVariant(std::string_view name, const std::vector<OpInput>& inputs);
+
+// Whether op `name` is a matmul, convolution or attention op (those whose
+// speed depends on the precision at equal FLOPs).
+bool PrecisionApplies(std::string_view name);
+
+// The type a calibration sample of op `name` is fitted under: the name,
+// its ConvVariant and its PrecisionVariant, e.g. "aten::conv2d (depthwise) [bf16]".
+std::string SampleType(std::string_view name, const std::vector<OpInput>& inputs);
+
+// An op sample's type without its suffixes: "aten::conv2d (depthwise) [bf16]" -> "aten::conv2d".
 std::string_view BaseSampleType(std::string_view type);
 
 // Strips the namespace and in-place/out suffixes: "aten::add_" -> "add",

@@ -160,7 +160,7 @@ TraceSamples ExtractSamples(const Trace& trace) {
       const TraceOp& op = trace.ops[static_cast<size_t>(top)];
       OpSample s;
       s.op = top;
-      s.type = op.has_inputs ? op.name + ConvVariant(op.name, op.inputs) : op.name;
+      s.type = op.has_inputs ? SampleType(op.name, op.inputs) : op.name;
       s.op_class = graphs::ClassifyOp(op.name);
       s.has_shapes = op.has_inputs;
       if (op.has_inputs) {
@@ -188,6 +188,14 @@ TraceSamples ExtractSamples(const Trace& trace) {
       out.ops.push_back(std::move(s));
     }
     OpSample& s = out.ops[static_cast<size_t>(it->second)];
+    // Under torch.autocast the top-level op (aten::linear) takes fp32
+    // arguments and casts inside: the op that launched the kernel says
+    // which precision ran.
+    if (a.op >= 0 && a.op != top && s.type.find(" [") == std::string::npos) {
+      const TraceOp& inner = trace.ops[static_cast<size_t>(a.op)];
+      const TraceOp& outer = trace.ops[static_cast<size_t>(top)];
+      if (inner.has_inputs && PrecisionApplies(outer.name)) s.type += PrecisionVariant(inner.name, inner.inputs);
+    }
     s.time += a.duration;
     ++s.kernels;
     out.activity_op[i] = it->second;

@@ -16,7 +16,7 @@ With --bundle, the traces are packed into at most 6 tar files of at most
 15 MiB each (repacked after every model, so a run stopped by a time limit
 keeps what it finished); the `device` tool brings back 8 files at most.
 
-    python3 calibration/hardware/record_gpu_traces.py --out DIR [--models a,b] [--budget-s 300] [--bundle]
+    python3 calibration/hardware/record_gpu_traces.py --out DIR [--models a,b] [--budget-s 300] [--bundle] [--amp bf16]
 
 The traces are calibration data (calibration/data/gpu/README.md says where
 each came from); `gosim calibrate --evaluate` reads them through
@@ -336,6 +336,9 @@ DEFAULT_MODELS = list(MODELS)[:12]
 # --------------------------------------------------------------------------
 
 
+AMP_DTYPES = {"bf16": "bfloat16", "fp16": "float16"}
+
+
 def optimizer(name, params):
     if name == "adamw":
         return torch.optim.AdamW(params, lr=1e-4)
@@ -387,7 +390,11 @@ def record(name, build, out_dir, prefix, args, log):
 
     def step():
         opt.zero_grad(set_to_none=True)
-        loss = loss_fn(model, inputs)
+        if args.amp:  # mixed precision: matmuls and convolutions in bf16 / fp16, as torch.autocast picks
+            with torch.autocast("cuda", dtype=getattr(torch, AMP_DTYPES[args.amp])):
+                loss = loss_fn(model, inputs)
+        else:
+            loss = loss_fn(model, inputs)
         loss.backward()
         opt.step()
         return loss
@@ -407,7 +414,8 @@ def record(name, build, out_dir, prefix, args, log):
         step()
     unprofiled = (time.perf_counter() - start) / args.timed
 
-    raw = os.path.join(out_dir, f"{prefix}_{name}.json")
+    suffix = f"_{args.amp}" if args.amp else ""
+    raw = os.path.join(out_dir, f"{prefix}_{name}{suffix}.json")
     activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
     schedule = torch.profiler.schedule(wait=1, warmup=args.settle, active=args.active, repeat=1)
     with torch.profiler.profile(activities=activities, schedule=schedule, record_shapes=True,
@@ -426,7 +434,8 @@ def record(name, build, out_dir, prefix, args, log):
     entry = {"model": name, "file": os.path.basename(path), "bytes": os.path.getsize(path), "sha256": sha256(path),
              "optimizer": opt_name, "parameters": params, "warmup_steps": args.warmup,
              "settle_steps": args.settle, "unprofiled_steps": args.timed, "unprofiled_step_s": unprofiled, "profiled_steps": args.active,
-             "peak_memory_bytes": torch.cuda.max_memory_allocated(), "settings": settings}
+             "peak_memory_bytes": torch.cuda.max_memory_allocated(), "autocast": args.amp or None,
+             "settings": settings}
     log(f"{name}: {params / 1e6:.1f} M parameters, unprofiled step {unprofiled * 1e3:.2f} ms, "
         f"trace {entry['bytes'] / 2**20:.2f} MiB")
     del model, opt, inputs
@@ -467,6 +476,8 @@ def main():
     parser.add_argument("--active", type=int, default=6, help="profiled steps in each trace")
     parser.add_argument("--budget-s", type=float, default=1e9, help="start no model after this many seconds")
     parser.add_argument("--bundle", action="store_true", help="pack the traces into tar files (device tool)")
+    parser.add_argument("--amp", choices=sorted(AMP_DTYPES), help="run forward passes under torch.autocast "
+                        "with this dtype (traces named <gpu>_<model>_<dtype>.json.gz)")
     parser.add_argument("--stage", help="folder for the traces themselves when --bundle (default: a temporary folder)")
     args = parser.parse_args()
 

@@ -127,6 +127,21 @@ TEST_CASE("convolution kinds: dense, grouped, depthwise") {
   CHECK(BaseSampleType("aten::mm") == "aten::mm");
 }
 
+TEST_CASE("mixed precision: 16-bit matmuls, convolutions and attention are types of their own") {
+  const OpInput a16 = Tensor({64, 64}, graphs::DType::kBFloat16);
+  CHECK(PrecisionVariant("aten::mm", {a16, a16}) == " [bf16]");
+  CHECK(PrecisionVariant("aten::mm", {Tensor({64, 64}, graphs::DType::kFloat16), a16}) == " [fp16]");
+  CHECK(PrecisionVariant("aten::mm", {Tensor({64, 64}), a16}).empty());  // the first tensor decides
+  CHECK(PrecisionVariant("aten::add", {a16, a16}).empty());              // elementwise: bytes carry the dtype
+  CHECK(PrecisionVariant("aten::_scaled_dot_product_efficient_attention",
+                         {Tensor({2, 4, 8, 16}, graphs::DType::kBFloat16)}) == " [bf16]");
+  const OpInput x = Tensor({8, 32, 28, 28}, graphs::DType::kBFloat16);
+  CHECK(SampleType("aten::conv2d", {x, Tensor({32, 1, 3, 3}, graphs::DType::kBFloat16)}) ==
+        "aten::conv2d (depthwise) [bf16]");
+  CHECK(BaseSampleType("aten::conv2d (depthwise) [bf16]") == "aten::conv2d");
+  CHECK(BaseSampleType("aten::mm [bf16]") == "aten::mm");
+}
+
 TEST_CASE("operator names") {
   CHECK(BaseOpName("aten::add_") == "add");
   CHECK(BaseOpName("aten::_foreach_add_") == "_foreach_add");

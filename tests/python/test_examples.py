@@ -34,5 +34,7 @@ def test_reinforce_beats_random_mean():
 
 def test_convergence_curves(tmp_path):
     png = tmp_path / "curves.png"
-    out = run("convergence_curves.py", "--budget", "200", "--seeds", "1", "--out", str(png))
+    # Budget 40: GO (a fresh paper-setting network on the NMT graph) costs
+    # over a second per evaluation here; 200 came within 10% of the timeout.
+    out = run("convergence_curves.py", "--budget", "40", "--seeds", "1", "--out", str(png))
     assert png.stat().st_size > 0 and "brkga seed 0" in out
