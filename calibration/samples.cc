@@ -194,7 +194,8 @@ TraceSamples ExtractSamples(const Trace& trace) {
     if (a.op >= 0 && a.op != top && s.type.find(" [") == std::string::npos) {
       const TraceOp& inner = trace.ops[static_cast<size_t>(a.op)];
       const TraceOp& outer = trace.ops[static_cast<size_t>(top)];
-      if (inner.has_inputs && PrecisionApplies(outer.name)) s.type += PrecisionVariant(inner.name, inner.inputs);
+      if (inner.has_inputs && PrecisionApplies(outer.name))
+        s.type += PrecisionVariant(inner.name, inner.inputs);
     }
     s.time += a.duration;
     ++s.kernels;

@@ -426,7 +426,7 @@ void AddCalibrateCommand(CLI::App& root) {
   cmd->add_option("--manifest", args->manifest, "--evaluate: the traces (YAML)")->capture_default_str();
   cmd->add_option("--breakdown", args->breakdown,
                   "--evaluate: print each held-out trace's N op types with the largest kernel-time errors")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::Range(0, 1000));
   cmd->add_option("--traces-dir", args->traces_dir, "--evaluate: the folder the manifest's files are in")
       ->capture_default_str();
   cmd->add_option(
