@@ -10,6 +10,11 @@
 // Adam) on one thread; counters: `policy_ms` (policy forward + backward +
 // Adam per step, CPU), `sim_ms` (the simulator's share per step, CPU) and
 // `evaluations/s` (training throughput per CPU second).
+// BM_GoAttention: GO's segment-recurrent attention layer (go_model.h), forward
+// and backward of one segment of L = 256 nodes with a memory of 256, at the
+// paper tables' width (model 32, 4 heads, max_relative 256) for B = 16
+// sampled decisions (arg) and 1, torch on 1 thread: the layer that takes most
+// of a GO run's time (perf on a 1,000-evaluation run of a 1,300-node graph).
 // BM_ConcurrentMatmul: the BLAS behind LibTorch called from 1 or 2
 // threads at once (torch::mm of 256 x 64 by 64 x 64, torch on 1 thread),
 // without (arg 0) and with (arg 1) agents/learned/common/torch_lock.h;
@@ -30,6 +35,7 @@
 #include "agents/learned/common/features.h"
 #include "agents/learned/common/gnn.h"
 #include "agents/learned/common/torch_lock.h"
+#include "agents/learned/go/go_model.h"
 #include "agents/learned/hrl/hrl_learner.h"
 #include "agents/learned/regal/regal.h"
 #include "core/allocator.h"
@@ -157,6 +163,22 @@ BENCHMARK(BM_HrlTraining)
     ->Args({1000, 0})
     ->Args({10000, 0})
     ->Unit(benchmark::kMillisecond);
+
+void BM_GoAttention(benchmark::State& state) {
+  torch::set_num_threads(1);
+  torch::manual_seed(1);
+  const int64_t b = state.range(0), segment = 256, model = 32;
+  go::RecurrentAttention layer(model, 4, 256);
+  const torch::Tensor x = torch::randn({b, segment, model}, torch::requires_grad());
+  const torch::Tensor memory = torch::randn({b, segment, model});
+  for (auto _ : state) {
+    layer->zero_grad();
+    const torch::Tensor out = layer->forward(x, memory, torch::Tensor(), torch::Tensor());
+    out.sum().backward();
+    benchmark::DoNotOptimize(x.grad().data_ptr<float>());
+  }
+}
+BENCHMARK(BM_GoAttention)->Arg(1)->Arg(16)->Unit(benchmark::kMillisecond);
 
 void BM_ConcurrentMatmul(benchmark::State& state) {
   torch::set_num_threads(1);

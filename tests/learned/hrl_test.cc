@@ -332,52 +332,88 @@ TEST_CASE("hrl and colocrl schedules scale with the budget the agent is given") 
   CHECK(c.extra.at("final_learning_rate") == doctest::Approx(0.01 * 0.5));  // step 39: one decay
 }
 
+// REINFORCE on these toy problems is seed-dependent: on some seeds the
+// Placer collapses to one device early (a deterministic policy gets no
+// gradient), and which seeds do moves with the last bit of a float. So each
+// learning test runs 8 seeds and asserts what holds across them: every seed
+// finds the best placement, and most seeds' mean step time falls. A broken
+// gradient (its sign, the baseline, the log-probabilities) gives no
+// learning seed; the bars sit well below the rates measured when they were
+// set (hrl_test.cc's history), so that rounding does not flip them.
+struct SeedResults {
+  int learned = 0;     // seeds whose mean of the last steps is < 0.9 x that of the first steps
+  int found_best = 0;  // seeds whose best decision is `best`
+  std::vector<AgentResult> results;
+};
+
+SeedResults RunSeeds(const std::string& agent, const std::string& options, Fixture& f, int64_t budget,
+                     double best) {
+  SeedResults out;
+  for (uint64_t seed = 1; seed <= 8; ++seed) {
+    auto a = MakeLearned(agent, options);
+    AgentResult r = a->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, budget, seed));
+    MESSAGE(agent, " seed ", seed, ": mean step time, first steps ", r.extra.at("first_mean_cost"),
+            " s, last steps ", r.extra.at("last_mean_cost"), " s; best ", r.best_objective, " s");
+    if (r.extra.at("last_mean_cost") < 0.9 * r.extra.at("first_mean_cost")) ++out.learned;
+    if (std::abs(r.best_objective - best) <= 1e-6 * best) ++out.found_best;
+    out.results.push_back(std::move(r));
+  }
+  return out;
+}
+
 // A chain of 12 ops (1 ms each) whose 100 MB outputs take 10 ms to cross
 // devices: the best placement keeps the chain on one device, 12 ms; a random
 // placement cuts it about 6 times. Without the locality prior (the reference
 // code's Grouper), the Grouper itself must learn to keep the chain together.
 TEST_CASE("hrl learns: its mean step time falls and it finds the single-device placement") {
   Fixture f(IndependentChains(1, 12, 100'000'000), MakeCluster(2, int64_t{1} << 34, 1e10, 0.0));
-  auto agent = MakeLearned("hrl", "{samples_per_step: 16, learning_rate: 0.05, locality_prior: 0}");
-  const AgentResult r = agent->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 320, 3));
-  CHECK(r.evaluations == 320);
-  CHECK(r.extra.at("policy_steps") == 20);
-  CHECK(r.extra.at("groups") == 40);  // min(256, 20 x 2)
-  MESSAGE("hrl mean step time, first steps ", r.extra.at("first_mean_cost"), " s, last steps ",
-          r.extra.at("last_mean_cost"), " s; best ", r.best_objective, " s");
-  CHECK(r.extra.at("last_mean_cost") < 0.8 * r.extra.at("first_mean_cost"));
-  CHECK(r.best_objective == doctest::Approx(0.012).epsilon(1e-6));
-  REQUIRE(r.best.placement.size() == 12);
-  for (int32_t d : r.best.placement) CHECK(d == r.best.placement.front());
-  CHECK(!r.curve.empty());
+  const SeedResults s =
+      RunSeeds("hrl", "{samples_per_step: 16, learning_rate: 0.05, locality_prior: 0}", f, 320, 0.012);
+  for (const AgentResult& r : s.results) {
+    CHECK(r.evaluations == 320);
+    CHECK(r.extra.at("policy_steps") == 20);
+    CHECK(r.extra.at("groups") == 40);  // min(256, 20 x 2)
+    CHECK(!r.curve.empty());
+    REQUIRE(r.best.placement.size() == 12);
+    if (r.best_objective <= 0.012 + 1e-9) {
+      for (int32_t d : r.best.placement) CHECK(d == r.best.placement.front());
+    }
+  }
+  CHECK(s.found_best == 8);
+  CHECK(s.learned >= 6);
 }
 
 // 8 chains of 3 ops on 2 devices with 1 ms transfer latency: with the
 // locality prior (the chains are the prior groups) and otherwise its defaults
 // but a short budget (no logit noise, no decay, a higher learning rate), hrl must learn
 // to deal 4 chains to each device, 12 ms; a random dealing is unbalanced.
+// Its defaults start the baseline at the failing reward (the reference
+// code), which gives the first samples a large positive advantage: about
+// half of the seeds then collapse to one device (24 ms) and stop learning,
+// against a quarter with `baseline_start: first` (seeds 1-12: 5 and 9 of
+// 12 learn; seeds 1-8: 2 and 6 of 8).
 TEST_CASE("hrl with the locality prior learns to balance the chains") {
   Fixture f(IndependentChains(8, 3), MakeCluster(2, int64_t{1} << 34, 1e10, 1e-3));
-  auto agent =
-      MakeLearned("hrl", "{samples_per_step: 16, learning_rate: 0.03, noise_fraction: 0, lr_decay: 1}");
-  const AgentResult r = agent->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 480, 5));
-  MESSAGE("hrl (locality prior) mean step time, first steps ", r.extra.at("first_mean_cost"),
-          " s, last steps ", r.extra.at("last_mean_cost"), " s; best ", r.best_objective, " s");
-  CHECK(r.extra.at("last_mean_cost") < 0.9 * r.extra.at("first_mean_cost"));
-  CHECK(r.best_objective == doctest::Approx(0.012).epsilon(1e-6));
+  const SeedResults s = RunSeeds(
+      "hrl", "{samples_per_step: 16, learning_rate: 0.03, noise_fraction: 0, lr_decay: 1}", f, 480, 0.012);
+  CHECK(s.found_best == 8);
+  CHECK(s.learned >= 1);
+  const SeedResults first = RunSeeds(
+      "hrl",
+      "{samples_per_step: 16, learning_rate: 0.03, noise_fraction: 0, lr_decay: 1, baseline_start: first}", f,
+      480, 0.012);
+  CHECK(first.found_best == 8);
+  CHECK(first.learned >= 4);
 }
 
 // 8 chains of 3 ops: ColocRL's groups are the chains (single-consumer
 // merging); the best placement deals 4 chains to each device: 12 ms.
 TEST_CASE("colocrl learns on chain groups and finds the balanced placement") {
   Fixture f(IndependentChains(8, 3), MakeCluster(2, int64_t{1} << 34, 1e10, 1e-3));
-  auto agent = MakeLearned("colocrl", "{samples_per_step: 16, learning_rate: 0.05}");
-  const AgentResult r = agent->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 480, 5));
-  CHECK(r.extra.at("groups") == 8);
-  MESSAGE("colocrl mean step time, first steps ", r.extra.at("first_mean_cost"), " s, last steps ",
-          r.extra.at("last_mean_cost"), " s; best ", r.best_objective, " s");
-  CHECK(r.extra.at("last_mean_cost") < 0.9 * r.extra.at("first_mean_cost"));
-  CHECK(r.best_objective == doctest::Approx(0.012).epsilon(1e-6));
+  const SeedResults s = RunSeeds("colocrl", "{samples_per_step: 16, learning_rate: 0.05}", f, 480, 0.012);
+  for (const AgentResult& r : s.results) CHECK(r.extra.at("groups") == 8);
+  CHECK(s.found_best == 8);
+  CHECK(s.learned >= 5);
 }
 
 TEST_CASE("hrl is deterministic for a seed and counts infeasible samples at the constant") {
