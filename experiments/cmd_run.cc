@@ -18,6 +18,7 @@ struct RunArgs {
   std::string experiment;
   std::vector<std::string> overrides;
   std::vector<std::string> reuse;
+  std::vector<std::string> only;
   bool reuse_other_code = false;
   bool final = false;
   int64_t max_cells = -1;
@@ -55,6 +56,7 @@ int Run(const RunArgs& args) {
   options.max_cells = args.max_cells;
   options.reuse = args.reuse;
   options.reuse_other_code = args.reuse_other_code;
+  options.only_agents = args.only;
   options.final = args.final;
   options.progress = !args.no_progress;
   const experiments::Communicator& world = experiments::Communicator::World();
@@ -69,6 +71,11 @@ int Run(const RunArgs& args) {
       static_cast<long long>(report.total_cells), static_cast<long long>(report.already_finished),
       args.reuse.empty() ? "" : (std::to_string(report.reused) + " reused, ").c_str(),
       static_cast<long long>(report.ran), report.failed.size(), report.folder.c_str());
+  if (report.held_back > 0) {
+    std::printf(
+        "%lld pending cells of the other agents are left: run again without --only to finish the grid\n",
+        static_cast<long long>(report.held_back));
+  }
   for (const std::string& failure : report.failed)
     std::fprintf(stderr, "gosim: failed cell %s\n", failure.c_str());
   return report.failed.empty() ? 0 : 1;
@@ -95,6 +102,10 @@ void AddRunCommand(CLI::App& root) {
   run->add_flag("--reuse-other-code", args->reuse_other_code,
                 "With --reuse: also copy cells produced by another build of gosim (their lines keep "
                 "that code version, and the summary lists the versions)");
+  run->add_option("--only", args->only,
+                  "Run only the cells of the agent with this label (as the summary names it; repeatable); "
+                  "the grid, the run folder and the cells' identities stay the experiment's, so a later run "
+                  "without --only finishes the rest (e.g. cheap rows first)");
   run->add_flag("--final", args->final,
                 "Allow test graphs (a test split, or a graph of any suite's test split): a final evaluation, "
                 "logged in the run folder's final_runs.jsonl");

@@ -488,6 +488,20 @@ RunReport RunExperiment(const ExperimentConfig& config, const RunOptions& option
                       "pass --final for a final evaluation (each is logged in the run folder's "
                       "final_runs.jsonl), or select split: train / valid");
   }
+  std::vector<bool> agent_selected(config.agents.size(), options.only_agents.empty());
+  if (!options.only_agents.empty()) {
+    std::vector<std::string> labels;
+    for (const AgentSpec& agent : config.agents) labels.push_back(agent.label);
+    for (const std::string& only : options.only_agents) {
+      const auto it = std::find(labels.begin(), labels.end(), only);
+      if (it == labels.end()) {
+        throw ConfigError("--only " + only + ": experiment " + config.name + " has no agent labelled '" +
+                              only + "'." + DidYouMean(only, labels),
+                          Location{config.source}, "give one of: " + Join(labels, ", "));
+      }
+      agent_selected[static_cast<size_t>(it - labels.begin())] = true;
+    }
+  }
   const Communicator* comm = options.comm != nullptr && options.comm->distributed() ? options.comm : nullptr;
   const bool primary = comm == nullptr || comm->rank() == 0;
   // Only rank 0 touches the run folder; the others learn the pending cells from it.
@@ -527,6 +541,8 @@ RunReport RunExperiment(const ExperimentConfig& config, const RunOptions& option
     for (size_t i = 0; i < state.cells.size(); ++i) {
       if (state.log.Has(state.cells[i].id)) {
         ++report.already_finished;
+      } else if (!agent_selected[static_cast<size_t>(state.cells[i].agent)]) {
+        ++report.held_back;
       } else {
         pending.push_back(i);
       }
@@ -542,7 +558,11 @@ RunReport RunExperiment(const ExperimentConfig& config, const RunOptions& option
     GOSIM_LOG(Info) << "experiment " << config.name << ": " << report.total_cells << " cells ("
                     << config.graphs.size() << " graphs x " << config.clusters.size() << " clusters x "
                     << config.agents.size() << " agents x seeds), " << pending.size() << " to run"
-                    << (comm != nullptr ? " on " + std::to_string(comm->size()) + " processes" : "");
+                    << (comm != nullptr ? " on " + std::to_string(comm->size()) + " processes" : "")
+                    << (report.held_back > 0
+                            ? "; " + std::to_string(report.held_back) +
+                                  " pending cells of other agents left for a run without --only"
+                            : "");
   }
   if (comm != nullptr) pending = SplitPositions(comm->Broadcast(JoinPositions(pending), 0));
 

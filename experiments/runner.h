@@ -58,6 +58,13 @@ struct RunOptions {
   // produced it (the summary lists the versions of its cells).
   std::vector<std::string> reuse;
   bool reuse_other_code = false;
+  // `--only LABEL` (repeatable): run only the pending cells of these agents
+  // (labels as in the summary: an agent's `label`, else its name); the
+  // others stay pending for a later call. The run folder, the grid and every
+  // cell's identity are those of the whole experiment, so a later call
+  // without it finishes the grid (e.g. a grid's cheap rows first). Empty:
+  // every agent. A label the experiment does not have is a ConfigError.
+  std::vector<std::string> only_agents;
   // `--final`: the experiment may run on test graphs
   // (ExperimentConfig::test_graphs). Without it such an experiment is a
   // ConfigError; with it, the run is appended to the run folder's
@@ -71,6 +78,7 @@ struct RunReport {
   int64_t already_finished = 0;     // skipped because results.jsonl had them
   int64_t reused = 0;               // copied from the `reuse` folders by this call
   int64_t ran = 0;                  // finished by this call
+  int64_t held_back = 0;            // pending cells of agents that RunOptions::only_agents leaves out
   std::vector<std::string> failed;  // "cell id: error" of cells that threw; they run again next time
   Summary summary;                  // over every finished cell of the grid
 };

@@ -149,12 +149,14 @@ void BindRun(py::module_& m) {
 
   m.def(
       "run_experiment",
-      [](const std::string& path, const std::vector<std::string>& overrides, int64_t max_cells,
-         bool progress) {
+      [](const std::string& path, const std::vector<std::string>& overrides, int64_t max_cells, bool progress,
+         const std::vector<std::string>& only, bool final) {
         const experiments::ExperimentConfig config = experiments::LoadExperiment(path, overrides);
         experiments::RunOptions options;
         options.max_cells = max_cells;
         options.progress = progress;
+        options.only_agents = only;
+        options.final = final;
         experiments::RunReport report;
         {
           py::gil_scoped_release release;
@@ -166,14 +168,16 @@ void BindRun(py::module_& m) {
         d["already_finished"] = report.already_finished;
         d["reused"] = report.reused;
         d["ran"] = report.ran;
+        d["held_back"] = report.held_back;
         d["failed"] = report.failed;
         return d;
       },
       py::arg("path"), py::arg("overrides") = std::vector<std::string>{}, py::arg("max_cells") = -1,
-      py::arg("progress") = false,
-      "Runs (or resumes) a YAML experiment as `gosim run` does; overrides are 'key=value' strings. Returns "
-      "{'folder', 'total_cells', 'already_finished', 'reused', 'ran', 'failed'}; read_results(folder) "
-      "reads what it wrote.");
+      py::arg("progress") = false, py::arg("only") = std::vector<std::string>{}, py::arg("final") = false,
+      "Runs (or resumes) a YAML experiment as `gosim run` does; overrides are 'key=value' strings, `only` "
+      "the agent labels to run now (`--only`), `final` allows test graphs (`--final`, logged in the run "
+      "folder). Returns {'folder', 'total_cells', 'already_finished', 'reused', 'ran', 'held_back', "
+      "'failed'}; read_results(folder) reads what it wrote.");
 }
 
 }  // namespace gosim::python

@@ -177,6 +177,38 @@ TEST_CASE("A torn last line is ignored on resume and its cell runs again") {
   CHECK(ReproducibleById(run) == first);
 }
 
+TEST_CASE("--only runs one agent's cells now and leaves the rest of the same grid for later") {
+  TempDir dir;
+  const std::string run = dir / "run";
+  const std::string whole = dir / "whole";
+  const std::string path = WriteText(dir, "exp.yaml", TinyExperimentYaml(run));
+  RunOptions only = Quiet();
+  only.only_agents = {"random_search"};
+  const RunReport first = RunExperiment(LoadExperiment(path), only);
+  CHECK(first.ran == 2);
+  CHECK(first.held_back == 2);
+  const std::vector<std::string> lines = Lines(run + "/results.jsonl");
+  REQUIRE(lines.size() == 2);
+  for (const std::string& line : lines) CHECK(Contains(line, "\"agent\":\"random_search\""));
+  // The grid is the whole experiment's: cells.txt lists all four.
+  CHECK(Lines(run + "/cells.txt").size() == 4);
+  const RunReport rest = RunExperiment(LoadExperiment(path), Quiet());
+  CHECK(rest.already_finished == 2);
+  CHECK(rest.ran == 2);
+  CHECK(rest.held_back == 0);
+  // The same cells, with the same results, as the grid run in one go.
+  const RunReport at_once = RunExperiment(LoadExperiment(path, {"output=" + whole}), Quiet());
+  CHECK(at_once.ran == 4);
+  CHECK(ReproducibleById(run) == ReproducibleById(whole));
+
+  RunOptions typo = Quiet();
+  typo.only_agents = {"random_serch"};
+  const std::string other = dir / "other";
+  CHECK_THROWS_WITH_AS(RunExperiment(LoadExperiment(path, {"output=" + other}), typo),
+                       doctest::Contains("Did you mean 'random_search'?"), ConfigError);
+  CHECK(!std::filesystem::exists(other));  // refused before the run folder is made
+}
+
 TEST_CASE("max_cells stops early; a changed budget makes new cells beside the old ones") {
   TempDir dir;
   const std::string run = dir / "run";

@@ -215,8 +215,12 @@ agents:
   - name: random_search
 output: {tmp_path / 'run'}
 """)
-    report = gosim.run_experiment(str(exp))
-    assert report["ran"] == report["total_cells"] == 2 and not report["failed"]
+    first = gosim.run_experiment(str(exp), only=["random_search"])  # one agent's cells now
+    assert first["ran"] == 1 and first["held_back"] == 1
+    with pytest.raises(gosim.ConfigError, match="Did you mean 'single_device'"):
+        gosim.run_experiment(str(exp), only=["single_devce"])
+    report = gosim.run_experiment(str(exp))  # the rest of the same grid
+    assert report["ran"] == 1 and report["already_finished"] == 1 and not report["failed"]
     rows = gosim.read_results(report["folder"])
     assert sorted(r["agent"] for r in rows) == ["random_search", "single_device"]
     again = gosim.run_experiment(str(exp))  # resumes: nothing left to run
