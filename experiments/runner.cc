@@ -263,6 +263,15 @@ int64_t ReuseCells(RunState& state, const std::vector<std::string>& folders, boo
       WriteCell(state, out);
       ++from_here;
     }
+    // Cells of test graphs copied from a final run there: that run used the
+    // test set for this folder's cells, so its log line comes along.
+    if (from_here > 0 && !state.config.test_graphs.empty()) {
+      const int64_t carried = CarryFinalRuns(folder, state.folder);
+      if (carried > 0) {
+        GOSIM_LOG(Info) << "carried " << carried << " final run(s) logged in " << folder
+                        << " into final_runs.jsonl (the reused cells came from them)";
+      }
+    }
     if (other_builds > 0) {
       GOSIM_LOG(Warn) << "not reusing " << other_builds << " cells of " << folder
                       << ": they were produced by "

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <nlohmann/json.hpp>
+#include <set>
 
 #include "core/data_path.h"
 #include "core/io.h"
@@ -106,6 +107,60 @@ int64_t AppendFinalRun(const std::string& folder, const YAML::Node& resolved_con
                                        {"test_graphs", test_graphs}};
   AppendLine(folder + "/final_runs.jsonl", DumpJson(line));
   return count;
+}
+
+namespace {
+
+// The lines of a final-run log as JSON objects (none without the file).
+std::vector<nlohmann::ordered_json> ReadFinalRuns(const std::string& folder) {
+  const std::string path = folder + "/final_runs.jsonl";
+  std::vector<nlohmann::ordered_json> out;
+  if (!FileExists(path)) return out;
+  int64_t number = 0;
+  for (const std::string& line : Split(ReadFile(path), '\n')) {
+    ++number;
+    if (line.empty()) continue;
+    nlohmann::ordered_json json = nlohmann::ordered_json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (!json.is_object()) {
+      throw StateError("line " + std::to_string(number) + " is not a JSON object", Location{path},
+                       "restore the file from a backup, or remove that line (the count then misses a run)");
+    }
+    out.push_back(std::move(json));
+  }
+  return out;
+}
+
+// What identifies one logged run wherever it is carried: the folder it was
+// first logged in, and its line there.
+std::string RunKey(const nlohmann::ordered_json& run, const std::string& folder) {
+  const bool carried = run.contains("carried_from");
+  const std::string origin = carried ? run["carried_from"].dump() : nlohmann::ordered_json(folder).dump();
+  const nlohmann::ordered_json number =
+      run.value(carried ? "carried_final_run" : "final_run", nlohmann::ordered_json());
+  return origin + "|" + number.dump() + "|" + run.value("date", nlohmann::ordered_json()).dump();
+}
+
+}  // namespace
+
+int64_t CarryFinalRuns(const std::string& from, const std::string& to) {
+  const std::string from_name = fs::weakly_canonical(from).string();
+  const std::vector<nlohmann::ordered_json> existing = ReadFinalRuns(to);
+  std::set<std::string> present;
+  const std::string to_name = fs::weakly_canonical(to).string();
+  for (const nlohmann::ordered_json& run : existing) present.insert(RunKey(run, to_name));
+  int64_t count = static_cast<int64_t>(existing.size()), carried = 0;
+  for (nlohmann::ordered_json run : ReadFinalRuns(from)) {
+    const std::string key = RunKey(run, from_name);
+    if (!present.insert(key).second) continue;
+    if (!run.contains("carried_from")) {
+      run["carried_from"] = from_name;
+      run["carried_final_run"] = run.value("final_run", nlohmann::ordered_json());
+    }
+    run["final_run"] = ++count;
+    AppendLine(to + "/final_runs.jsonl", DumpJson(run));
+    ++carried;
+  }
+  return carried;
 }
 
 }  // namespace gosim::experiments

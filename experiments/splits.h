@@ -62,6 +62,14 @@ void CheckNoLeak(const graphs::SuiteEntry& entry, const TestGraphIndex& index, c
 int64_t AppendFinalRun(const std::string& folder, const YAML::Node& resolved_config,
                        const std::vector<std::string>& test_graphs, const std::string& command);
 int64_t CountFinalRuns(const std::string& folder);
+// `gosim run --reuse FROM` copied cells of test graphs into `to`: the final
+// runs logged in FROM (which produced them) are appended to `to`'s log,
+// numbered on from its count, with `carried_from` naming where they were
+// logged, so that `to`'s count says how often the test set was used for
+// the cells it holds. A run carried before is not carried again. Returns
+// how many were carried. A line of FROM that is not a JSON object is a
+// StateError naming the file and line.
+int64_t CarryFinalRuns(const std::string& from, const std::string& to);
 
 // The digest of a resolved configuration as written to the logs.
 std::string ConfigDigest(const YAML::Node& resolved_config);

@@ -126,5 +126,42 @@ TEST_CASE("Test graphs run only with --final, and every final run is logged in t
   CHECK(inline_config.test_graphs[0].find("of the test split of") != std::string::npos);
 }
 
+TEST_CASE("Cells of test graphs copied with --reuse bring the final runs that produced them") {
+  TempDir dir;
+  const std::string suite = WriteText(dir, "s.yaml", SuiteYaml("{nodes: 30, seed: 1}"));
+  RunOptions options;
+  options.progress = false;
+  options.final = true;
+  // Two final runs in a: the grid, then a resume with nothing left to run.
+  const ExperimentConfig a = LoadExperiment(WriteText(dir, "a.yaml", ExperimentOn(suite, dir / "a", "")));
+  CHECK(RunExperiment(a, options).ran == 3);
+  CHECK(RunExperiment(a, options).ran == 0);
+  REQUIRE(CountFinalRuns(dir / "a") == 2);
+  // b copies a's cells: its own final run plus a's two.
+  options.reuse = {dir / "a"};
+  const ExperimentConfig b = LoadExperiment(WriteText(dir, "b.yaml", ExperimentOn(suite, dir / "b", "")));
+  const RunReport copied = RunExperiment(b, options);
+  CHECK(copied.reused == 3);
+  CHECK(copied.ran == 0);
+  CHECK(copied.summary.final_runs == 3);
+  const std::vector<std::string> lines = Split(ReadFile(dir / "b/final_runs.jsonl"), '\n');
+  REQUIRE(lines.size() >= 3);
+  const nlohmann::json carried = nlohmann::json::parse(lines[2]);
+  CHECK(carried["final_run"] == 3);
+  CHECK(carried["carried_final_run"] == 2);
+  CHECK(carried["carried_from"].get<std::string>().find("/a") != std::string::npos);
+  // Nothing left to copy: a's runs are not carried twice (b's own run is logged).
+  CHECK(RunExperiment(b, options).reused == 0);
+  CHECK(CountFinalRuns(dir / "b") == 4);
+  // c copies from b: b's own runs and those it carried, each once.
+  const ExperimentConfig c = LoadExperiment(WriteText(dir, "c.yaml", ExperimentOn(suite, dir / "c", "")));
+  options.reuse = {dir / "b", dir / "a"};
+  CHECK(RunExperiment(c, options).reused == 3);
+  CHECK(CountFinalRuns(dir / "c") == 1 + 4);
+  // A torn log is one error naming the file and the line.
+  WriteFileAtomic(dir / "a/final_runs.jsonl", ReadFile(dir / "a/final_runs.jsonl") + "{torn\n");
+  CHECK_THROWS_WITH_AS(CarryFinalRuns(dir / "a", dir / "c"), doctest::Contains("line 3"), StateError);
+}
+
 }  // namespace
 }  // namespace gosim::experiments
