@@ -98,14 +98,16 @@ void AddRunCommand(CLI::App& root) {
       "Run folder of another experiment whose finished cells with the same identity (graph, "
       "cluster, cost model, objective, agent options, budget, seed) are copied instead of run "
       "(repeatable); cells of another build (code version) are not copied unless "
-      "--reuse-other-code"));
+      "--reuse-other-code"))
+      ->allow_extra_args(false);  // one folder per --reuse
   run->add_flag("--reuse-other-code", args->reuse_other_code,
                 "With --reuse: also copy cells produced by another build of gosim (their lines keep "
                 "that code version, and the summary lists the versions)");
   run->add_option("--only", args->only,
                   "Run only the cells of the agent with this label (as the summary names it; repeatable); "
                   "the grid, the run folder and the cells' identities stay the experiment's, so a later run "
-                  "without --only finishes the rest (e.g. cheap rows first)");
+                  "without --only finishes the rest (e.g. cheap rows first)")
+      ->allow_extra_args(false);  // one label per --only: what follows is the experiment or an override
   run->add_flag("--final", args->final,
                 "Allow test graphs (a test split, or a graph of any suite's test split): a final evaluation, "
                 "logged in the run folder's final_runs.jsonl");

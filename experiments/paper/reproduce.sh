@@ -3,7 +3,7 @@
 # needs it, the experiment grid, the table in the paper's layout beside the
 # paper's numbers (Markdown and LaTeX), and plots.
 #
-#   experiments/paper/reproduce.sh TABLE [--quick] [--out DIR] [--np N] [--seeds N]
+#   experiments/paper/reproduce.sh TABLE [--quick] [--out DIR] [--np N] [--seeds N] [--only LABELS]
 #
 # TABLE: hrl_table1, go_placement, go_multitask, regal_table1, regal_table2
 # (list them with --help). --quick: small model sizes and
@@ -12,7 +12,10 @@
 # setting of the configs in configs/experiments/paper/ (hours on 2 cores;
 # meant for a real machine or a cluster). --seeds N: seeds per stochastic
 # cell (default: the configs' 5, or 3 in quick mode; deterministic
-# baselines run one). --np N runs the grids and training
+# baselines run one). --only LABELS (comma-separated agent labels, as the
+# table's columns name them in the configs) runs only those rows' cells of
+# the grids now (`gosim run --only`) and makes a partial table without
+# plots; the same command without --only finishes the grid. --np N runs the grids and training
 # under `mpirun -np N` (docs/EXPERIMENTS.md). Results go to DIR/<TABLE>/
 # (default runs/paper or runs/paper_quick); re-running resumes: finished
 # cells and training steps are not redone. docs/REPRODUCTION.md has our
@@ -31,13 +34,14 @@ usage() {
   echo "                its table goes to its own folder, DIR/regal_table2)"
 }
 
-table="" quick=0 out="" np=1 seeds=""
+table="" quick=0 out="" np=1 seeds="" only=""
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
     --out) out=${2:?--out needs a folder}; shift ;;
     --np) np=${2:?--np needs a process count}; shift ;;
     --seeds) seeds=${2:?--seeds needs a count}; shift ;;
+    --only) only=${2:?--only needs agent labels, comma-separated}; shift ;;
     -h|--help) usage; exit 0 ;;
     -*) echo "reproduce.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     *) [ -z "$table" ] || { echo "reproduce.sh: one table at a time ('$table' and '$1')" >&2; exit 2; }
@@ -79,7 +83,11 @@ run_grid() {
   local mode=()
   [ $quick = 0 ] || mode=(mode=quick)
   [ -z "$seeds" ] || mode+=(seeds="$seeds")
-  "${launch[@]}" "$GOSIM" run --final "$@" "${mode[@]}"
+  local label select=()
+  if [ -n "$only" ]; then
+    for label in ${only//,/ }; do select+=(--only "$label"); done
+  fi
+  "${launch[@]}" "$GOSIM" run --final "${select[@]}" "$@" "${mode[@]}"
 }
 
 # agent CONFIG LABEL: the index of the agent labelled LABEL (its name when it
@@ -145,10 +153,10 @@ hrl_table1() {
   run_grid configs/experiments/paper/hrl_table1_8gpu.yaml output="$dir/8gpu" "${quick_n[@]}"
   say "table and plots"
   $PY analysis/tables.py analysis/layouts/hrl_table1.yaml "$dir/2gpu" "$dir/4gpu" "$dir/8gpu" --out "$dir"
-  $PY analysis/plot_convergence.py "$dir/2gpu" "$dir/4gpu" --labels hrl,colocrl,human_expert,gpu_only \
+  [ -n "$only" ] || $PY analysis/plot_convergence.py "$dir/2gpu" "$dir/4gpu" --labels hrl,colocrl,human_expert,gpu_only \
     --out "$dir/convergence.png"
-  plots_for "$dir/2gpu" nmt2 hrl nmt2_hrl
-  plots_for "$dir/4gpu" nmt4 human_expert nmt4_expert
+  [ -n "$only" ] || plots_for "$dir/2gpu" nmt2 hrl nmt2_hrl
+  [ -n "$only" ] || plots_for "$dir/4gpu" nmt4 human_expert nmt4_expert
 }
 
 # GO: the pre-trained network a GO table fine-tunes, trained once.
@@ -204,18 +212,18 @@ go_placement() {
   go_grid configs/experiments/paper/go_placement.yaml placement go_zero_shot go go_no_sweep
   $PY analysis/tables.py analysis/layouts/go_placement.yaml "$dir/run" --out "$dir"
   $PY analysis/tables.py analysis/layouts/go_convergence.yaml "$dir/run" --out "$dir"
-  $PY analysis/plot_convergence.py "$dir/run" --graph gnmt8 --labels go,gdp,hrl,human_expert,single_device \
+  [ -n "$only" ] || $PY analysis/plot_convergence.py "$dir/run" --graph gnmt8 --labels go,gdp,hrl,human_expert,single_device \
     --out "$dir/convergence.png"
-  plots_for "$dir/run" gnmt8 go gnmt8_go
-  plots_for "$dir/run" gnmt8 human_expert gnmt8_expert
+  [ -n "$only" ] || plots_for "$dir/run" gnmt8 go gnmt8_go
+  [ -n "$only" ] || plots_for "$dir/run" gnmt8 human_expert gnmt8_expert
 }
 
 go_multitask() {
   go_grid configs/experiments/paper/go_multitask.yaml joint go_placement go_joint go_joint_sweep
   $PY analysis/tables.py analysis/layouts/go_multitask.yaml "$dir/run" --out "$dir"
-  $PY analysis/plot_convergence.py "$dir/run" --graph bert_base --labels go_joint,go_placement,single_device \
+  [ -n "$only" ] || $PY analysis/plot_convergence.py "$dir/run" --graph bert_base --labels go_joint,go_placement,single_device \
     --out "$dir/convergence.png"
-  plots_for "$dir/run" bert_base go_joint bert_go_joint
+  [ -n "$only" ] || plots_for "$dir/run" bert_base go_joint bert_go_joint
 }
 
 # REGAL: train the policy (training split), then every method on the test
@@ -263,8 +271,8 @@ regal_tables() {
   $PY analysis/tables.py "analysis/layouts/$table.yaml" "$dir_run/run" --out "$dir" --final-runs "$dir_run/train"
   local first
   first=$($PY -c "import json,sys; print(json.loads(open(sys.argv[1]).readline())['graph'])" "$dir_run/run/results.jsonl")
-  $PY analysis/plot_convergence.py "$dir_run/run" --graph "$first" --out "$dir/convergence.png"
-  plots_for "$dir_run/run" "$first" regal "${first}_regal"
+  [ -n "$only" ] || $PY analysis/plot_convergence.py "$dir_run/run" --graph "$first" --out "$dir/convergence.png"
+  [ -n "$only" ] || plots_for "$dir_run/run" "$first" regal "${first}_regal"
 }
 
 case "$table" in
@@ -276,10 +284,14 @@ esac
 # What produced these files (results/README.md).
 {
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-  echo "command: experiments/paper/reproduce.sh $table$([ $quick = 0 ] || echo ' --quick')${seeds:+ --seeds $seeds} --np $np"
+  echo "command: experiments/paper/reproduce.sh $table$([ $quick = 0 ] || echo ' --quick')${seeds:+ --seeds $seeds}${only:+ --only $only} --np $np"
   if commit=$(git rev-parse HEAD 2> /dev/null); then
     git diff --quiet HEAD 2> /dev/null || commit="$commit-dirty"
     echo "commit: $commit"
   fi
 } > "$dir/provenance.txt"
-say "done: the tables (.md, .tex) and plots in $dir/"
+if [ -n "$only" ]; then
+  say "done: a partial table (only $only run; no plots) in $dir/; run again without --only to finish the grid"
+else
+  say "done: the tables (.md, .tex) and plots in $dir/"
+fi

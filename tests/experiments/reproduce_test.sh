@@ -68,4 +68,21 @@ for args in "no_such_table" "go_multitask --np x" "go_multitask --bogus" "go_mul
   fi
   [ "$(wc -l < "$work/err.txt")" -eq 1 ] || { echo "FAIL: reproduce.sh $args: not one error line"; cat "$work/err.txt"; exit 1; }
 done
-echo "reproduce_test: go_multitask --quick reproduced, resumed, and bad arguments refused"
+# --only: two rows of HRL Table 1 now (every grid, no other cell), a partial
+# table without plots; a misspelt label is refused before any cell runs.
+experiments/paper/reproduce.sh hrl_table1 --quick --only human_expert,gpu_only --out "$work/only" > "$work/only.txt" 2>&1 ||
+  { echo "FAIL: reproduce.sh hrl_table1 --quick --only"; tail -20 "$work/only.txt"; exit 1; }
+[ "$(cat "$work"/only/hrl_table1/{2,4,8}gpu/results.jsonl | wc -l)" -eq 12 ] ||
+  { echo "FAIL: --only ran other cells"; cat "$work"/only/hrl_table1/*/results.jsonl | cut -c1-200; exit 1; }
+grep -q "pending cells of the other agents are left" "$work/only.txt" || { echo "FAIL: no count of the cells left"; exit 1; }
+grep -q -- "--only human_expert,gpu_only" "$work/only/hrl_table1/provenance.txt" || { echo "FAIL: provenance"; exit 1; }
+grep -Eq '^\| NMT, 2 layers \(2\) \| - \| [0-9.]+ \(\+[0-9.]+%\) \| - \| - \| \*\*[0-9.]+\*\* \| - \|' \
+  "$work/only/hrl_table1/hrl_table1.md" ||
+  { echo "FAIL: partial table"; cat "$work/only/hrl_table1/hrl_table1.md"; exit 1; }
+! ls "$work"/only/hrl_table1/*.png > /dev/null 2>&1 || { echo "FAIL: plots of a partial table"; exit 1; }
+if experiments/paper/reproduce.sh hrl_table1 --quick --only gpu_onyl --out "$work/typo" > /dev/null 2> "$work/typo.txt"; then
+  echo "FAIL: --only gpu_onyl was accepted"; exit 1
+fi
+grep -q "Did you mean 'gpu_only'" "$work/typo.txt" || { echo "FAIL: --only typo"; cat "$work/typo.txt"; exit 1; }
+[ ! -e "$work/typo/hrl_table1/2gpu/results.jsonl" ] || { echo "FAIL: cells ran despite the typo"; exit 1; }
+echo "reproduce_test: go_multitask --quick reproduced, resumed, and bad arguments refused; --only ran a partial table"
