@@ -3,8 +3,10 @@
 // colocation and exploration noise, segment recurrence against a direct
 // full-attention computation, the segment-by-segment backward pass, and
 // checkpoint round trips.
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -343,6 +345,55 @@ TEST_CASE("GoPolicy: noisy exploration draws one perturbation per sample and re-
   CHECK(back.Signature() == options.Signature());
   CHECK(learned::go::ModelOptionsFromSignature(SmallModel().Signature(), "test").exploration_noise == 0.0);
   CHECK_THROWS_AS(learned::go::ModelOptionsFromSignature("go/v1:model=3", "test"), StateError);
+}
+
+// The attention weights and the relative-position bias's gradient against
+// the bias built index by index (one gathered entry per query and key,
+// masked where the key comes after the query), over a distance range that
+// the bias's max_relative clamps.
+TEST_CASE("RecurrentAttention: relative-position bias and its gradient against an index-by-index reference") {
+  torch::manual_seed(3);
+  const int64_t d = 8, heads = 2, dh = d / heads, m = 5, l = 4, r = 6;
+  RecurrentAttention layer(d, heads, r);
+  auto p = layer->named_parameters();
+  {
+    torch::NoGradGuard no_grad;
+    p["relative_bias"].uniform_(-1.0, 1.0);
+  }
+  const torch::Tensor x = torch::randn({3, l, d});
+  const torch::Tensor memory = torch::randn({3, m, d});
+  const torch::Tensor probe = torch::randn({3, heads, l, m + l});
+  const torch::Tensor w = layer->AttentionWeights(x, memory);
+  (w * probe).sum().backward();
+  const torch::Tensor grad = p["relative_bias"].grad().clone();
+  p["relative_bias"].mutable_grad().zero_();
+
+  const torch::Tensor ctx = torch::cat({memory, x}, 1);
+  const torch::Tensor h = torch::layer_norm(ctx, {d}, p["norm1.weight"], p["norm1.bias"]);
+  const torch::Tensor qkv = torch::matmul(h, p["qkv.weight"].t()) + p["qkv.bias"];
+  const torch::Tensor q = qkv.slice(2, 0, d).slice(1, m, m + l).reshape({3, l, heads, dh}).transpose(1, 2);
+  const torch::Tensor k = qkv.slice(2, d, 2 * d).reshape({3, m + l, heads, dh}).transpose(1, 2);
+  std::vector<int64_t> index;
+  std::vector<uint8_t> after;
+  for (int64_t i = 0; i < l; ++i) {
+    for (int64_t j = 0; j < m + l; ++j) {
+      const int64_t distance = m + i - j;
+      index.push_back(std::clamp<int64_t>(distance, 0, r - 1));
+      after.push_back(distance < 0 ? 1 : 0);
+    }
+  }
+  const torch::Tensor bias = p["relative_bias"]
+                                 .index_select(1, torch::tensor(index))
+                                 .view({heads, l, m + l})
+                                 .masked_fill(torch::tensor(after).to(torch::kBool).view({1, l, m + l}),
+                                              -std::numeric_limits<float>::infinity());
+  const torch::Tensor reference =
+      torch::softmax(torch::matmul(q, k.transpose(-1, -2)) / std::sqrt(static_cast<double>(dh)) + bias, -1);
+  CHECK(torch::allclose(w, reference, 1e-5, 1e-6));
+  (reference * probe).sum().backward();
+  CHECK(torch::allclose(grad, p["relative_bias"].grad(), 1e-5, 1e-6));
+  // Distances beyond max_relative share its last entry, which so gets a gradient.
+  CHECK(grad.select(1, r - 1).abs().sum().item<float>() > 0.0f);
 }
 
 TEST_CASE("RecurrentAttention: shapes, causal mask over segment and memory, weights sum to one") {

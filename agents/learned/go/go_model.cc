@@ -46,19 +46,21 @@ RecurrentAttentionImpl::RecurrentAttentionImpl(int64_t model, int64_t heads, int
 torch::Tensor RecurrentAttentionImpl::Scores(const torch::Tensor& q, const torch::Tensor& k, int64_t m,
                                              int64_t l) {
   const int64_t dh = model_ / heads_;
-  const torch::Tensor query_pos = torch::arange(l, torch::kInt64).unsqueeze(1) + m;
-  const torch::Tensor key_pos = torch::arange(m + l, torch::kInt64).unsqueeze(0);
-  const torch::Tensor distance = query_pos - key_pos;  // [L x (M + L)]
-  const torch::Tensor index = distance.clamp(0, max_relative_ - 1);
-  // The mask goes into the bias [H x L x (M + L)], not into the scores
-  // [B x H x L x (M + L)]: one broadcast add over the batch instead of an
-  // add, a scale and a masked copy (together a quarter of a GO run's time),
-  // and the scale goes on q, B x H x L x dh numbers. The same function:
-  // a masked key gets -inf either way, and no gradient.
-  const torch::Tensor bias =
-      relative_bias_.index_select(1, index.reshape({-1}))
-          .view({heads_, l, m + l})
-          .masked_fill((distance < 0).unsqueeze(0), -std::numeric_limits<float>::infinity());
+  // The bias [H x L x (M + L)] of query i and key j depends on the distance
+  // d = M + i - j alone: bias[i][j] = f(d), f(d) = relative_bias[min(d,
+  // max_relative - 1)], and -inf for d < 0 (a key after the query). It is
+  // built from f over d = -(L - 1) .. M + L - 1 as a sliding window (row i
+  // is f from d = i - L + 1 up, reversed), so that its backward accumulates
+  // windows instead of scattering H x L x (M + L) single numbers into the
+  // parameter. The mask goes into the bias, not into the scores [B x H x L x
+  // (M + L)]: one broadcast add over the batch instead of an add, a scale
+  // and a masked copy, and the scale goes on q, B x H x L x dh numbers. The
+  // same function as before: a masked key gets -inf, and no gradient.
+  const torch::Tensor distances = torch::arange(m + l, torch::kInt64).clamp_max(max_relative_ - 1);
+  const torch::Tensor f = torch::cat({torch::full({heads_, l - 1}, -std::numeric_limits<float>::infinity()),
+                                      relative_bias_.index_select(1, distances)},
+                                     1);                        // [H x (M + 2L - 1)]
+  const torch::Tensor bias = f.unfold(1, m + l, 1).flip({-1});  // [H x L x (M + L)]
   return torch::matmul(q * (1.0 / std::sqrt(static_cast<double>(dh))), k.transpose(-1, -2)) +
          bias.unsqueeze(0);
 }
