@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "agents/learned_agents.h"
+#include "core/version.h"
 #include "experiments/commands.h"
 #include "experiments/runner.h"
 
@@ -28,21 +29,44 @@ struct RunArgs {
 
 int RunList(const experiments::ExperimentConfig& config) {
   const std::vector<experiments::CellStatus> cells = experiments::ListCells(config);
-  int64_t finished = 0;
+  int64_t finished = 0, other_build = 0;
+  // Per agent label, in the experiment's order.
+  struct Tally {
+    int64_t done = 0, pending = 0, other = 0;  // other: of those pending, finished by another build
+  };
+  std::vector<Tally> by_agent(config.agents.size());
   std::printf("%-6s %-16s %-9s %-24s %-16s %-20s %s\n", "cell", "id", "status", "graph", "cluster", "agent",
               "seed");
   for (size_t i = 0; i < cells.size(); ++i) {
     const experiments::Cell& cell = cells[i].cell;
     finished += cells[i].finished ? 1 : 0;
+    other_build += cells[i].finished_by_other_build ? 1 : 0;
+    Tally& tally = by_agent[static_cast<size_t>(cell.agent)];
+    (cells[i].finished ? tally.done : tally.pending) += 1;
+    tally.other += cells[i].finished_by_other_build ? 1 : 0;
     std::printf("%-6zu %-16s %-9s %-24s %-16s %-20s %llu\n", i + 1, cell.id.c_str(),
-                cells[i].finished ? "done" : "pending",
+                cells[i].finished ? "done" : (cells[i].finished_by_other_build ? "other" : "pending"),
                 config.graphs[static_cast<size_t>(cell.graph)].name.c_str(),
                 config.clusters[static_cast<size_t>(cell.cluster)].c_str(),
                 config.agents[static_cast<size_t>(cell.agent)].label.c_str(),
                 static_cast<unsigned long long>(cell.seed));
   }
+  std::printf("\n%-20s %8s %8s %8s\n", "agent", "done", "pending", "other");
+  for (size_t a = 0; a < config.agents.size(); ++a) {
+    std::printf("%-20s %8lld %8lld %8lld\n", config.agents[a].label.c_str(),
+                static_cast<long long>(by_agent[a].done), static_cast<long long>(by_agent[a].pending),
+                static_cast<long long>(by_agent[a].other));
+  }
   std::printf("%lld of %zu cells finished in %s\n", static_cast<long long>(finished), cells.size(),
               config.output.c_str());
+  if (other_build > 0) {
+    std::printf(
+        "%lld pending cells (status 'other') are in the folder as another build of gosim ran them: this "
+        "build "
+        "(%s) runs them again; to use them, run into another folder (output=DIR) with --reuse %s "
+        "--reuse-other-code, and the summary lists both code versions\n",
+        static_cast<long long>(other_build), BuildCodeVersion().ToString().c_str(), config.output.c_str());
+  }
   return 0;
 }
 
@@ -94,11 +118,11 @@ void AddRunCommand(CLI::App& root) {
                   "(e.g. budget.evaluations=500 agents[1].options.population=64 seeds=[0,1])");
   run->add_option("--max-cells", args->max_cells, "Run at most N unfinished cells, then stop (resume later)");
   InputFile(run->add_option(
-      "--reuse", args->reuse,
-      "Run folder of another experiment whose finished cells with the same identity (graph, "
-      "cluster, cost model, objective, agent options, budget, seed) are copied instead of run "
-      "(repeatable); cells of another build (code version) are not copied unless "
-      "--reuse-other-code"))
+                "--reuse", args->reuse,
+                "Run folder of another experiment whose finished cells with the same identity (graph, "
+                "cluster, cost model, objective, agent options, budget, seed) are copied instead of run "
+                "(repeatable); cells of another build (code version) are not copied unless "
+                "--reuse-other-code"))
       ->allow_extra_args(false);  // one folder per --reuse
   run->add_flag("--reuse-other-code", args->reuse_other_code,
                 "With --reuse: also copy cells produced by another build of gosim (their lines keep "

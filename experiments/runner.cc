@@ -473,10 +473,14 @@ SolveResult Solve(agents::Agent& agent, const agents::Problem& problem, const st
 
 std::vector<CellStatus> ListCells(const ExperimentConfig& config) {
   const ResultsLog log(config.output + "/results.jsonl");
+  std::set<std::string> without_code;
+  for (const CellRecord& record : log.records())
+    without_code.insert(DumpJson(IdentityWithoutCode(record.identity)));
   std::vector<CellStatus> out;
   for (Cell& cell : ExpandGrid(config)) {
     const bool finished = log.Has(cell.id);
-    out.push_back({std::move(cell), finished});
+    const bool other = !finished && without_code.count(DumpJson(IdentityWithoutCode(cell.identity))) > 0;
+    out.push_back({std::move(cell), finished, other});
   }
   return out;
 }

@@ -92,6 +92,9 @@ RunReport RunExperiment(const ExperimentConfig& config, const RunOptions& option
 struct CellStatus {
   Cell cell;
   bool finished = false;
+  // Not finished, but the folder holds the cell as another build (code
+  // version) ran it: `--reuse-other-code` territory, not this build's result.
+  bool finished_by_other_build = false;
 };
 std::vector<CellStatus> ListCells(const ExperimentConfig& config);
 

@@ -3,7 +3,7 @@
 # needs it, the experiment grid, the table in the paper's layout beside the
 # paper's numbers (Markdown and LaTeX), and plots.
 #
-#   experiments/paper/reproduce.sh TABLE [--quick] [--out DIR] [--np N] [--seeds N] [--only LABELS]
+#   experiments/paper/reproduce.sh TABLE [--quick] [--out DIR] [--np N] [--seeds N] [--only LABELS] [--status]
 #
 # TABLE: hrl_table1, go_placement, go_multitask, regal_table1, regal_table2
 # (list them with --help). --quick: small model sizes and
@@ -15,7 +15,11 @@
 # baselines run one). --only LABELS (comma-separated agent labels, as the
 # table's columns name them in the configs) runs only those rows' cells of
 # the grids now (`gosim run --only`) and makes a partial table without
-# plots; the same command without --only finishes the grid. --np N runs the grids and training
+# plots; the same command without --only finishes the grid. --status runs
+# and trains nothing: it prints, per grid and agent, how many cells are done
+# and pending for this build (and how many another build ran), with the
+# table's own overrides, as `gosim run --list` alone cannot (the GO grids
+# point at their pre-trained checkpoints). --np N runs the grids and training
 # under `mpirun -np N` (docs/EXPERIMENTS.md). Results go to DIR/<TABLE>/
 # (default runs/paper or runs/paper_quick); re-running resumes: finished
 # cells and training steps are not redone. docs/REPRODUCTION.md has our
@@ -34,7 +38,7 @@ usage() {
   echo "                its table goes to its own folder, DIR/regal_table2)"
 }
 
-table="" quick=0 out="" np=1 seeds="" only=""
+table="" quick=0 out="" np=1 seeds="" only="" status=0
 while [ $# -gt 0 ]; do
   case "$1" in
     --quick) quick=1 ;;
@@ -42,6 +46,7 @@ while [ $# -gt 0 ]; do
     --np) np=${2:?--np needs a process count}; shift ;;
     --seeds) seeds=${2:?--seeds needs a count}; shift ;;
     --only) only=${2:?--only needs agent labels, comma-separated}; shift ;;
+    --status) status=1 ;;
     -h|--help) usage; exit 0 ;;
     -*) echo "reproduce.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
     *) [ -z "$table" ] || { echo "reproduce.sh: one table at a time ('$table' and '$1')" >&2; exit 2; }
@@ -66,7 +71,7 @@ if [ ! -x "$GOSIM" ]; then
 fi
 [ -n "$out" ] || { if [ $quick = 1 ]; then out=runs/paper_quick; else out=runs/paper; fi; }
 dir=$out/$table
-mkdir -p "$dir"
+[ $status = 1 ] || mkdir -p "$dir"
 
 launch=()
 if [ "$np" -gt 1 ]; then
@@ -75,6 +80,8 @@ if [ "$np" -gt 1 ]; then
 fi
 
 say() { echo "== reproduce.sh $table: $*"; }
+# True when the run makes no plots: a partial grid (--only) or --status.
+no_plots() { [ -n "$only" ] || [ $status = 1 ]; }
 # A table's grid is its test rows: it runs with --final, and every run is
 # logged in the run folder's final_runs.jsonl (the tables print the count).
 # Quick mode marks every cell (`mode: quick`, part of its identity) so that
@@ -83,6 +90,11 @@ run_grid() {
   local mode=()
   [ $quick = 0 ] || mode=(mode=quick)
   [ -z "$seeds" ] || mode+=(seeds="$seeds")
+  if [ $status = 1 ]; then
+    echo "-- $1"
+    "$GOSIM" run --list "$@" "${mode[@]}" | sed -n '/^agent /,$p'
+    return
+  fi
   local label select=()
   if [ -n "$only" ]; then
     for label in ${only//,/ }; do select+=(--only "$label"); done
@@ -151,12 +163,12 @@ hrl_table1() {
   run_grid configs/experiments/paper/hrl_table1_2gpu.yaml output="$dir/2gpu" "${quick_2[@]}"
   run_grid configs/experiments/paper/hrl_table1_4gpu.yaml output="$dir/4gpu" "${quick_n[@]}"
   run_grid configs/experiments/paper/hrl_table1_8gpu.yaml output="$dir/8gpu" "${quick_n[@]}"
-  say "table and plots"
-  $PY analysis/tables.py analysis/layouts/hrl_table1.yaml "$dir/2gpu" "$dir/4gpu" "$dir/8gpu" --out "$dir"
-  [ -n "$only" ] || $PY analysis/plot_convergence.py "$dir/2gpu" "$dir/4gpu" --labels hrl,colocrl,human_expert,gpu_only \
+  [ $status = 1 ] || say "table and plots"
+  [ $status = 1 ] || $PY analysis/tables.py analysis/layouts/hrl_table1.yaml "$dir/2gpu" "$dir/4gpu" "$dir/8gpu" --out "$dir"
+  no_plots || $PY analysis/plot_convergence.py "$dir/2gpu" "$dir/4gpu" --labels hrl,colocrl,human_expert,gpu_only \
     --out "$dir/convergence.png"
-  [ -n "$only" ] || plots_for "$dir/2gpu" nmt2 hrl nmt2_hrl
-  [ -n "$only" ] || plots_for "$dir/4gpu" nmt4 human_expert nmt4_expert
+  no_plots || plots_for "$dir/2gpu" nmt2 hrl nmt2_hrl
+  no_plots || plots_for "$dir/4gpu" nmt4 human_expert nmt4_expert
 }
 
 # GO: the pre-trained network a GO table fine-tunes, trained once.
@@ -181,6 +193,11 @@ go_pretrain() {
     config=configs/experiments/go_pretrain_broad.yaml
   fi
   [ $quick = 0 ] || train+=(suite=configs/suites/paper_quick.yaml steps=14 checkpoint_every=7 ppo.samples=8)
+  if [ $status = 1 ]; then
+    [ -f "$run/checkpoint.pt" ] || say "GO pre-training ($1) not started: $run" >&2
+    echo "$run/checkpoint.pt"
+    return
+  fi
   local resume=()
   [ ! -f "$run/checkpoint.pt" ] || resume=(--resume)
   say "pre-training GO, $1 (resumes a finished or killed run)" >&2
@@ -205,25 +222,25 @@ go_grid() {
   [ $quick = 0 ] || grid=("${go_quick[@]}")
   for label in "$@"; do grid+=("agents[$(agent "$config" "$label")].options.checkpoint=$checkpoint"); done
   run_grid "$config" output="$dir/run" "${grid[@]}"
-  say "tables and plots"
+  [ $status = 1 ] || say "tables and plots"
 }
 
 go_placement() {
   go_grid configs/experiments/paper/go_placement.yaml placement go_zero_shot go go_no_sweep
-  $PY analysis/tables.py analysis/layouts/go_placement.yaml "$dir/run" --out "$dir"
-  $PY analysis/tables.py analysis/layouts/go_convergence.yaml "$dir/run" --out "$dir"
-  [ -n "$only" ] || $PY analysis/plot_convergence.py "$dir/run" --graph gnmt8 --labels go,gdp,hrl,human_expert,single_device \
+  [ $status = 1 ] || $PY analysis/tables.py analysis/layouts/go_placement.yaml "$dir/run" --out "$dir"
+  [ $status = 1 ] || $PY analysis/tables.py analysis/layouts/go_convergence.yaml "$dir/run" --out "$dir"
+  no_plots || $PY analysis/plot_convergence.py "$dir/run" --graph gnmt8 --labels go,gdp,hrl,human_expert,single_device \
     --out "$dir/convergence.png"
-  [ -n "$only" ] || plots_for "$dir/run" gnmt8 go gnmt8_go
-  [ -n "$only" ] || plots_for "$dir/run" gnmt8 human_expert gnmt8_expert
+  no_plots || plots_for "$dir/run" gnmt8 go gnmt8_go
+  no_plots || plots_for "$dir/run" gnmt8 human_expert gnmt8_expert
 }
 
 go_multitask() {
   go_grid configs/experiments/paper/go_multitask.yaml joint go_placement go_joint go_joint_sweep
-  $PY analysis/tables.py analysis/layouts/go_multitask.yaml "$dir/run" --out "$dir"
-  [ -n "$only" ] || $PY analysis/plot_convergence.py "$dir/run" --graph bert_base --labels go_joint,go_placement,single_device \
+  [ $status = 1 ] || $PY analysis/tables.py analysis/layouts/go_multitask.yaml "$dir/run" --out "$dir"
+  no_plots || $PY analysis/plot_convergence.py "$dir/run" --graph bert_base --labels go_joint,go_placement,single_device \
     --out "$dir/convergence.png"
-  [ -n "$only" ] || plots_for "$dir/run" bert_base go_joint bert_go_joint
+  no_plots || plots_for "$dir/run" bert_base go_joint bert_go_joint
 }
 
 # REGAL: train the policy (training split), then every method on the test
@@ -236,7 +253,7 @@ go_multitask() {
 # the policy).
 regal_tables() {
   local dir_run=$out/regal_table1 train=() grid=() control=() config=configs/experiments/paper/regal_table1.yaml
-  mkdir -p "$dir_run"
+  [ $status = 1 ] || mkdir -p "$dir_run"
   if [ $quick = 1 ]; then
     # 300 steps of 8 samples (the full run: 1,500), validation on 20 graphs,
     # 5 graphs for the trainer's own check; the controls likewise (without
@@ -251,14 +268,14 @@ regal_tables() {
   local resume=()
   [ ! -f "$dir_run/train/checkpoint.pt" ] || resume=(--resume)
   # --final: the training run ends with REGAL Table 1's check on the test split (evaluate:).
-  "${launch[@]}" "$GOSIM" train configs/experiments/regal_train.yaml --final --run-dir "$dir_run/train" "${resume[@]}" \
+  [ $status = 1 ] || "${launch[@]}" "$GOSIM" train configs/experiments/regal_train.yaml --final --run-dir "$dir_run/train" "${resume[@]}" \
     "${train[@]}"
   local name
   for name in gas no_priority; do
     say "training the control regal_train_$name (resumes a finished or killed run)"
     resume=()
     [ ! -f "$dir_run/train_$name/checkpoint.pt" ] || resume=(--resume)
-    "${launch[@]}" "$GOSIM" train "configs/experiments/regal_train_$name.yaml" --run-dir "$dir_run/train_$name" \
+    [ $status = 1 ] || "${launch[@]}" "$GOSIM" train "configs/experiments/regal_train_$name.yaml" --run-dir "$dir_run/train_$name" \
       "${resume[@]}" "${control[@]}"
   done
   say "every method on the test graphs"
@@ -266,13 +283,14 @@ regal_tables() {
     "agents[$(agent $config regal)].options.checkpoint=$dir_run/train/best.pt" \
     "agents[$(agent $config gas)].options.checkpoint=$dir_run/train_gas/best.pt" \
     "agents[$(agent $config regal_no_priority)].options.checkpoint=$dir_run/train_no_priority/best.pt" "${grid[@]}"
-  say "table and plots"
+  [ $status = 1 ] || say "table and plots"
   # The count of final runs includes the training run's (its evaluate: check ran on the test split).
-  $PY analysis/tables.py "analysis/layouts/$table.yaml" "$dir_run/run" --out "$dir" --final-runs "$dir_run/train"
+  [ $status = 1 ] || $PY analysis/tables.py "analysis/layouts/$table.yaml" "$dir_run/run" --out "$dir" --final-runs "$dir_run/train"
+  no_plots && return
   local first
   first=$($PY -c "import json,sys; print(json.loads(open(sys.argv[1]).readline())['graph'])" "$dir_run/run/results.jsonl")
-  [ -n "$only" ] || $PY analysis/plot_convergence.py "$dir_run/run" --graph "$first" --out "$dir/convergence.png"
-  [ -n "$only" ] || plots_for "$dir_run/run" "$first" regal "${first}_regal"
+  no_plots || $PY analysis/plot_convergence.py "$dir_run/run" --graph "$first" --out "$dir/convergence.png"
+  no_plots || plots_for "$dir_run/run" "$first" regal "${first}_regal"
 }
 
 case "$table" in
@@ -281,6 +299,7 @@ case "$table" in
   go_multitask) go_multitask ;;
   regal_table1|regal_table2) regal_tables ;;
 esac
+[ $status = 0 ] || exit 0
 # What produced these files (results/README.md).
 {
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"

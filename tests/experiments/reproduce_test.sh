@@ -80,9 +80,19 @@ grep -Eq '^\| NMT, 2 layers \(2\) \| - \| [0-9.]+ \(\+[0-9.]+%\) \| - \| - \| \*
   "$work/only/hrl_table1/hrl_table1.md" ||
   { echo "FAIL: partial table"; cat "$work/only/hrl_table1/hrl_table1.md"; exit 1; }
 ! ls "$work"/only/hrl_table1/*.png > /dev/null 2>&1 || { echo "FAIL: plots of a partial table"; exit 1; }
+# --status: per grid and agent, the cells done and pending; runs nothing.
+experiments/paper/reproduce.sh hrl_table1 --quick --status --out "$work/only" > "$work/status.txt" 2>&1 ||
+  { echo "FAIL: --status"; cat "$work/status.txt"; exit 1; }
+grep -Eq '^human_expert +4 +0 +0$' "$work/status.txt" && grep -Eq '^hrl +0 +12 +0$' "$work/status.txt" ||
+  { echo "FAIL: --status counts"; cat "$work/status.txt"; exit 1; }
+[ "$(cat "$work"/only/hrl_table1/{2,4,8}gpu/results.jsonl | wc -l)" -eq 12 ] || { echo "FAIL: --status ran cells"; exit 1; }
+experiments/paper/reproduce.sh go_multitask --quick --status --out "$work/none" > "$work/status2.txt" 2>&1 ||
+  { echo "FAIL: --status of a table not started"; cat "$work/status2.txt"; exit 1; }
+grep -q "0 of 156 cells finished" "$work/status2.txt" && [ ! -e "$work/none" ] ||
+  { echo "FAIL: --status of a table not started"; cat "$work/status2.txt"; ls -R "$work/none"; exit 1; }
 if experiments/paper/reproduce.sh hrl_table1 --quick --only gpu_onyl --out "$work/typo" > /dev/null 2> "$work/typo.txt"; then
   echo "FAIL: --only gpu_onyl was accepted"; exit 1
 fi
 grep -q "Did you mean 'gpu_only'" "$work/typo.txt" || { echo "FAIL: --only typo"; cat "$work/typo.txt"; exit 1; }
 [ ! -e "$work/typo/hrl_table1/2gpu/results.jsonl" ] || { echo "FAIL: cells ran despite the typo"; exit 1; }
-echo "reproduce_test: go_multitask --quick reproduced, resumed, and bad arguments refused; --only ran a partial table"
+echo "reproduce_test: go_multitask --quick reproduced, resumed, and bad arguments refused; --only ran a partial table, --status counted it"

@@ -401,8 +401,27 @@ TEST_CASE("ListCells reports which cells are finished") {
   options.max_cells = 3;
   RunExperiment(config, options);
   int finished = 0;
-  for (const CellStatus& s : ListCells(config)) finished += s.finished ? 1 : 0;
+  for (const CellStatus& s : ListCells(config)) {
+    finished += s.finished ? 1 : 0;
+    CHECK_FALSE(s.finished_by_other_build);
+  }
   CHECK(finished == 3);
+  // The same cells as another build ran them: not finished for this build,
+  // but listed as the other build's.
+  std::string rewritten;
+  for (const std::string& line : Lines(run + "/results.jsonl")) {
+    nlohmann::json json = nlohmann::json::parse(line);
+    json["identity"]["code"] = "0123456789abcdef0123456789abcdef01234567";
+    json["cell"] = HashHex(json["identity"].dump());
+    rewritten += json.dump() + "\n";
+  }
+  WriteFileAtomic(run + "/results.jsonl", rewritten);
+  int other = 0;
+  for (const CellStatus& s : ListCells(config)) {
+    CHECK_FALSE(s.finished);
+    other += s.finished_by_other_build ? 1 : 0;
+  }
+  CHECK(other == 3);
 }
 
 }  // namespace
