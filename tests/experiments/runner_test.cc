@@ -45,6 +45,19 @@ std::vector<std::string> Lines(const std::string& path) {
   return out;
 }
 
+// Rewrites a run folder's results as if another build had produced them:
+// another code version in each identity, hence other cell ids.
+void PretendOtherBuild(const std::string& folder) {
+  std::string rewritten;
+  for (const std::string& line : Lines(folder + "/results.jsonl")) {
+    nlohmann::json json = nlohmann::json::parse(line);
+    json["identity"]["code"] = "0123456789abcdef0123456789abcdef01234567";
+    json["cell"] = HashHex(json["identity"].dump());
+    rewritten += json.dump() + "\n";
+  }
+  WriteFileAtomic(folder + "/results.jsonl", rewritten);
+}
+
 // The fields of a record that must not depend on when or how fast it ran.
 std::string Reproducible(const CellRecord& r, const std::string& folder) {
   nlohmann::ordered_json json = r.ToJson();
@@ -288,14 +301,7 @@ TEST_CASE("--reuse copies cells of another build only with reuse_other_code, kee
   const std::string first_run = dir / "first";
   RunExperiment(LoadExperiment(WriteText(dir, "a.yaml", TinyExperimentYaml(first_run))), Quiet());
   // Pretend another build produced them: another code version, hence other ids.
-  std::string rewritten;
-  for (const std::string& line : Lines(first_run + "/results.jsonl")) {
-    nlohmann::json json = nlohmann::json::parse(line);
-    json["identity"]["code"] = "0123456789abcdef0123456789abcdef01234567";
-    json["cell"] = HashHex(json["identity"].dump());
-    rewritten += json.dump() + "\n";
-  }
-  WriteFileAtomic(first_run + "/results.jsonl", rewritten);
+  PretendOtherBuild(first_run);
   const std::string second_path = WriteText(dir, "b.yaml", TinyExperimentYaml(dir / "second"));
   RunOptions options = Quiet();
   options.reuse = {first_run};
@@ -408,14 +414,7 @@ TEST_CASE("ListCells reports which cells are finished") {
   CHECK(finished == 3);
   // The same cells as another build ran them: not finished for this build,
   // but listed as the other build's.
-  std::string rewritten;
-  for (const std::string& line : Lines(run + "/results.jsonl")) {
-    nlohmann::json json = nlohmann::json::parse(line);
-    json["identity"]["code"] = "0123456789abcdef0123456789abcdef01234567";
-    json["cell"] = HashHex(json["identity"].dump());
-    rewritten += json.dump() + "\n";
-  }
-  WriteFileAtomic(run + "/results.jsonl", rewritten);
+  PretendOtherBuild(run);
   int other = 0;
   for (const CellStatus& s : ListCells(config)) {
     CHECK_FALSE(s.finished);
