@@ -416,6 +416,91 @@ TEST_CASE("colocrl learns on chain groups and finds the balanced placement") {
   CHECK(s.learned >= 5);
 }
 
+// The Placer's decoder as a plain step-by-step loop differentiated by
+// autograd (the textbook form of hrl_policy.h's model): the oracle for
+// PlacerImpl::forward, which samples without autograd and scores all steps
+// at once.
+hrl::PlacerOutput StepwisePlacer(hrl::PlacerImpl& p, const torch::Tensor& inputs,
+                                 const hrl::PlacerSampling& sampling, Rng& rng) {
+  const int64_t k = inputs.size(0), g = inputs.size(1), d = p.num_devices;
+  const torch::Tensor encoded = std::get<0>(p.encoder(inputs.contiguous()));
+  const torch::Tensor keys = p.attention_keys(encoded);
+  torch::Tensor h = torch::zeros({k, p.hidden_size}), c = torch::zeros({k, p.hidden_size});
+  torch::Tensor previous = torch::full({k}, d, torch::kInt64);
+  torch::Tensor devices = torch::empty({k, g}, torch::kInt64);
+  std::vector<torch::Tensor> log_probs, entropies;
+  for (int64_t t = 0; t < g; ++t) {
+    std::tie(h, c) =
+        p.decoder(torch::cat({p.device_embedding(previous), encoded.select(1, t)}, 1), std::make_tuple(h, c));
+    const torch::Tensor scores =
+        p.attention_score(torch::tanh(keys + p.attention_query(h).unsqueeze(1))).squeeze(2);
+    const torch::Tensor context = torch::bmm(torch::softmax(scores, 1).unsqueeze(1), encoded).squeeze(1);
+    torch::Tensor logits = p.output(torch::cat({h, context}, 1));
+    if (sampling.tanh_constant > 0.0) logits = sampling.tanh_constant * torch::tanh(logits);
+    logits = hrl::AddLogitNoise(logits, sampling.logits_noise, *sampling.noise_rng);
+    const torch::Tensor lp = torch::log_softmax(logits, 1);
+    entropies.push_back(-(lp.exp() * lp).sum(1));
+    const torch::Tensor probs = lp.detach().exp().contiguous();
+    previous = torch::empty({k}, torch::kInt64);
+    for (int64_t i = 0; i < k; ++i) {
+      previous.data_ptr<int64_t>()[i] = hrl::SampleIndex(probs.data_ptr<float>() + i * d, d, rng);
+      devices.data_ptr<int64_t>()[i * g + t] = previous.data_ptr<int64_t>()[i];
+    }
+    log_probs.push_back(lp.gather(1, previous.unsqueeze(1)).squeeze(1));
+  }
+  return {devices, torch::stack(log_probs, 1).sum(1), torch::stack(entropies, 1).sum(1)};
+}
+
+// Samples, log-probabilities, entropies and every parameter's gradient of
+// the loss sum(advantage x log_prob) + 0.1 sum(entropy) agree with the
+// stepwise oracle, for inputs per sample (HRL) and one input expanded over
+// the samples (ColocRL), with tanh squashing and logit noise, also when
+// another forward runs before the backward.
+TEST_CASE("the Placer's two-pass forward computes the stepwise decoder's samples, values and gradients") {
+  for (const bool shared : {false, true}) {
+    CAPTURE(shared);
+    const int64_t k = 6, g = 23, width = 7, devices = 3;
+    Rng init(5);
+    hrl::Placer fast(width, 16, 12, devices, 5);
+    hrl::Placer slow(width, 16, 12, devices, 5);
+    hrl::InitUniform(*fast, 0.3, init);
+    {
+      torch::NoGradGuard no_grad;
+      for (size_t i = 0; i < fast->parameters().size(); ++i)
+        slow->parameters()[i].copy_(fast->parameters()[i]);
+    }
+    torch::manual_seed(3);
+    const torch::Tensor inputs =
+        shared ? torch::randn({1, g, width}).expand({k, g, width}) : torch::randn({k, g, width});
+    hrl::PlacerOutput out[2];
+    for (int which = 0; which < 2; ++which) {
+      Rng rng(11), noise_rng(12);
+      const hrl::PlacerSampling sampling{.tanh_constant = 2.5, .logits_noise = 0.5, .noise_rng = &noise_rng};
+      hrl::PlacerImpl& p = which == 0 ? *fast : *slow;
+      out[which] = which == 0 ? p.forward(inputs, sampling, rng) : StepwisePlacer(p, inputs, sampling, rng);
+      // A second forward before the first one's backward must not overwrite
+      // what the first one's backward reads.
+      Rng other(99), other_noise(98);
+      if (which == 0) {
+        p.forward(inputs, {.tanh_constant = 2.5, .logits_noise = 0.5, .noise_rng = &other_noise}, other);
+      }
+      const torch::Tensor advantage = torch::linspace(-1.0, 1.5, k);
+      ((advantage * out[which].log_prob).sum() + 0.1 * out[which].entropy.sum()).backward();
+    }
+    CHECK(torch::equal(out[0].devices, out[1].devices));
+    CHECK(torch::allclose(out[0].log_prob, out[1].log_prob, 1e-4, 1e-4));
+    CHECK(torch::allclose(out[0].entropy, out[1].entropy, 1e-4, 1e-4));
+    const auto named = fast->named_parameters();
+    for (size_t i = 0; i < named.size(); ++i) {
+      CAPTURE(named[i].key());
+      const torch::Tensor a = named[i].value().grad(), b = slow->parameters()[i].grad();
+      REQUIRE(a.defined());
+      CHECK(b.abs().max().item<double>() > 0.0);  // the oracle's gradient reaches every parameter
+      CHECK((a - b).abs().max().item<double>() <= 1e-4 * (1.0 + b.abs().max().item<double>()));
+    }
+  }
+}
+
 TEST_CASE("hrl is deterministic for a seed and counts infeasible samples at the constant") {
   // 8 ops holding 1 MiB each on 5 MiB devices: a device with more than 5 ops
   // runs out of memory, as does about a third of the first random samples.

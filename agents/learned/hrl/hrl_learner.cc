@@ -151,7 +151,7 @@ HrlLearner::StepResult HrlLearner::Step(int64_t k, const EvaluateFn& evaluate, c
           std::span<float>(data + i * num_groups_ * width_, static_cast<size_t>(num_groups_ * width_)));
     }
   } else {
-    inputs = fixed_inputs_.expand({k, num_groups_, width_}).contiguous();
+    inputs = fixed_inputs_.expand({k, num_groups_, width_});  // encoded once (PlacerImpl::forward)
   }
   const PlacerSampling sampling{
       .tanh_constant = options_.tanh_constant, .logits_noise = noise, .noise_rng = &noise_rng};

@@ -47,6 +47,8 @@ TORCH_MODULE(Grouper);
 // RMS taken without gradient) to `logits`, drawn from `rng`; `fraction` <= 0
 // returns `logits` unchanged. Reference code: logits_std_noise.
 torch::Tensor AddLogitNoise(const torch::Tensor& logits, double fraction, Rng& rng);
+// The noise AddLogitNoise adds (undefined where it adds none).
+torch::Tensor LogitNoise(const torch::Tensor& logits, double fraction, Rng& rng);
 
 // Samples `samples` groupings from group logits [N, G] (shared by all
 // samples, so noise, if any, is added by the caller): returns the group of
@@ -77,7 +79,9 @@ struct PlacerImpl : torch::nn::Module {
   PlacerImpl(int64_t input_size, int64_t hidden, int64_t attention, int64_t num_devices,
              int64_t device_embedding);
   // inputs [K, G, E] (group embeddings of K samples) -> one device per group
-  // per sample, sampled from the decoder's softmax with `rng`.
+  // per sample, sampled from the decoder's softmax with `rng`. Inputs
+  // expanded from one sample's (stride 0 along K, ColocRL's fixed groups)
+  // are encoded once.
   PlacerOutput forward(const torch::Tensor& inputs, const PlacerSampling& sampling, Rng& rng);
 
   int64_t hidden_size;
@@ -89,6 +93,9 @@ struct PlacerImpl : torch::nn::Module {
   torch::nn::Linear attention_query{nullptr};
   torch::nn::Linear attention_score{nullptr};
   torch::nn::Linear output{nullptr};
+
+ private:
+  torch::Tensor tanh_cache_;  // the attention's tanh values of the last forward, [G, K, G, A]
 };
 TORCH_MODULE(Placer);
 
