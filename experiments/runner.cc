@@ -209,6 +209,15 @@ void CommitCell(RunState& state, const CellOutput& out) {
   WriteDerivedFiles(state);
 }
 
+// A results log's cells by their identity without the code version (to
+// match cells across builds); of several lines, the last wins.
+std::map<std::string, const CellRecord*> ByIdentityWithoutCode(const ResultsLog& log) {
+  std::map<std::string, const CellRecord*> out;
+  for (const CellRecord& record : log.records())
+    out[DumpJson(IdentityWithoutCode(record.identity))] = &record;
+  return out;
+}
+
 // Copies the finished cells of `folders` (RunOptions::reuse) that are not
 // finished in `state`'s folder; returns how many.
 int64_t ReuseCells(RunState& state, const std::vector<std::string>& folders, bool other_code) {
@@ -222,11 +231,7 @@ int64_t ReuseCells(RunState& state, const std::vector<std::string>& folders, boo
     }
     if (fs::weakly_canonical(folder) == fs::weakly_canonical(state.folder)) continue;
     const ResultsLog source(results, /*repair=*/false);
-    // The source's cells by their identity without the code version.
-    std::map<std::string, const CellRecord*> by_identity;
-    for (const CellRecord& record : source.records()) {
-      by_identity[DumpJson(IdentityWithoutCode(record.identity))] = &record;  // the last line wins
-    }
+    const std::map<std::string, const CellRecord*> by_identity = ByIdentityWithoutCode(source);
     int64_t from_here = 0, other_builds = 0;
     std::set<std::string> other_versions;
     for (const Cell& cell : state.cells) {
@@ -473,13 +478,11 @@ SolveResult Solve(agents::Agent& agent, const agents::Problem& problem, const st
 
 std::vector<CellStatus> ListCells(const ExperimentConfig& config) {
   const ResultsLog log(config.output + "/results.jsonl");
-  std::set<std::string> without_code;
-  for (const CellRecord& record : log.records())
-    without_code.insert(DumpJson(IdentityWithoutCode(record.identity)));
+  const std::map<std::string, const CellRecord*> by_identity = ByIdentityWithoutCode(log);
   std::vector<CellStatus> out;
   for (Cell& cell : ExpandGrid(config)) {
     const bool finished = log.Has(cell.id);
-    const bool other = !finished && without_code.count(DumpJson(IdentityWithoutCode(cell.identity))) > 0;
+    const bool other = !finished && by_identity.count(DumpJson(IdentityWithoutCode(cell.identity))) > 0;
     out.push_back({std::move(cell), finished, other});
   }
   return out;
