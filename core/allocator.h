@@ -1,12 +1,16 @@
 // Allocator settings for the programs (gosim, the test and benchmark mains).
 //
-// LibTorch allocates and frees tensors of a few MB many times per PPO step.
-// With glibc's default, dynamic thresholds, freed memory goes back to the
-// kernel and the next allocation faults the same pages in again: a GO
-// fine-tuning run on a 1.5k-node graph spent half its time in the kernel
-// (2.3 M minor page faults in 7.5 s). The fix is glibc's own tunables: keep
-// up to 256 MB of freed memory, serve blocks below 32 MB from the heap, grow
-// it 64 MB at a time (docs/BENCHMARKS.md, "Allocator settings").
+// LibTorch allocates and frees tensors of a few MB to a few tens of MB many
+// times per PPO step. With glibc's default, dynamic thresholds, freed memory
+// goes back to the kernel and the next allocation faults the same pages in
+// again: a GO fine-tuning run on a 1.5k-node graph spent half its time in
+// the kernel (2.3 M minor page faults in 7.5 s). The fix is glibc's own
+// tunables: keep up to 512 MB of freed memory, serve blocks below 256 MB
+// from the heap, grow it 64 MB at a time. The 256 MB matter: GO's attention
+// scores at 16 samples, 4 heads and segments of 256 with 256 of memory are
+// 33.5 MB, and with the earlier 32 MB threshold each of them was an mmap and
+// a munmap (a 160-evaluation Inception-v3 GO run: 5.6 s of system time
+// against 0.3 s; docs/BENCHMARKS.md, "Allocator settings").
 //
 // Only the GLIBC_TUNABLES variable, read when the process starts, has the
 // full effect; the same values set with mallopt() in main() remove only
@@ -28,8 +32,8 @@
 namespace gosim {
 
 // The settings, and the GLIBC_TUNABLES value that carries them.
-inline constexpr long kMallocTrimThreshold = 256L << 20;  // freed memory kept for reuse
-inline constexpr long kMallocMmapThreshold = 32L << 20;   // glibc's upper limit on 64-bit
+inline constexpr long kMallocTrimThreshold = 512L << 20;  // freed memory kept for reuse
+inline constexpr long kMallocMmapThreshold = 256L << 20;  // blocks this large or larger are mmap()ed
 inline constexpr long kMallocTopPad = 64L << 20;          // heap growth per step
 std::string AllocatorTunables();
 
