@@ -12,17 +12,21 @@
 // a munmap (a 160-evaluation Inception-v3 GO run: 5.6 s of system time
 // against 0.3 s; docs/BENCHMARKS.md, "Allocator settings").
 //
-// Only the GLIBC_TUNABLES variable, read when the process starts, has the
-// full effect; the same values set with mallopt() in main() remove only
-// part of the faults (measured: 7.4-9.1 s untuned, 5.7-6.2 s with
-// mallopt, 3.9-4.3 s with the variable). So TuneAllocator sets the variable and executes the program
-// again (/proc/self/exe, same arguments; a few ms, as `gosim` no longer
-// links LibTorch), once: the second start finds the variable set. `gosim`
-// calls it only for runs that will use LibTorch (experiments/commands.h,
-// PrepareForLibTorch). It does nothing when
-// GLIBC_TUNABLES or a MALLOC_*_ variable is already set (the user's choice
-// wins), when GOSIM_NO_ALLOCATOR_TUNING is set (say so under valgrind or
-// gdb, which should keep the process they started), or off glibc; if the
+// The GLIBC_TUNABLES variable, read when the process starts, has the full
+// effect. With the earlier 32 MB mmap threshold, the same values set with
+// mallopt() in main() removed only part of the faults (7.4-9.1 s untuned,
+// 5.7-6.2 s with mallopt, 3.9-4.3 s with the variable); with today's values
+// mallopt() before main() removed them all on the GO run of
+// docs/BENCHMARKS.md (system time 7.3 s untuned, 0.15 s). So TuneAllocator
+// sets the variable and executes the program again (/proc/self/exe, same
+// arguments; a few ms, as `gosim` no longer links LibTorch), once: the
+// second start finds the variable set. `gosim` calls it only for runs that
+// will use LibTorch (experiments/commands.h, PrepareForLibTorch); the
+// Python module calls it with no arguments when it is imported, which sets
+// the values with mallopt() only. It does nothing when GLIBC_TUNABLES or a
+// MALLOC_*_ variable is already set (the user's choice wins), when
+// GOSIM_NO_ALLOCATOR_TUNING is set (say so under valgrind or gdb, which
+// should keep the process they started), or off glibc; if the
 // re-execution fails it falls back to mallopt() and goes on.
 #ifndef GOSIM_CORE_ALLOCATOR_H_
 #define GOSIM_CORE_ALLOCATOR_H_
@@ -38,7 +42,7 @@ inline constexpr long kMallocTopPad = 64L << 20;          // heap growth per ste
 std::string AllocatorTunables();
 
 // Call with main's arguments before any work; may not return (the program
-// starts again with the tunables in place).
+// starts again with the tunables in place). With argv null: mallopt() only.
 void TuneAllocator(char** argv);
 
 }  // namespace gosim

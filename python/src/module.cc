@@ -5,6 +5,7 @@
 // carrying the same one-line message as the command line prints.
 #include <pybind11/pybind11.h>
 
+#include "core/allocator.h"
 #include "core/error.h"
 #include "python/src/bindings.h"
 
@@ -31,6 +32,13 @@ YAML::Node ToYaml(const py::handle& value) {
 
 PYBIND11_MODULE(_core, m) {
   m.doc() = "gosim's C++ core: graphs, clusters, the simulator, agents and experiments";
+  // The allocator settings gosim's own program starts with (core/allocator.h),
+  // set with mallopt() here, as the interpreter is already running: without
+  // them a GO run from Python spends about a third of its CPU time faulting
+  // in freed tensors again (docs/BENCHMARKS.md, "Allocator settings"). A
+  // GLIBC_TUNABLES or MALLOC_* variable of the user's, or
+  // GOSIM_NO_ALLOCATOR_TUNING, leaves the process's allocator as it is.
+  gosim::TuneAllocator(nullptr);
 
   static py::exception<gosim::Error> error(m, "Error");
   static py::exception<gosim::ConfigError> config_error(m, "ConfigError", error.ptr());
