@@ -67,6 +67,28 @@ YAML
 $py analysis/tables.py "$work/layout.yaml" "$work/run" --out "$work/tables" > "$work/grid.md"
 $py analysis/tables.py "$work/convergence.yaml" "$work/run" --out "$work/tables" > "$work/convergence.md"
 $py analysis/tables.py "$work/regal.yaml" "$work/run" --out "$work/tables" > "$work/regal.md"
+# paired.py: brkga against each other column, graph by graph; two seeds are
+# too few pairs for a verdict, and its mean is the mean of the paired ratios.
+$py analysis/paired.py "$work/run" --agent brkga > "$work/paired.txt"
+for g in g1 g2; do
+  grep -Eq "^$g \(.*\): random_search [+-][0-9.]+% \[[+-][0-9.]+, [+-][0-9.]+\]; single_device [+-][0-9.]+% \[" "$work/paired.txt" ||
+    { echo "FAIL: paired.py line of $g"; cat "$work/paired.txt"; exit 1; }
+done
+! tail -n +2 "$work/paired.txt" | grep -Eq "faster|slower|tie|equal" || { echo "FAIL: a verdict from two pairs"; cat "$work/paired.txt"; exit 1; }
+expected=$($py - "$work/run" <<'PY'
+import json, sys
+cells = [json.loads(l) for l in open(sys.argv[1] + "/results.jsonl")]
+by = {(c["graph"], c["label"], c["seed"]): c["step_time"] for c in cells}
+r = [by[("g1", "random_search", s)] / by[("g1", "brkga", s)] - 1 for s in (0, 1)]
+print(f"{100 * sum(r) / len(r):+.1f}%")
+PY
+)
+grep -q "^g1 (.*): random_search $expected " "$work/paired.txt" ||
+  { echo "FAIL: paired.py mean, expected $expected"; cat "$work/paired.txt"; exit 1; }
+if $py analysis/paired.py "$work/run" --agent nosuch > /dev/null 2> "$work/paired_err.txt"; then
+  echo "FAIL: paired.py accepted an unknown label"; exit 1
+fi
+grep -q "no cells of 'nosuch'" "$work/paired_err.txt" || { echo "FAIL: paired.py error"; cat "$work/paired_err.txt"; exit 1; }
 grep -q "^| G1 | " "$work/grid.md" || { echo "FAIL: no G1 row"; cat "$work/grid.md"; exit 1; }
 grep -q "^| G2 | " "$work/grid.md" || { echo "FAIL: no G2 row"; exit 1; }
 grep -q "| 1.5 |" "$work/grid.md" || { echo "FAIL: no paper column"; exit 1; }
