@@ -63,6 +63,9 @@ def load_results(run_dir):
     after a checkpoint was trained again (the new cells are appended after
     the old ones), with a warning on stderr.
 
+    A folder whose log is committed gzip'd (results.jsonl.gz, results/) is
+    read the same way.
+
     When the folder has cells.txt (the ids of the grid `gosim run` last ran
     there), only those cells are kept: lines that another configuration or
     another build of gosim left in the folder never reach a table. Columns
@@ -70,6 +73,9 @@ def load_results(run_dir):
     "-dirty" when its tree had changes) come from the cell's identity.
     """
     path = os.path.join(run_dir, "results.jsonl")
+    # results/ commits a large log gzip'd (results/README.md): read it as is.
+    if not os.path.exists(path) and os.path.exists(path + ".gz"):
+        path += ".gz"
     grid = None
     try:
         with open(os.path.join(run_dir, "cells.txt")) as f:
@@ -81,7 +87,7 @@ def load_results(run_dir):
     rows = {}
     left_out = 0
     try:
-        with open(path) as f:
+        with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
             for number, line in enumerate(f, 1):
                 if not line.strip():
                     continue

@@ -1,17 +1,19 @@
 #!/usr/bin/python3
 """One agent against others, graph by graph, paired by seed.
 
-Usage: paired.py RUN_DIR [RUN_DIR ...] --agent LABEL [--against LABEL ...] [--metric step_time]
+Usage: paired.py RUN_DIR [RUN_DIR ...] --agent LABEL [--against LABEL ...] [--metric FIELD]
 
 For every graph (and cluster) where both ran, prints the mean over paired
 seeds of (other / agent - 1) x 100, its 95% bootstrap interval (10,000
 resamples, analysis/gosim_analysis.py's paired_bootstrap) and the verdict
-for the agent: "agent faster" when the interval lies above 0 (the other is
-slower), "agent slower" when below, "tie" when it holds 0, nothing with
+for the agent: "agent better" when the interval lies above 0 (the other is
+worse), "agent worse" when below, "tie" when it holds 0, nothing with
 fewer than 3 pairs. A deterministic column that ran one seed is paired
 with every seed of the other. Without --against: every other label of
 the run folders. A paper table's reference column answers "better than
-the reference"; this answers "better than each control".
+the reference"; this answers "better than each control". The metric is
+`best_objective` (the objective the cells optimized, lower is better) unless
+--metric names another field of the results lines (e.g. step_time).
 """
 import argparse
 import sys
@@ -36,7 +38,8 @@ def main():
     parser.add_argument("runs", nargs="+")
     parser.add_argument("--agent", required=True, help="the label compared against the others")
     parser.add_argument("--against", action="append", default=[], help="a label to compare with; repeatable")
-    parser.add_argument("--metric", default="step_time")
+    parser.add_argument("--metric", default="best_objective",
+                        help="a numeric field of the results lines, lower is better (default: best_objective)")
     args = parser.parse_args()
     try:
         frame = load_runs(args.runs)
@@ -46,9 +49,14 @@ def main():
     for label in [args.agent] + args.against:
         if label not in labels:
             sys.exit(f"paired.py: no cells of '{label}' in {', '.join(args.runs)} (labels there: {', '.join(labels)})")
+    if args.metric not in frame.columns:
+        sys.exit(f"paired.py: the results lines have no field '{args.metric}'")
     against = args.against or [label for label in labels if label != args.agent]
-    print(f"{args.agent} against each column, {args.metric}: mean of (column / {args.agent} - 1) x 100 over "
-          "paired seeds [95% bootstrap interval]; positive: the column is slower")
+    metric = args.metric
+    if metric == "best_objective":
+        metric += " (" + ", ".join(sorted(str(o) for o in frame.objective.unique())) + ")"
+    print(f"{args.agent} against each column, {metric}: mean of (column / {args.agent} - 1) x 100 over "
+          "paired seeds [95% bootstrap interval]; positive: the column is worse")
     for (graph, cluster), cells in frame.groupby(["graph", "cluster"], sort=True):
         mine = seeds_of(cells, args.agent, args.metric)
         if not mine:
@@ -62,7 +70,7 @@ def main():
             mean, (low, high), verdict = paired_bootstrap(column, agent)
             # paired_bootstrap's verdict is for its first argument, the column;
             # values equal but for rounding are "equal", not a win.
-            word = {"better": f"{args.agent} slower", "worse": f"{args.agent} faster", "n.s.": "tie"}.get(verdict, "")
+            word = {"better": f"{args.agent} worse", "worse": f"{args.agent} better", "n.s.": "tie"}.get(verdict, "")
             if verdict and all(abs(c / a - 1.0) < 1e-9 for c, a in zip(column, agent)):
                 word = "equal"
             parts.append(f"{label} {mean:+.1f}% [{low:+.1f}, {high:+.1f}] {word}".rstrip())

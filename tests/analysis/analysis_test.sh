@@ -74,7 +74,7 @@ for g in g1 g2; do
   grep -Eq "^$g \(.*\): random_search [+-][0-9.]+% \[[+-][0-9.]+, [+-][0-9.]+\]; single_device [+-][0-9.]+% \[" "$work/paired.txt" ||
     { echo "FAIL: paired.py line of $g"; cat "$work/paired.txt"; exit 1; }
 done
-! tail -n +2 "$work/paired.txt" | grep -Eq "faster|slower|tie|equal" || { echo "FAIL: a verdict from two pairs"; cat "$work/paired.txt"; exit 1; }
+! tail -n +2 "$work/paired.txt" | grep -Eq "better|worse|tie|equal" || { echo "FAIL: a verdict from two pairs"; cat "$work/paired.txt"; exit 1; }
 expected=$($py - "$work/run" <<'PY'
 import json, sys
 cells = [json.loads(l) for l in open(sys.argv[1] + "/results.jsonl")]
@@ -85,6 +85,13 @@ PY
 )
 grep -q "^g1 (.*): random_search $expected " "$work/paired.txt" ||
   { echo "FAIL: paired.py mean, expected $expected"; cat "$work/paired.txt"; exit 1; }
+# A run folder committed with its log gzip'd (results/README.md) reads the same.
+mkdir -p "$work/gz"
+cp "$work/run/cells.txt" "$work/gz/"
+gzip -c "$work/run/results.jsonl" > "$work/gz/results.jsonl.gz"
+$py analysis/paired.py "$work/gz" --agent brkga | tail -n +2 > "$work/paired_gz.txt"
+tail -n +2 "$work/paired.txt" | cmp -s - "$work/paired_gz.txt" ||
+  { echo "FAIL: paired.py on results.jsonl.gz"; cat "$work/paired_gz.txt"; exit 1; }
 if $py analysis/paired.py "$work/run" --agent nosuch > /dev/null 2> "$work/paired_err.txt"; then
   echo "FAIL: paired.py accepted an unknown label"; exit 1
 fi
