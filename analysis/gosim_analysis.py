@@ -198,6 +198,17 @@ def paired_bootstrap(agent, reference):
     return sum(pct) / n, (low, high), verdict
 
 
+def pairs(mine, reference):
+    """Paired values of two {seed: value} maps: the same seed, or every seed
+    of `mine` against a reference that ran one seed (a deterministic
+    baseline)."""
+    if len(reference) == 1:
+        (only,) = reference.values()
+        return list(mine.values()), [only] * len(mine)
+    common = sorted(set(mine) & set(reference))
+    return [mine[s] for s in common], [reference[s] for s in common]
+
+
 def geometric_mean(values):
     values = list(values)
     if not values:

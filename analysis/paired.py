@@ -18,19 +18,11 @@ the reference"; this answers "better than each control". The metric is
 import argparse
 import sys
 
-from gosim_analysis import AnalysisError, load_runs, paired_bootstrap
+from gosim_analysis import AnalysisError, load_runs, paired_bootstrap, pairs
 
 
 def seeds_of(frame, label, metric):
     return {int(r.seed): float(r[metric]) for _, r in frame[frame.label == label].iterrows() if r.feasible}
-
-
-def pairs(mine, other):
-    if len(other) == 1:
-        (only,) = other.values()
-        return [only] * len(mine), list(mine.values())
-    common = sorted(set(mine) & set(other))
-    return [other[s] for s in common], [mine[s] for s in common]
 
 
 def main():
@@ -66,7 +58,7 @@ def main():
             other = seeds_of(cells, label, args.metric)
             if not other:
                 continue
-            column, agent = pairs(mine, other)
+            agent, column = pairs(mine, other)
             mean, (low, high), verdict = paired_bootstrap(column, agent)
             # paired_bootstrap's verdict is for its first argument, the column;
             # values equal but for rounding are "equal", not a win.

@@ -57,7 +57,7 @@ import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from gosim_analysis import (AnalysisError, fail, fmt, geometric_mean, latex_table, load_curves,  # noqa: E402
-                            load_runs, markdown_table, paired_bootstrap, pretrain_text, provenance,
+                            load_runs, markdown_table, paired_bootstrap, pairs, pretrain_text, provenance,
                             t_half_width)
 
 KINDS = ("grid", "regal", "running_time", "convergence")
@@ -107,16 +107,6 @@ def value_of(df, metric):
     if feasible.empty:
         return float("inf"), len(df), {}
     return float(feasible[metric].mean()), len(df), dict(zip(feasible["seed"], feasible[metric].astype(float)))
-
-
-def pairs(mine, reference):
-    """Paired values: the same seed, or every seed of `mine` against a
-    reference that ran one seed (a deterministic baseline)."""
-    if len(reference) == 1:
-        (only,) = reference.values()
-        return list(mine.values()), [only] * len(mine)
-    common = sorted(set(mine) & set(reference))
-    return [mine[s] for s in common], [reference[s] for s in common]
 
 
 def seed_text(counts):
