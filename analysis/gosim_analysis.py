@@ -363,6 +363,32 @@ def fmt(value, digits=3):
     return f"{value:.{digits}g}" if abs(value) < 1 else f"{value:.{digits}f}".rstrip("0").rstrip(".")
 
 
+def shown_decimals(value, digits=3):
+    """How many decimals fmt(value, digits) rounds to (before trailing zeros go)."""
+    if abs(value) >= 1000:
+        return 0
+    if abs(value) >= 1:
+        return digits
+    if value == 0:
+        return digits
+    return max(0, digits - 1 - math.floor(math.log10(abs(value))))
+
+
+def fmt_pm(value, half, digits=3):
+    """'mean ±half' for a grid cell: the mean at a fixed precision (digits
+    decimals from 1 to 1,000, fmt's rule elsewhere) and its half-width rounded
+    at the same place, so that a spread below the mean's last digit reads ±0
+    (not ±1.5e-13)."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "-"
+    decimals = shown_decimals(value, digits)
+    text = f"{value:,.{decimals}f}" if 1 <= abs(value) < 1000 else fmt(value, digits)
+    if half is None:
+        return text
+    width = f"{half:,.{decimals}f}"
+    return f"{text} ±{'0' if float(width.replace(',', '')) == 0 else width}"
+
+
 def markdown_table(header, rows, align=None):
     """A Markdown table; `align` per column: 'l' or 'r'."""
     align = align or ["l"] + ["r"] * (len(header) - 1)

@@ -56,7 +56,7 @@ import pandas as pd
 import yaml
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from gosim_analysis import (AnalysisError, fail, fmt, geometric_mean, latex_table, load_curves,  # noqa: E402
+from gosim_analysis import (AnalysisError, fail, fmt, fmt_pm, geometric_mean, latex_table, load_curves,  # noqa: E402
                             load_runs, markdown_table, paired_bootstrap, pairs, pretrain_text, provenance,
                             t_half_width)
 
@@ -163,10 +163,8 @@ def grid(layout, df):
             if v == float("inf"):
                 out.append("OOM")
                 continue
-            text = fmt(v * scale, layout.get("digits", 3))
             half = t_half_width(list(by_seed.values()))
-            if half is not None:
-                text += f" ±{fmt(half * scale, 2)}"
+            text = fmt_pm(v * scale, None if half is None else half * scale, layout.get("digits", 3))
             if ref not in (None, float("inf")) and c["label"] == reference and single is not None:
                 one = values[[x["label"] for x in columns].index(single)]
                 if one not in (None, float("inf")) and ref > one:
@@ -205,13 +203,13 @@ def grid(layout, df):
         rows.append(mean + ["" for _ in paper_columns])
         rows.append(tally + ["" for _ in paper_columns])
     rows.append(["evaluations per cell"] +
-                [fmt(sum(evaluations[c["label"]]) / len(evaluations[c["label"]])) if evaluations[c["label"]] else "-"
+                [fmt(round(sum(evaluations[c["label"]]) / len(evaluations[c["label"]]))) if evaluations[c["label"]] else "-"
                  for c in columns] + ["" for _ in paper_columns])
     rows.append(["evals (pre-train)"] + [pretrain_text(pretrain[c["label"]]) for c in columns] +
                 ["" for _ in paper_columns])
     rows.append(["seeds"] + [seed_text(seed_counts[c["label"]]) for c in columns] + ["" for _ in paper_columns])
     note = (f"{metric.replace('_', ' ')} in {unit}, mean over seeds ± half-width of the 95% t-interval "
-            "(2 or more feasible seeds)")
+            "(2 or more feasible seeds; rounded at the mean's last digit, so ±0 is a spread below it)")
     if reference:
         note += (f"; % against {reference}, negative is better; better / worse: the 95% paired-bootstrap "
                  "interval of the % (10,000 resamples, seeds paired, at least 3 pairs) excludes 0, n.s.: it "
@@ -239,7 +237,7 @@ def regal(layout, df, running_time=False):
 
     def budget_columns(label):
         cells = df[df["label"] == label]
-        return [fmt(cells["evaluations"].mean()) if len(cells) else "-", pretrain_text(cells["pretrain_evaluations"])]
+        return [fmt(round(cells["evaluations"].mean())) if len(cells) else "-", pretrain_text(cells["pretrain_evaluations"])]
 
     header, rows = [], []
     if running_time:
@@ -341,7 +339,7 @@ def convergence(layout, df, curves):
         half = t_half_width(finals)
         reached = [r for _, _, r in targets if r]
         out = [row["title"], len(targets),
-               fmt(sum(finals) / len(finals) * scale, digits) + (f" ±{fmt(half * scale, 2)}" if half is not None else ""),
+               fmt_pm(sum(finals) / len(finals) * scale, None if half is None else half * scale, digits),
                (f"{sum(r[0] for r in reached) / len(reached):.0f} / {sum(r[1] for r in reached) / len(reached):.1f}"
                 if reached else "-")]
         for a in agents:

@@ -110,6 +110,10 @@ grep -Eq '^\| evaluations per cell \| 1 \| 200 \| 200 \|' "$work/grid.md" ||
 # Two seeds: a t-interval on the random search cells.
 grep -Eq '^\| G1 \| [0-9.]+ \| [0-9.]+ ±[0-9.]+ \(' "$work/grid.md" ||
   { echo "FAIL: no interval"; cat "$work/grid.md"; exit 1; }
+# A cell's spread is rounded where its mean is: float noise reads ±0.
+fmt_out=$(cd analysis && $py -c 'from gosim_analysis import fmt_pm as f
+print(f(812.0283, 1.5e-13, 1), f(223.6181, 1.81, 1), f(1236.4, 19.44, 1), f(0.0242, 0.0017, 3), f(5.0, None, 2))')
+[ "$fmt_out" = "812.0 ±0 223.6 ±1.8 1,236 ±19 0.0242 ±0.0017 5.00" ] || { echo "FAIL: fmt_pm gave '$fmt_out'"; exit 1; }
 grep -q "Final runs on the test graphs logged in these run folders: 0" "$work/grid.md" ||
   { echo "FAIL: no final-run count"; exit 1; }
 # Final runs of another folder (a training run that evaluated on the test split) count too.
