@@ -366,7 +366,7 @@ def convergence(layout, df, curves):
                 out += ["-", "-"]
                 continue
             if not hits:
-                out += [f"not within {budget} (0/{tried})", "-"]
+                out += [f"not within {fmt(budget)} (0/{tried})", "-"]
                 continue
             text = (f"{sum(h[0] for h in hits) / len(hits):.0f} / {sum(h[1] for h in hits) / len(hits):.1f} "
                     f"({len(hits)}/{tried})")
