@@ -31,11 +31,14 @@ std::string StepList(const std::vector<int64_t>& steps) {
   return out + "]";
 }
 
-double Scaled(const sim::KernelFit& cost, double flops, double bytes, bool has_shapes,
+// A batch norm's per-channel term scales with memory bandwidth, like bytes:
+// its kernels stream each channel through one thread block.
+double Scaled(const sim::KernelFit& cost, double flops, double bytes, double channel_extent, bool has_shapes,
               const DeviceScale& scale) {
   if (!has_shapes) return std::max(0.0, cost.intercept * scale.intercept);
-  return std::max(0.0, cost.intercept * scale.intercept + cost.per_flop * flops * scale.per_flop +
-                           cost.per_byte * bytes * scale.per_byte);
+  return std::max(0.0,
+                  cost.intercept * scale.intercept + cost.per_flop * flops * scale.per_flop +
+                      (cost.per_byte * bytes + cost.per_channel_element * channel_extent) * scale.per_byte);
 }
 
 const sim::KernelFit& FitOf(const sim::DeviceProfile& profile, const std::string& type) {
@@ -63,7 +66,8 @@ void ErrorStats::Add(double predicted_seconds, double measured_seconds) {
 }
 
 double PredictSample(const sim::DeviceProfile& profile, const OpSample& sample, const DeviceScale& scale) {
-  return Scaled(FitOf(profile, sample.type), sample.flops, sample.bytes, sample.has_shapes, scale);
+  return Scaled(FitOf(profile, sample.type), sample.flops, sample.bytes, sample.channel_extent,
+                sample.has_shapes, scale);
 }
 
 AccuracyReport EvaluateSteps(const sim::DeviceProfile& profile, const TraceSamples& samples,
@@ -186,6 +190,7 @@ AccuracyReport EvaluateTransfer(const sim::DeviceProfile& profile, const TraceSa
     }
     double flops = s.flops;
     double bytes = s.bytes;
+    double channel_extent = s.channel_extent;
     if (!s.has_shapes) {
       const auto partner = reference.find({name, s.ordinal});
       const auto count = reference_count.find(name);
@@ -196,8 +201,9 @@ AccuracyReport EvaluateTransfer(const sim::DeviceProfile& profile, const TraceSa
       }
       flops = partner->second->flops;
       bytes = partner->second->bytes;
+      channel_extent = partner->second->channel_extent;
     }
-    const double p = Scaled(FitOf(profile, name), flops, bytes, true, scale);
+    const double p = Scaled(FitOf(profile, name), flops, bytes, channel_extent, true, scale);
     report.ops.Add(p, s.time);
     report.per_type[s.type].Add(p, s.time);
     const auto k = std::lower_bound(ordered.begin(), ordered.end(), s.step) - ordered.begin();

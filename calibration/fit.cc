@@ -54,7 +54,8 @@ double Mape(const std::vector<const OpSample*>& samples, const sim::KernelFit& c
   int64_t count = 0;
   for (const OpSample* s : samples) {
     if (s->time <= 0.0) continue;
-    const double predicted = s->has_shapes ? cost.Time(s->flops, s->bytes) : cost.Time(0.0, 0.0);
+    const double predicted =
+        s->has_shapes ? cost.Time(s->flops, s->bytes, s->channel_extent) : cost.Time(0.0, 0.0);
     sum += std::fabs(predicted - s->time) / s->time;
     ++count;
   }
@@ -83,32 +84,37 @@ sim::KernelFit FitKernelCost(const std::vector<const OpSample*>& samples, const 
     if (s->has_shapes) shaped.push_back(s);
   }
   if (static_cast<int>(shaped.size()) >= std::max(1, options.min_samples)) {
-    Eigen::MatrixXd features(static_cast<Eigen::Index>(shaped.size()), 3);
+    // A column that is zero for every sample (channel_extent of anything
+    // but a batch norm) gets a zero coefficient.
+    Eigen::MatrixXd features(static_cast<Eigen::Index>(shaped.size()), 4);
     Eigen::VectorXd times(static_cast<Eigen::Index>(shaped.size()));
     for (size_t i = 0; i < shaped.size(); ++i) {
       const auto r = static_cast<Eigen::Index>(i);
       features(r, 0) = 1.0;
       features(r, 1) = shaped[i]->flops;
       features(r, 2) = shaped[i]->bytes;
+      features(r, 3) = shaped[i]->channel_extent;
       times(r) = shaped[i]->time;
     }
     const Eigen::VectorXd x = SolveScaled(features, times, options);
     cost.intercept = x(0);
     cost.per_flop = x(1);
     cost.per_byte = x(2);
+    cost.per_channel_element = x(3);
     if (options.preserve_total) {
       // Rescale so that the fitted times add up to the measured ones.
       double measured = 0.0;
       double predicted = 0.0;
       for (const OpSample* s : shaped) {
         measured += s->time;
-        predicted += cost.Time(s->flops, s->bytes);
+        predicted += cost.Time(s->flops, s->bytes, s->channel_extent);
       }
       if (predicted > 0.0 && measured > 0.0) {
         const double c = measured / predicted;
         cost.intercept *= c;
         cost.per_flop *= c;
         cost.per_byte *= c;
+        cost.per_channel_element *= c;
       }
     }
     cost.samples = static_cast<int64_t>(shaped.size());
@@ -259,9 +265,10 @@ sim::DeviceProfile FitProfileIf(const TraceSamples& samples, const FitOptions& o
   return profile;
 }
 
-double PredictKernel(const sim::DeviceProfile& profile, std::string_view op_type, double flops,
-                     double bytes) {
-  return profile.FitFor(op_type, graphs::ClassifyOp(BaseSampleType(op_type))).Time(flops, bytes);
+double PredictKernel(const sim::DeviceProfile& profile, std::string_view op_type, double flops, double bytes,
+                     double channel_extent) {
+  return profile.FitFor(op_type, graphs::ClassifyOp(BaseSampleType(op_type)))
+      .Time(flops, bytes, channel_extent);
 }
 
 double PredictTransfer(const sim::DeviceProfile& profile, std::string_view link, double bytes) {

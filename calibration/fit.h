@@ -1,7 +1,9 @@
 // Fitting a DeviceProfile to the samples of a trace.
 //
 // Per op type, per op class and for the default: kernel time = intercept +
-// per_flop * flops + per_byte * bytes, fitted with non-negative least squares
+// per_flop * flops + per_byte * bytes + per_channel_element * channel_extent
+// (a batch norm's elements per channel, graphs::ChannelExtent; 0 for other
+// ops, whose fits keep that coefficient at 0), fitted with non-negative least squares
 // (or its Huber-robust variant, nnls.h) on the samples whose input shapes the
 // trace recorded. With relative weighting each row is divided by its measured
 // time, so the fit minimizes squared relative errors (the mean absolute
@@ -64,7 +66,8 @@ sim::DeviceProfile FitProfileIf(const TraceSamples& samples, const FitOptions& o
 // Predicted kernel time of an op (seconds, launch overhead excluded) and of
 // a transfer, as the simulator's calibrated cost model computes them. A
 // transfer on a link the profile lacks takes the default fit's intercept.
-double PredictKernel(const sim::DeviceProfile& profile, std::string_view op_type, double flops, double bytes);
+double PredictKernel(const sim::DeviceProfile& profile, std::string_view op_type, double flops, double bytes,
+                     double channel_extent = 0.0);
 double PredictTransfer(const sim::DeviceProfile& profile, std::string_view link, double bytes);
 
 }  // namespace gosim::calibration

@@ -416,6 +416,7 @@ OpWork GenericWork(Kind kind, const std::string& base, const std::vector<OpInput
     case Kind::kNorm:
       w.flops = graphs::BatchNormFlops(first);
       w.bytes = t.total_bytes + first_bytes;
+      w.channel_extent = graphs::ChannelExtent(base, t.shape(0));  // 0 for instance_norm
       break;
     case Kind::kLayerNorm:
       w.flops = graphs::LayerNormFlops(first);
@@ -424,6 +425,7 @@ OpWork GenericWork(Kind kind, const std::string& base, const std::vector<OpInput
     case Kind::kNormBackward:
       w.flops = 2.0 * graphs::BatchNormFlops(first);
       w.bytes = t.total_bytes + t.max_numel * t.max_size;
+      w.channel_extent = graphs::ChannelExtent(base, t.shape(0));
       break;
     case Kind::kLayerNormBackward:
       w.flops = 2.0 * graphs::LayerNormFlops(first);

@@ -35,9 +35,10 @@ namespace gosim::calibration {
 
 struct OpWork {
   double flops = 0.0;
-  double bytes = 0.0;        // bytes read + written
-  bool known = false;        // derived from recorded shapes
-  bool approximate = false;  // an assumption filled a missing size
+  double bytes = 0.0;           // bytes read + written
+  double channel_extent = 0.0;  // a batch norm's elements per channel (graphs::ChannelExtent), else 0
+  bool known = false;           // derived from recorded shapes
+  bool approximate = false;     // an assumption filled a missing size
 };
 
 // Output shapes of convolution forward ops that the trace implies, by op

@@ -168,6 +168,7 @@ TraceSamples ExtractSamples(const Trace& trace) {
         const OpWork work = EstimateOpWork(op.name, op.inputs, hint == hints.end() ? nullptr : &hint->second);
         s.flops = work.flops;
         s.bytes = work.bytes;
+        s.channel_extent = work.channel_extent;
         s.approximate = work.approximate || !work.known;
       }
       if (s.approximate && op.graph_flops >= 0.0 && op.graph_bytes >= 0.0) {

@@ -23,13 +23,14 @@ struct OpSample {
   std::string type;                                    // its name, e.g. "aten::conv2d"
   graphs::OpClass op_class = graphs::OpClass::kOther;  // graphs::ClassifyOp(type)
   double flops = 0.0;
-  double bytes = 0.0;        // read + written
-  bool has_shapes = false;   // the trace recorded input shapes for it
-  bool approximate = false;  // an assumed size entered flops / bytes
-  double time = 0.0;         // seconds of kernel + memset time
-  int32_t kernels = 0;       // GPU activities summed into `time`
-  int32_t step = -1;         // index into Trace::steps, -1 outside every step
-  int32_t ordinal = -1;      // the k-th sample of `type` in its step, by start time
+  double bytes = 0.0;           // read + written
+  double channel_extent = 0.0;  // a batch norm's elements per channel (graphs::ChannelExtent), else 0
+  bool has_shapes = false;      // the trace recorded input shapes for it
+  bool approximate = false;     // an assumed size entered flops / bytes
+  double time = 0.0;            // seconds of kernel + memset time
+  int32_t kernels = 0;          // GPU activities summed into `time`
+  int32_t step = -1;            // index into Trace::steps, -1 outside every step
+  int32_t ordinal = -1;         // the k-th sample of `type` in its step, by start time
   // The gosim graph node the op ran for (traces of `gosim profile`): its op
   // type, FLOPs and bytes as the simulator's cost models see them; empty /
   // -1 otherwise.

@@ -11,6 +11,29 @@ double NumElements(std::span<const int64_t> shape) {
   return n;
 }
 
+bool IsBatchNormOp(std::string_view op_type) {
+  // "batchnorm" in the name, case and underscores ignored; no allocation, as
+  // the simulator asks this of every fused group it times.
+  constexpr std::string_view kKey = "batchnorm";
+  const auto lower = [](char c) { return (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c; };
+  for (size_t start = 0; start < op_type.size(); ++start) {
+    if (lower(op_type[start]) != kKey[0]) continue;
+    size_t matched = 0;
+    for (size_t i = start; i < op_type.size() && matched < kKey.size(); ++i) {
+      if (op_type[i] == '_') continue;
+      if (lower(op_type[i]) != kKey[matched]) break;
+      ++matched;
+    }
+    if (matched == kKey.size()) return true;
+  }
+  return false;
+}
+
+double ChannelExtent(std::string_view op_type, std::span<const int64_t> shape) {
+  if (shape.size() < 2 || shape[1] <= 0 || !IsBatchNormOp(op_type)) return 0.0;
+  return NumElements(shape) / static_cast<double>(shape[1]);
+}
+
 double ConvFlops(double batch, double out_channels, double out_spatial, double in_channels_per_group,
                  double kernel_elements, bool bias) {
   const double outputs = batch * out_channels * out_spatial;

@@ -53,6 +53,17 @@ double BatchNormFlops(double elements);
 double LayerNormFlops(double elements);
 double SoftmaxFlops(double elements);
 
+// Whether `op_type` is a batch norm, forward or backward, in any framework's
+// spelling ("FusedBatchNormGrad", "aten::cudnn_batch_norm",
+// "native_batch_norm_backward", "BatchNormalization", ...).
+bool IsBatchNormOp(std::string_view op_type);
+// The elements per channel (N x H x W) of a batch norm over a tensor of
+// `shape`, channels in dimension 1 (NCHW, gosim's graph layout and
+// PyTorch's): its kernels reduce each channel in one thread block, so their
+// time follows this extent where there are few channels. 0 for any other op
+// and for shapes of rank < 2.
+double ChannelExtent(std::string_view op_type, std::span<const int64_t> shape);
+
 // Classification of ONNX op types (standard domain) used by the importer.
 enum class OpCostClass {
   kConv,

@@ -7,6 +7,7 @@
 
 #include "core/registry.h"
 #include "core/strings.h"
+#include "graphs/op_costs.h"
 #include "sim/cost_models.h"
 
 namespace gosim::sim {
@@ -184,6 +185,13 @@ std::vector<std::string> CostModelNames() {
   return CostModels().Names();
 }
 
+double NodeChannelExtent(const graphs::Graph& graph, const graphs::Node& node) {
+  for (const graphs::TensorInfo& out : node.outputs) {
+    if (!out.shape.empty()) return graphs::ChannelExtent(graph.op_type_name(node.op), out.shape);
+  }
+  return 0.0;
+}
+
 KernelWork MakeKernelWork(const graphs::Graph& graph, std::span<const graphs::NodeId> nodes) {
   KernelWork work;
   work.nodes = nodes;
@@ -200,6 +208,7 @@ KernelWork MakeKernelWork(const graphs::Graph& graph, std::span<const graphs::No
       best = node.flops;
       work.op = node.op;
       work.dtype = NodeDType(node);
+      work.channel_extent = NodeChannelExtent(graph, node);
     }
     // Each internal input tensor is read from inside the kernel, not memory;
     // in-edges come sorted by (src, output), so repeats are adjacent.
@@ -416,12 +425,12 @@ const DeviceProfile* CalibratedCostModel::ProfileFor(std::string_view device_kin
   return nullptr;
 }
 
-double CalibratedCostModel::Time(std::string_view op_type, double flops, double bytes, graphs::DType dtype,
-                                 const DeviceSpec& device) const {
+double CalibratedCostModel::Time(std::string_view op_type, double flops, double bytes, double channel_extent,
+                                 graphs::DType dtype, const DeviceSpec& device) const {
   const DeviceProfile* profile = ProfileFor(device.kind);
   if (profile == nullptr) return roofline_.Time(op_type, flops, bytes, dtype, device);
   if (Empty(flops, bytes) && !options_.roofline.charge_empty_ops) return 0.0;
-  return profile->KernelTime(op_type, graphs::ClassifyOp(op_type), flops, bytes);
+  return profile->KernelTime(op_type, graphs::ClassifyOp(op_type), flops, bytes, channel_extent);
 }
 
 double CalibratedCostModel::NodeTime(const graphs::Graph& graph, graphs::NodeId node,
@@ -430,7 +439,8 @@ double CalibratedCostModel::NodeTime(const graphs::Graph& graph, graphs::NodeId 
     NoKindProfile(graph, device);
   }
   const graphs::Node& n = graph.node(node);
-  return Time(graph.op_type_name(n.op), n.flops, NodeBytes(n), NodeDType(n), device);
+  return Time(graph.op_type_name(n.op), n.flops, NodeBytes(n), NodeChannelExtent(graph, n), NodeDType(n),
+              device);
 }
 
 double CalibratedCostModel::KernelTime(const graphs::Graph& graph, const KernelWork& work,
@@ -438,8 +448,8 @@ double CalibratedCostModel::KernelTime(const graphs::Graph& graph, const KernelW
   if (options_.fallback == Fallback::kError && ProfileFor(device.kind) == nullptr) {
     NoKindProfile(graph, device);
   }
-  return Time(graph.op_type_name(work.op), work.flops, work.bytes_read + work.bytes_written, work.dtype,
-              device);
+  return Time(graph.op_type_name(work.op), work.flops, work.bytes_read + work.bytes_written,
+              work.channel_extent, work.dtype, device);
 }
 
 LinkCost CalibratedCostModel::LinkCostOf(const Cluster& cluster, const LinkSpec& link) const {

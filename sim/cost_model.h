@@ -44,10 +44,18 @@ struct KernelWork {
   double bytes_read = 0.0;
   double bytes_written = 0.0;
   graphs::DType dtype = graphs::DType::kFloat32;
+  // The op node's elements per channel when it is a batch norm
+  // (NodeChannelExtent), else 0; only the calibrated model uses it.
+  double channel_extent = 0.0;
   // The fused nodes, when the caller has them (empty = unknown). Only the
   // measured model uses them: it scales the members' measured times.
   std::span<const graphs::NodeId> nodes = {};
 };
+
+// graphs::ChannelExtent of a node: its op type over the shape of its first
+// output with a known shape (a batch norm's output, or its gradient w.r.t.
+// the input, has the input's shape); 0 when no output has one.
+double NodeChannelExtent(const graphs::Graph& graph, const graphs::Node& node);
 
 // The work of one node, or of a fused group: summed FLOPs, bytes read from
 // outside the group, bytes written that leave the group (a tensor consumed

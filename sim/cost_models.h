@@ -121,8 +121,8 @@ class CalibratedCostModel : public CostModel {
   std::string Describe(const graphs::Graph& graph, const Cluster& cluster) const override;
 
  private:
-  double Time(std::string_view op_type, double flops, double bytes, graphs::DType dtype,
-              const DeviceSpec& device) const;
+  double Time(std::string_view op_type, double flops, double bytes, double channel_extent,
+              graphs::DType dtype, const DeviceSpec& device) const;
   [[noreturn]] void NoKindProfile(const graphs::Graph& graph, const DeviceSpec& device) const;
   std::vector<DeviceProfile> profiles_;
   CalibratedOptions options_;

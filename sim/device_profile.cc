@@ -26,12 +26,13 @@ double Finite(YamlMap& m, const std::string& key, double fallback, bool non_nega
 }
 
 KernelFit ReadFit(YamlMap m) {
-  m.Allow({"intercept", "per_flop", "per_byte", "samples", "mape"});
+  m.Allow({"intercept", "per_flop", "per_byte", "per_channel_element", "samples", "mape"});
   m.Finish();
   KernelFit fit;
   fit.intercept = Finite(m, "intercept", 0.0, false);
   fit.per_flop = Finite(m, "per_flop", 0.0, true);
   fit.per_byte = Finite(m, "per_byte", 0.0, true);
+  fit.per_channel_element = Finite(m, "per_channel_element", 0.0, true);
   fit.samples = m.Get<int64_t>("samples", 0);
   if (fit.samples < 0) m.Fail("samples", "samples must be >= 0");
   fit.mape = Finite(m, "mape", -1.0, false);
@@ -68,6 +69,9 @@ void EmitFit(YAML::Emitter& out, const KernelFit& fit) {
   out << YAML::Key << "intercept" << YAML::Value << fit.intercept;
   out << YAML::Key << "per_flop" << YAML::Value << fit.per_flop;
   out << YAML::Key << "per_byte" << YAML::Value << fit.per_byte;
+  if (fit.per_channel_element > 0.0) {
+    out << YAML::Key << "per_channel_element" << YAML::Value << fit.per_channel_element;
+  }
   if (fit.samples > 0) out << YAML::Key << "samples" << YAML::Value << fit.samples;
   if (fit.mape >= 0.0) out << YAML::Key << "mape" << YAML::Value << fit.mape;
   out << YAML::EndMap;
@@ -75,8 +79,9 @@ void EmitFit(YAML::Emitter& out, const KernelFit& fit) {
 
 }  // namespace
 
-double KernelFit::Time(double flops, double bytes) const {
-  return std::max(0.0, intercept + per_flop * flops + per_byte * bytes);
+double KernelFit::Time(double flops, double bytes, double channel_extent) const {
+  return std::max(0.0,
+                  intercept + per_flop * flops + per_byte * bytes + per_channel_element * channel_extent);
 }
 
 const KernelFit& DeviceProfile::FitFor(std::string_view op_type, graphs::OpClass op_class) const {
@@ -86,8 +91,8 @@ const KernelFit& DeviceProfile::FitFor(std::string_view op_type, graphs::OpClass
 }
 
 double DeviceProfile::KernelTime(std::string_view op_type, graphs::OpClass op_class, double flops,
-                                 double bytes) const {
-  return launch_overhead + FitFor(op_type, op_class).Time(flops, bytes);
+                                 double bytes, double channel_extent) const {
+  return launch_overhead + FitFor(op_type, op_class).Time(flops, bytes, channel_extent);
 }
 
 DeviceProfile ParseDeviceProfile(const std::string& yaml_text, const std::string& source) {

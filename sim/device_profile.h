@@ -4,9 +4,12 @@
 // profile".
 //
 // Kernel time of a node of op type t with class c (graphs/op_class.h):
-//   launch_overhead + max(0, intercept + per_flop * flops + per_byte * bytes)
-// with bytes = bytes_read + bytes_written and the coefficients of
-// op_types[t] when present, else op_classes[c], else `default`.
+//   launch_overhead + max(0, intercept + per_flop * flops + per_byte * bytes
+//                            + per_channel_element * channel_extent)
+// with bytes = bytes_read + bytes_written, channel_extent the elements per
+// channel of a batch norm (graphs::ChannelExtent; 0 for other ops) and the
+// coefficients of op_types[t] when present, else op_classes[c], else
+// `default`.
 #ifndef GOSIM_SIM_DEVICE_PROFILE_H_
 #define GOSIM_SIM_DEVICE_PROFILE_H_
 
@@ -29,11 +32,17 @@ struct KernelFit {
   double intercept = 0.0;  // may be negative; the kernel time is clamped at 0
   double per_flop = 0.0;   // >= 0
   double per_byte = 0.0;   // >= 0
-  int64_t samples = 0;     // kernels the fit used (0 = not recorded)
-  double mape = -1.0;  // mean absolute percentage error on held-out data as a fraction; < 0 = not recorded
+  // >= 0, seconds per element of one channel (N x H x W) of a batch norm:
+  // its kernels reduce each channel in one thread block, so that with fewer
+  // channels than the GPU has room for, the time follows the elements per
+  // channel, not the bytes (docs/CALIBRATION.md, "Fitting").
+  double per_channel_element = 0.0;
+  int64_t samples = 0;  // kernels the fit used (0 = not recorded)
+  double mape = -1.0;   // mean absolute percentage error on held-out data as a fraction; < 0 = not recorded
 
-  // max(0, intercept + per_flop * flops + per_byte * bytes), without launch.
-  double Time(double flops, double bytes) const;
+  // max(0, intercept + per_flop * flops + per_byte * bytes
+  //        + per_channel_element * channel_extent), without launch.
+  double Time(double flops, double bytes, double channel_extent = 0.0) const;
   bool operator==(const KernelFit&) const = default;
 };
 
@@ -71,7 +80,8 @@ struct DeviceProfile {
   // The coefficients for an op type (op_types, then its class, then default).
   const KernelFit& FitFor(std::string_view op_type, graphs::OpClass op_class) const;
   // Seconds for one kernel, launch overhead included.
-  double KernelTime(std::string_view op_type, graphs::OpClass op_class, double flops, double bytes) const;
+  double KernelTime(std::string_view op_type, graphs::OpClass op_class, double flops, double bytes,
+                    double channel_extent = 0.0) const;
 };
 
 // Parses a profile; every problem is a ConfigError with file, line and path.

@@ -53,6 +53,49 @@ TEST_CASE("a linear cost is recovered exactly from exact data, with every method
   }
 }
 
+TEST_CASE("a batch norm's time per element of a channel is recovered; other ops keep that coefficient at 0") {
+  // Kernels that reduce each channel in one block: with few channels the
+  // time follows N x H x W, not the bytes (H200 traces, docs/CALIBRATION.md).
+  Rng rng(5);
+  std::vector<OpSample> norms, adds;
+  for (int i = 0; i < 40; ++i) {
+    OpSample s = Sample("aten::cudnn_batch_norm_backward", 0.0, rng.Uniform(1e6, 2e8), 0.0);
+    s.channel_extent = rng.Uniform(1e3, 1e6);
+    s.time = 4e-6 + 3e-13 * s.bytes + 1.5e-9 * s.channel_extent;
+    s.flops = 0.25 * s.bytes;  // proportional to bytes, as for a real batch norm
+    norms.push_back(s);
+    adds.push_back(Sample("aten::add", 0.0, s.bytes, 2e-6 + 1e-12 * s.bytes));
+  }
+  FitOptions options;
+  options.method = FitMethod::kNnls;
+  const sim::KernelFit norm = FitKernelCost(Pointers(norms), options);
+  CHECK(norm.per_channel_element == doctest::Approx(1.5e-9).epsilon(1e-6));
+  CHECK(norm.intercept == doctest::Approx(4e-6).epsilon(1e-6));
+  CHECK(norm.mape < 1e-6);
+  const sim::KernelFit add = FitKernelCost(Pointers(adds), options);
+  CHECK(add.per_channel_element == 0.0);
+  CHECK(add.per_byte == doctest::Approx(1e-12).epsilon(1e-6));
+  // The simulator's reader takes the coefficient back, and a profile without
+  // it (every one fitted before it existed) reads as 0.
+  sim::DeviceProfile p;
+  p.device_kind = "H200";
+  p.op_types["FusedBatchNormGrad"] = norm;
+  const sim::DeviceProfile back = sim::ParseDeviceProfile(sim::DeviceProfileToYaml(p), "p.yaml");
+  CHECK(back.op_types.at("FusedBatchNormGrad") == norm);
+  CHECK(PredictKernel(back, "FusedBatchNormGrad", 0.0, 1e6, 1e5) ==
+        doctest::Approx(4e-6 + 3e-13 * 1e6 + 1.5e-9 * 1e5).epsilon(1e-6));
+  const sim::DeviceProfile old = sim::ParseDeviceProfile(
+      "format: gosim.device_profile\nversion: 1\ndevice_kind: H200\nlaunch_overhead: 0\ndefault: {intercept: "
+      "1.0e-6, per_flop: 0, per_byte: 1.0e-12}\n",
+      "old.yaml");
+  CHECK(old.fallback.per_channel_element == 0.0);
+  CHECK_THROWS_WITH_AS(sim::ParseDeviceProfile("format: gosim.device_profile\nversion: 1\ndevice_kind: "
+                                               "H200\nlaunch_overhead: 0\ndefault: {intercept: 0, "
+                                               "per_flop: 0, per_byte: 0, per_channel_element: -1}\n",
+                                               "bad.yaml"),
+                       doctest::Contains("per_channel_element must be a finite number >= 0"), ConfigError);
+}
+
 TEST_CASE("coefficients stay non-negative") {
   // Time falls with bytes: least squares would give a negative per_byte.
   std::vector<OpSample> samples;

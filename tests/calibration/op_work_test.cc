@@ -91,6 +91,14 @@ TEST_CASE("elementwise, normalization, softmax, reductions, embedding, optimizer
   w = EstimateOpWork("aten::batch_norm",
                      {Tensor({2, 4, 4, 4}), Tensor({4}), Tensor({4}), Tensor({4}), Tensor({4})});
   CHECK(w.flops == 4 * 128);
+  CHECK(w.channel_extent == 2 * 4 * 4);  // N x H x W per channel
+  w = EstimateOpWork("aten::cudnn_batch_norm_backward",
+                     {Tensor({32, 64, 35, 35}), Tensor({32, 64, 35, 35}), Tensor({64}), Tensor({64})});
+  CHECK(w.channel_extent == 32 * 35 * 35);
+  w = EstimateOpWork("aten::instance_norm", {Tensor({2, 4, 4, 4}), Tensor({4}), Tensor({4})});
+  CHECK(w.channel_extent == 0);  // per (image, channel): not a batch norm's extent
+  w = EstimateOpWork("aten::native_layer_norm_backward", {Tensor({8, 32}), Tensor({8, 32})});
+  CHECK(w.channel_extent == 0);
   w = EstimateOpWork("aten::native_layer_norm_backward", {Tensor({8, 32}), Tensor({8, 32})});
   CHECK(w.flops == 2 * 7 * 256);
   w = EstimateOpWork("aten::_softmax", {Tensor({8, 32}), NotTensor(), NotTensor()});

@@ -9,6 +9,7 @@
 #include "core/io.h"
 #include "core/yaml.h"
 #include "graphs/graph_builder.h"
+#include "graphs/op_costs.h"
 #include "sim/cost_models.h"
 #include "sim/device_profile.h"
 
@@ -261,6 +262,66 @@ TEST_CASE("Calibrated profiles: op type, then class, then default; roofline for 
   CHECK(Make("calibrated", "profile: " + path + "\nfallback: roofline\n")
             ->NodeTime(g, N(g, "mm"), Device("V100")) == roofline->NodeTime(g, N(g, "mm"), Device("V100")));
   std::filesystem::remove(path);
+}
+
+TEST_CASE(
+    "Calibrated batch norms pay per element of a channel: node, fused group, names of every framework") {
+  CHECK(graphs::IsBatchNormOp("FusedBatchNormGrad"));
+  CHECK(graphs::IsBatchNormOp("aten::cudnn_batch_norm_backward"));
+  CHECK(graphs::IsBatchNormOp("native_batch_norm"));
+  CHECK(graphs::IsBatchNormOp("BatchNormalization"));
+  CHECK_FALSE(graphs::IsBatchNormOp("LayerNorm"));
+  CHECK_FALSE(graphs::IsBatchNormOp("batch_matmul"));
+  CHECK_FALSE(graphs::IsBatchNormOp("aten::instance_norm"));
+  const std::vector<int64_t> nchw{32, 64, 35, 35};
+  CHECK(graphs::ChannelExtent("FusedBatchNorm", nchw) == 32 * 35 * 35);
+  CHECK(graphs::ChannelExtent("Relu", nchw) == 0.0);
+  CHECK(graphs::ChannelExtent("FusedBatchNorm", std::vector<int64_t>{64}) == 0.0);
+
+  // bn (4 x 2 x 8 x 8: 256 elements per channel) -> relu; per element of a
+  // channel 2^-20 s, per byte 2^-30.
+  graphs::GraphBuilder b("bn");
+  graphs::NodeSpec bn = Op("bn", "FusedBatchNorm", 4096, 2048, 2048, -1);
+  bn.outputs.push_back(graphs::TensorInfo{2048, {4, 2, 8, 8}, DType::kFloat32});
+  b.AddNode(bn);
+  b.AddNode(Op("relu", "Relu", 512, 2048, 2048, 2048));
+  b.AddNode(Op("bare", "FusedBatchNormGrad", 4096, 2048, 2048, 2048));  // no shape: no per-channel term
+  b.AddEdge("bn", "relu", 0);
+  const graphs::Graph g = b.Build();
+  CHECK(NodeChannelExtent(g, g.node(N(g, "bn"))) == 256.0);
+  CHECK(NodeChannelExtent(g, g.node(N(g, "relu"))) == 0.0);
+  // kProfile without its links, so that two op types can follow.
+  const std::string base(kProfile);
+  const DeviceProfile profile = ParseDeviceProfile(
+      base.substr(0, base.find("links:")) +
+          "  FusedBatchNorm: {intercept: 0.0, per_flop: 0.0, per_byte: 9.313225746154785e-10, "
+          "per_channel_element: 9.5367431640625e-07}\n"
+          "  FusedBatchNormGrad: {intercept: 0.0, per_flop: 0.0, per_byte: 9.313225746154785e-10, "
+          "per_channel_element: 9.5367431640625e-07}\n",
+      "h200.yaml");
+  const CalibratedCostModel model({profile});
+  const DeviceSpec a100 = Device("A100");
+  const double launch = std::ldexp(1.0, -18);
+  // 4,096 bytes x 2^-30 + 256 x 2^-20.
+  CHECK(model.NodeTime(g, N(g, "bn"), a100) ==
+        launch + 4096 * std::ldexp(1.0, -30) + 256 * std::ldexp(1.0, -20));
+  CHECK(model.NodeTime(g, N(g, "bare"), a100) == launch + 4096 * std::ldexp(1.0, -30));
+  // bn + relu fused: the group's op is the batch norm (the most FLOPs), its
+  // extent comes along; the intermediate tensor is neither written nor read.
+  const KernelWork work = MakeKernelWork(g, std::vector<NodeId>{N(g, "bn"), N(g, "relu")});
+  CHECK(work.channel_extent == 256.0);
+  CHECK(model.KernelTime(g, work, a100) ==
+        launch + (work.bytes_read + work.bytes_written) * std::ldexp(1.0, -30) + 256 * std::ldexp(1.0, -20));
+  // The roofline model has no such term.
+  const auto roofline = MakeCostModel("roofline");
+  CHECK(roofline->KernelTime(g, work, a100) == roofline->KernelTime(
+                                                   g,
+                                                   [&] {
+                                                     KernelWork w = work;
+                                                     w.channel_extent = 0.0;
+                                                     return w;
+                                                   }(),
+                                                   a100));
 }
 
 TEST_CASE("Auto: measured for the kind, then the kind's committed profile, then roofline") {
