@@ -135,8 +135,11 @@ def load_results(run_dir):
 
 def load_curves(run_dir):
     """curves.csv of a run folder (cell, graph, cluster, label, seed,
-    evaluations, wall_seconds, best_objective)."""
+    evaluations, wall_seconds, best_objective); curves.csv.gz when that is
+    how results/ committed it."""
     path = os.path.join(run_dir, "curves.csv")
+    if not os.path.exists(path) and os.path.exists(path + ".gz"):
+        path += ".gz"  # pandas reads it by its suffix
     try:
         curves = pd.read_csv(path)
     except (OSError, ValueError) as e:

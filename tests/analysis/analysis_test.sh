@@ -92,6 +92,12 @@ gzip -c "$work/run/results.jsonl" > "$work/gz/results.jsonl.gz"
 $py analysis/paired.py "$work/gz" --agent brkga | tail -n +2 > "$work/paired_gz.txt"
 tail -n +2 "$work/paired.txt" | cmp -s - "$work/paired_gz.txt" ||
   { echo "FAIL: paired.py on results.jsonl.gz"; cat "$work/paired_gz.txt"; exit 1; }
+# So does its curves.csv.gz, for the convergence table (the folder name in
+# the header aside).
+gzip -c "$work/run/curves.csv" > "$work/gz/curves.csv.gz"
+$py analysis/tables.py "$work/convergence.yaml" "$work/gz" --out "$work/tables_gz" | grep "^| G" > "$work/convergence_gz.md"
+grep "^| G" "$work/convergence.md" | cmp -s - "$work/convergence_gz.md" ||
+  { echo "FAIL: convergence table from curves.csv.gz"; cat "$work/convergence_gz.md"; exit 1; }
 if $py analysis/paired.py "$work/run" --agent nosuch > /dev/null 2> "$work/paired_err.txt"; then
   echo "FAIL: paired.py accepted an unknown label"; exit 1
 fi
