@@ -116,6 +116,21 @@ grep -Eq '^\| evaluations per cell \| 1 \| 200 \| 200 \|' "$work/grid.md" ||
 # Two seeds: a t-interval on the random search cells.
 grep -Eq '^\| G1 \| [0-9.]+ \| [0-9.]+ ±[0-9.]+ \(' "$work/grid.md" ||
   { echo "FAIL: no interval"; cat "$work/grid.md"; exit 1; }
+# Kernel time by input shape, from a committed H200 trace: ResNet-50's
+# first batch norm backward, one row per shape; unknown names are one error
+# line that suggests the trace's own.
+$py analysis/kernels_by_shape.py calibration/data/gpu/h200_resnet50_b8.json.gz --op aten::cudnn_batch_norm_backward \
+  --csv "$work/bn.csv" > "$work/bn.md"
+grep -q "^aten::cudnn_batch_norm_backward in h200_resnet50_b8.json.gz: [0-9]* instances, 12 input shapes" "$work/bn.md" ||
+  { echo "FAIL: kernels_by_shape header"; cat "$work/bn.md"; exit 1; }
+grep -Eq '^\| \[\[8, 64, 112, 112\], .* \| 6,422,528 \| 100,352 \| [0-9.]+ \|$' "$work/bn.md" ||
+  { echo "FAIL: kernels_by_shape row"; cat "$work/bn.md"; exit 1; }
+[ "$(wc -l < "$work/bn.csv")" = 13 ] || { echo "FAIL: kernels_by_shape csv"; exit 1; }
+if $py analysis/kernels_by_shape.py calibration/data/gpu/h200_resnet50_b8.json.gz --op aten::batchnorm \
+  > /dev/null 2> "$work/bn_err.txt"; then
+  echo "FAIL: kernels_by_shape accepted an unknown op"; exit 1
+fi
+grep -q "similar: .*aten::batch_norm" "$work/bn_err.txt" || { echo "FAIL: kernels_by_shape error"; cat "$work/bn_err.txt"; exit 1; }
 # A cell's spread is rounded where its mean is: float noise reads ±0.
 fmt_out=$(cd analysis && $py -c 'from gosim_analysis import fmt_pm as f
 print(f(812.0283, 1.5e-13, 1), f(223.6181, 1.81, 1), f(1236.4, 19.44, 1), f(0.0242, 0.0017, 3), f(5.0, None, 2))')

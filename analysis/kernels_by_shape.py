@@ -1,0 +1,128 @@
+#!/usr/bin/python3
+"""GPU kernel time of one profiled operator, grouped by its input shapes.
+
+Usage: kernels_by_shape.py TRACE.json[.gz] --op NAME [--top 20] [--csv OUT.csv]
+
+TRACE is a PyTorch profiler (Kineto) trace recorded with input shapes, such
+as those of calibration/data/gpu. Every instance of operator NAME (exact,
+e.g. aten::cudnn_batch_norm_backward) gets the kernels that the CUDA runtime
+calls it made on its thread launched (joined by correlation id), nested
+operators' included. One row per distinct input shape list: instances,
+mean kernel microseconds, the first input's elements, and its elements per
+channel (dimension 1) with the mean nanoseconds per such element, the
+quantity a batch norm's kernels follow (docs/CALIBRATION.md, "Fitting").
+Rows are sorted by total kernel time.
+"""
+import argparse
+import bisect
+import csv
+import gzip
+import json
+import math
+import os
+import sys
+from collections import defaultdict
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from gosim_analysis import AnalysisError, fail, fmt, markdown_table  # noqa: E402
+
+
+def load_events(path):
+    try:
+        with (gzip.open(path, "rt") if path.endswith(".gz") else open(path)) as f:
+            trace = json.load(f)
+    except (OSError, EOFError, ValueError) as e:
+        raise AnalysisError(f"{path}: cannot read a JSON trace: {e}") from e
+    events = trace.get("traceEvents") if isinstance(trace, dict) else trace
+    if not isinstance(events, list):
+        raise AnalysisError(f"{path}: no traceEvents list; expected a PyTorch profiler (Kineto) trace")
+    return events
+
+
+def kernel_times(events, op_name):
+    """(input dims, kernel microseconds) per instance of `op_name`."""
+    kernels = {}
+    for e in events:
+        if e.get("cat") in ("kernel", "gpu_memset") and "correlation" in e.get("args", {}):
+            corr = e["args"]["correlation"]
+            kernels[corr] = kernels.get(corr, 0.0) + float(e.get("dur", 0.0))
+    runtime = defaultdict(list)  # thread -> [(start, correlation)]
+    for e in events:
+        if e.get("cat") == "cuda_runtime" and "correlation" in e.get("args", {}):
+            runtime[e.get("tid")].append((float(e["ts"]), e["args"]["correlation"]))
+    for calls in runtime.values():
+        calls.sort()
+    starts = {tid: [c[0] for c in calls] for tid, calls in runtime.items()}
+    out = []
+    for e in events:
+        if e.get("cat") != "cpu_op" or e.get("name") != op_name:
+            continue
+        dims = e.get("args", {}).get("Input Dims")
+        if dims is None:
+            continue
+        tid, begin = e.get("tid"), float(e["ts"])
+        end = begin + float(e.get("dur", 0.0))
+        calls = runtime.get(tid, [])
+        i = bisect.bisect_left(starts.get(tid, []), begin)
+        total = 0.0
+        while i < len(calls) and calls[i][0] < end:
+            total += kernels.get(calls[i][1], 0.0)
+            i += 1
+        out.append((json.dumps(dims), total))
+    return out
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("trace")
+    parser.add_argument("--op", required=True, help="operator name as the trace has it, e.g. aten::cudnn_batch_norm")
+    parser.add_argument("--top", type=int, default=20, help="rows to print (all go to --csv)")
+    parser.add_argument("--csv", help="write every row here")
+    args = parser.parse_args()
+    try:
+        if args.top < 1:
+            raise AnalysisError(f"--top must be at least 1, not {args.top}")
+        events = load_events(args.trace)
+        instances = kernel_times(events, args.op)
+        if not instances:
+            def key(name):
+                return str(name).split("::")[-1].replace("_", "").lower()
+
+            names = sorted({e.get("name") for e in events if e.get("cat") == "cpu_op" and
+                            key(args.op) in key(e.get("name"))})
+            hint = f" (similar: {', '.join(names[:6])})" if names else ""
+            raise AnalysisError(f"{args.trace}: no instance of '{args.op}' with recorded input shapes{hint}; "
+                                "record with record_shapes=True and give the operator's exact name")
+        groups = defaultdict(list)
+        for dims, us in instances:
+            groups[dims].append(us)
+        rows = []
+        for dims, times in groups.items():
+            shapes = json.loads(dims)
+            first = shapes[0] if shapes and isinstance(shapes[0], list) else []
+            elements = math.prod(first) if first else None
+            per_channel = elements / first[1] if first and len(first) >= 2 and first[1] > 0 else None
+            mean = sum(times) / len(times)
+            rows.append({"input_dims": dims, "instances": len(times), "mean_us": mean, "total_us": sum(times),
+                         "elements": elements, "per_channel": per_channel,
+                         "ns_per_channel_element": mean * 1000 / per_channel if per_channel else None})
+        rows.sort(key=lambda r: -r["total_us"])
+        if args.csv:
+            with open(args.csv, "w", newline="") as f:
+                writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+                writer.writeheader()
+                writer.writerows(rows)
+        print(f"{args.op} in {os.path.basename(args.trace)}: {len(instances)} instances, {len(rows)} input shapes, "
+              f"{fmt(sum(r['total_us'] for r in rows) / 1000)} ms of kernels")
+        print(markdown_table(
+            ["input dims", "instances", "mean kernel us", "first input elements", "elements per channel",
+             "ns per channel element"],
+            [[r["input_dims"], r["instances"], f"{r['mean_us']:,.1f}", fmt(r["elements"]), fmt(r["per_channel"]),
+              "-" if r["ns_per_channel_element"] is None else f"{r['ns_per_channel_element']:.2f}"]
+             for r in rows[:args.top]]), end="")
+    except AnalysisError as e:
+        fail(e)
+
+
+if __name__ == "__main__":
+    main()
