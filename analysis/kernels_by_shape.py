@@ -39,8 +39,16 @@ def load_events(path):
     return events
 
 
-def kernel_times(events, op_name):
+def kernel_times(path, events, op_name):
     """(input dims, kernel microseconds) per instance of `op_name`."""
+    try:
+        return _kernel_times(events, op_name)
+    except (KeyError, TypeError, ValueError, AttributeError) as e:
+        raise AnalysisError(f"{path}: a trace event lacks a field or has one of the wrong type ({e!r}); "
+                            "expected a PyTorch profiler (Kineto) trace") from e
+
+
+def _kernel_times(events, op_name):
     kernels = {}
     for e in events:
         if e.get("cat") in ("kernel", "gpu_memset") and "correlation" in e.get("args", {}):
@@ -83,7 +91,7 @@ def main():
         if args.top < 1:
             raise AnalysisError(f"--top must be at least 1, not {args.top}")
         events = load_events(args.trace)
-        instances = kernel_times(events, args.op)
+        instances = kernel_times(args.trace, events, args.op)
         if not instances:
             def key(name):
                 return str(name).split("::")[-1].replace("_", "").lower()
@@ -100,6 +108,8 @@ def main():
         for dims, times in groups.items():
             shapes = json.loads(dims)
             first = shapes[0] if shapes and isinstance(shapes[0], list) else []
+            if not all(isinstance(d, int) and d >= 0 for d in first):
+                first = []  # a tensor list or a scalar: no element counts
             elements = math.prod(first) if first else None
             per_channel = elements / first[1] if first and len(first) >= 2 and first[1] > 0 else None
             mean = sum(times) / len(times)

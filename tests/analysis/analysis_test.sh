@@ -131,6 +131,12 @@ if $py analysis/kernels_by_shape.py calibration/data/gpu/h200_resnet50_b8.json.g
   echo "FAIL: kernels_by_shape accepted an unknown op"; exit 1
 fi
 grep -q "similar: .*aten::batch_norm" "$work/bn_err.txt" || { echo "FAIL: kernels_by_shape error"; cat "$work/bn_err.txt"; exit 1; }
+echo '{"traceEvents": [{"cat": "cpu_op", "name": "x", "args": {"Input Dims": [[1, 2]]}}]}' > "$work/bad_trace.json"
+if $py analysis/kernels_by_shape.py "$work/bad_trace.json" --op x > /dev/null 2> "$work/bn_err2.txt"; then
+  echo "FAIL: kernels_by_shape accepted an event without ts"; exit 1
+fi
+[ "$(wc -l < "$work/bn_err2.txt")" = 1 ] && grep -q "lacks a field" "$work/bn_err2.txt" ||
+  { echo "FAIL: kernels_by_shape malformed trace"; cat "$work/bn_err2.txt"; exit 1; }
 # A cell's spread is rounded where its mean is: float noise reads ±0.
 fmt_out=$(cd analysis && $py -c 'from gosim_analysis import fmt_pm as f
 print(f(812.0283, 1.5e-13, 1), f(223.6181, 1.81, 1), f(1236.4, 19.44, 1), f(0.0242, 0.0017, 3), f(5.0, None, 2))')
