@@ -10,6 +10,11 @@
 
 namespace gosim::agents {
 
+bool WarmStartAgent::operator==(const WarmStartAgent& other) const {
+  return name == other.name && file == other.file && path == other.path &&
+         YAML::Dump(options) == YAML::Dump(other.options);
+}
+
 namespace {
 // Search agents: seeding one with another would hide the budget.
 const std::vector<std::string> kSearchAgents = {"brkga",

@@ -21,6 +21,8 @@ struct WarmStartAgent {
   YAML::Node options;
   std::string file;  // where `options` were written, for error messages
   std::string path;
+  // Same agent, same options (compared as written YAML).
+  bool operator==(const WarmStartAgent& other) const;
 };
 
 // What user-facing search agents (brkga, random_search) start from by

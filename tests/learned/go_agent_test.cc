@@ -225,6 +225,48 @@ TEST_CASE("go role sweep: every evaluation is charged to the budget, none more")
   }
 }
 
+// Warm start by imitation: the seeds are charged, and after the imitation
+// steps the network's greedy decision is the group placement of the best
+// decision so far. A chain of 8 ops in 8 scopes with 1 s per transfer: one
+// GPU (the seed) beats the fresh network's zero-shot split by seconds, and
+// imitation moves every group onto one device. Every evaluation is
+// counted. Both options or neither.
+TEST_CASE(
+    "go warm start by imitation: the greedy decision becomes the best seed's, every evaluation charged") {
+  graphs::GraphBuilder b("chain");
+  for (int i = 0; i < 8; ++i) {
+    b.AddNode(testing::Op("op" + std::to_string(i), 1.0, 4, "s" + std::to_string(i) + "/op"));
+    if (i > 0) b.AddEdge(i - 1, i, 0);
+  }
+  Fixture f(b.Build(), MakeCluster(2, int64_t{1} << 34, 1e10, 1.0));
+  const std::string model =
+      "heads: [placement], model: {gnn_hidden: 16, op_embedding: 4, model: 16, attention_heads: 2, layers: "
+      "1, "
+      "segment: 8, action_groups: scope}, ppo: {samples: 4, epochs: 2, learning_rate: 0.03}";
+  const AgentResult zero =
+      MakeGoPaper("{" + model + "}")->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 1, 3));
+  for (const int64_t budget : {2, 4, 12}) {
+    CAPTURE(budget);
+    const int64_t before = f.evaluator->evaluations();
+    const AgentResult r = MakeGoPaper("{" + model + ", warm_start: [single_device], imitation_steps: 40}")
+                              ->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, budget, 3));
+    CHECK(r.evaluations == budget);
+    CHECK(f.evaluator->evaluations() - before == budget);
+    CHECK(r.extra.at("zero_shot_objective") == zero.best_objective);
+    if (budget >= 3) {
+      // zero-shot (1) + the seed (1) + the imitating network's greedy decision (1).
+      REQUIRE(r.extra.at("imitation_target_objective") < r.extra.at("zero_shot_objective"));
+      CHECK(r.extra.at("imitation_agreement") == 1.0);  // every group where the seed has it
+      CHECK(r.extra.at("imitation_greedy_objective") ==
+            doctest::Approx(r.extra.at("imitation_target_objective")).epsilon(1e-9));
+      CHECK(r.best_objective <= r.extra.at("imitation_target_objective"));
+    }
+  }
+  CHECK_THROWS_AS(MakeGoPaper("{" + model + ", imitation_steps: 5}"), ConfigError);
+  CHECK_THROWS_AS(MakeGoPaper("{" + model + ", warm_start: [m_etf]}"), ConfigError);
+  CHECK_THROWS_AS(MakeGoPaper("{" + model + ", warm_start: [brkga], imitation_steps: 5}"), ConfigError);
+}
+
 // GO's priority and fusion decoding on one GPU (the zero-shot decision of
 // the quick-mode joint network on most graphs, docs/REPRODUCTION.md,
 // go_multitask): the executor stays work-conserving under any priorities,

@@ -172,6 +172,14 @@ GoAgentOptions GoAgentOptions::Parse(YamlMap& options) {
                  "use scope (an op's scope without digits, the roles of role_moves) or name (its whole name "
                  "without digits: one op of each layer)");
   }
+  o.warm_start = ParseWarmStart(options, "go", {});
+  o.imitation_steps = GetInt(options, "imitation_steps", o.imitation_steps, 0, int64_t{1} << 20);
+  if (o.warm_start.empty() != (o.imitation_steps == 0)) {
+    options.Fail(o.warm_start.empty() ? "imitation_steps" : "warm_start",
+                 "warm_start and imitation_steps go together",
+                 "give both (e.g. warm_start: [single_device, m_etf, human_expert], imitation_steps: 20) or "
+                 "neither");
+  }
   options.Finish();
   return o;
 }
@@ -330,6 +338,42 @@ GoPolicy BuildPolicy(const GoAgentOptions& options, uint64_t seed) {
   return policy;
 }
 
+// The actions that place each action group on the device most of its ops
+// have in `decision` (ties: the lower device; per node without groups),
+// every role staying, the other heads as in `greedy` (a [1 x n] greedy
+// output of the same network), zero exploration noise: what imitation
+// maximizes the likelihood of.
+GoActions ImitationTarget(const GoPolicyImpl& policy, const GoGraph& graph, const ActionGrouping* grouping,
+                          const GoActions& greedy, const sim::Decision& decision, int64_t devices) {
+  const int64_t n = graph.num_nodes;
+  GoActions t = greedy;
+  std::vector<int64_t> device(static_cast<size_t>(n));
+  for (int64_t v = 0; v < n; ++v) {
+    const int32_t d = decision.placement[static_cast<size_t>(v)];
+    device[static_cast<size_t>(v)] = std::clamp<int64_t>(d, 0, devices - 1);
+  }
+  if (grouping != nullptr) {
+    const torch::Tensor group_of = grouping->group.contiguous();
+    const int64_t* group = group_of.data_ptr<int64_t>();
+    std::vector<int64_t> count(static_cast<size_t>(grouping->count * devices), 0);
+    for (int64_t v = 0; v < n; ++v)
+      ++count[static_cast<size_t>(group[v] * devices + device[static_cast<size_t>(v)])];
+    std::vector<int64_t> group_device(static_cast<size_t>(grouping->count), 0);
+    for (int64_t g = 0; g < grouping->count; ++g) {
+      const auto begin = count.begin() + g * devices;
+      group_device[static_cast<size_t>(g)] = std::max_element(begin, begin + devices) - begin;
+    }
+    for (int64_t v = 0; v < n; ++v)
+      device[static_cast<size_t>(v)] = group_device[static_cast<size_t>(group[v])];
+    t.group = torch::tensor(group_device, torch::kInt64).unsqueeze(0);
+  }
+  t.device = torch::tensor(device, torch::kInt64).unsqueeze(0);
+  if (t.role.defined()) t.role = torch::full_like(t.role, policy.options().max_devices);
+  if (policy.options().exploration_noise > 0.0)
+    t.place_noise = torch::zeros({1, policy.options().max_devices, policy.NoiseWidth(graph)});
+  return t;
+}
+
 class GoAgent : public Agent {
  public:
   explicit GoAgent(YamlMap& options) : options_(GoAgentOptions::Parse(options)) {}
@@ -370,8 +414,50 @@ AgentResult RunGo(const Problem& problem, const GoAgentOptions& options, const P
   double reference = 0.0;
   CostOf(zero_objective, zero_eval.feasible, options.ppo.infeasible_penalty, &reference);
 
-  // The role sweep: single role moves from the zero-shot decision, the
-  // network's likeliest first.
+  // Warm start by imitation: the seeds' decisions are evaluated (charged),
+  // and the network learns to place each action group where most of its ops
+  // are in the best decision so far; the sweep and PPO start from there.
+  double imitation_target = 0.0, imitation_greedy = 0.0, imitation_agreement = 0.0;
+  if (options.imitation_steps > 0 && !tracker.Done()) {
+    const WarmStartResult seeds = RunWarmStart("go", options.warm_start, problem, tracker.Remaining());
+    tracker.Charge(seeds.evaluations - static_cast<int64_t>(seeds.seeds.size()));
+    for (const WarmStartSeed& seed : seeds.seeds)
+      tracker.Record(seed.result.best, seed.result.best_evaluation);
+    if (tracker.has_best() && !tracker.Done()) {
+      imitation_target = tracker.best_objective();
+      const GoActions target =
+          ImitationTarget(*policy, graph, grouping, greedy.actions, tracker.best(), devices);
+      torch::optim::Adam optimizer(policy->parameters(),
+                                   torch::optim::AdamOptions(options.ppo.learning_rate));
+      const double per_action = 1.0 / static_cast<double>(policy->ActionsPerSample(graph));
+      for (int64_t step = 0; step < options.imitation_steps; ++step) {
+        optimizer.zero_grad();
+        policy->BackwardBySegment(
+            graph, devices, target,
+            [&](int64_t, int64_t, const torch::Tensor& log_prob, const torch::Tensor&) {
+              return -log_prob.sum() * per_action;
+            },
+            [](const torch::Tensor& value) { return value.sum() * 0.0; });
+        if (options.ppo.grad_clip > 0.0)
+          torch::nn::utils::clip_grad_norm_(policy->parameters(), options.ppo.grad_clip);
+        optimizer.step();
+      }
+      {
+        torch::NoGradGuard no_grad;
+        greedy = policy->forward(graph, devices, 1, GoPolicyImpl::Mode::kGreedy, nullptr);
+      }
+      imitation_greedy = tracker.Score(tracker.Evaluate(DecodeDecision(graph, greedy.actions, 0)));
+      // The fraction of actions (groups, or nodes without groups) the greedy
+      // decision now takes as the target does.
+      const torch::Tensor& want = grouping != nullptr ? target.group : target.device;
+      const torch::Tensor& got = grouping != nullptr ? greedy.actions.group : greedy.actions.device;
+      imitation_agreement = got.eq(want).to(torch::kDouble).mean().item<double>();
+    }
+  }
+
+  // The role sweep: single role moves from the zero-shot decision (after
+  // imitation, from the imitating network's greedy one), the network's
+  // likeliest first.
   int64_t swept = 0;
   double sweep_best = zero_objective;
   if (options.role_sweep > 0 && !tracker.Done()) {
@@ -441,7 +527,10 @@ AgentResult RunGo(const Problem& problem, const GoAgentOptions& options, const P
                          {"action_groups", static_cast<double>(grouping != nullptr ? grouping->count : 0)},
                          {"role_groups", static_cast<double>(roles != nullptr ? roles->count : 0)},
                          {"role_sweep_evaluations", static_cast<double>(swept)},
-                         {"role_sweep_best_objective", sweep_best}});
+                         {"role_sweep_best_objective", sweep_best},
+                         {"imitation_target_objective", imitation_target},
+                         {"imitation_greedy_objective", imitation_greedy},
+                         {"imitation_agreement", imitation_agreement}});
 }
 
 // ---------------------------------------------------------------------------

@@ -34,6 +34,7 @@
 #include "agents/agent.h"
 #include "agents/builtin.h"
 #include "agents/learned/go/go_model.h"
+#include "agents/warm_start.h"
 #include "core/yaml.h"
 
 namespace gosim::agents::learned::go {
@@ -74,6 +75,15 @@ struct GoAgentOptions {
   // `role_moves`) or kName (keyed by name, one op of each layer; built for
   // the sweep).
   RoleKey role_sweep_by = RoleKey::kScope;
+  // Warm start by imitation (off by default): the decisions of these
+  // one-shot agents are evaluated first (charged to the budget), and the
+  // network is trained for `imitation_steps` Adam steps (PPO's learning
+  // rate) to place each action group on the device that most of its ops
+  // have in the best decision so far (the zero-shot one or a seed's),
+  // before the role sweep and PPO. Both or neither: a warm start without
+  // imitation steps is a ConfigError.
+  std::vector<WarmStartAgent> warm_start;
+  int64_t imitation_steps = 0;
   // True when the options set the network's shape (model.gnn_hidden, ...)
   // other than the defaults': with a checkpoint of another shape that is
   // refused, since the checkpoint's shape would silently win.
