@@ -226,8 +226,8 @@ TEST_CASE("go role sweep: every evaluation is charged to the budget, none more")
 }
 
 // Warm start by imitation: the seeds are charged, and after the imitation
-// steps the network's greedy decision is the group placement of the best
-// decision so far. A chain of 8 ops in 8 scopes with 1 s per transfer: one
+// steps the network's greedy decision is the best seed's group placement,
+// when that beats the zero-shot decision. A chain of 8 ops in 8 scopes with 1 s per transfer: one
 // GPU (the seed) beats the fresh network's zero-shot split by seconds, and
 // imitation moves every group onto one device. Every evaluation is
 // counted. Both options or neither.
@@ -253,8 +253,10 @@ TEST_CASE(
     CHECK(r.evaluations == budget);
     CHECK(f.evaluator->evaluations() - before == budget);
     CHECK(r.extra.at("zero_shot_objective") == zero.best_objective);
-    if (budget >= 3) {
-      // zero-shot (1) + the seed (1) + the imitating network's greedy decision (1).
+    if (budget >= 4) {
+      // zero-shot (1) + the seed (1) + the seed as group actions (1) + the
+      // imitating network's greedy decision (1).
+      CHECK(r.extra.at("imitation_steps") == 40);
       REQUIRE(r.extra.at("imitation_target_objective") < r.extra.at("zero_shot_objective"));
       CHECK(r.extra.at("imitation_agreement") == 1.0);  // every group where the seed has it
       CHECK(r.extra.at("imitation_greedy_objective") ==
@@ -262,6 +264,14 @@ TEST_CASE(
       CHECK(r.best_objective <= r.extra.at("imitation_target_objective"));
     }
   }
+  // Independent chains: the zero-shot split is already the best; one GPU
+  // does not beat it, so nothing is imitated.
+  Fixture chains(IndependentChains(4, 6), MakeCluster(2, int64_t{1} << 34, 1e10, 1e-3));
+  const AgentResult kept = MakeGoPaper("{" + model + ", warm_start: [single_device], imitation_steps: 40}")
+                               ->Optimize(chains.MakeProblem(ObjectiveKind::kStepTime, 12, 3));
+  CHECK(kept.extra.at("imitation_steps") == 0);
+  CHECK(kept.extra.at("imitation_target_objective") == kept.extra.at("zero_shot_objective"));
+  CHECK(kept.evaluations == 12);
   CHECK_THROWS_AS(MakeGoPaper("{" + model + ", imitation_steps: 5}"), ConfigError);
   CHECK_THROWS_AS(MakeGoPaper("{" + model + ", warm_start: [m_etf]}"), ConfigError);
   CHECK_THROWS_AS(MakeGoPaper("{" + model + ", warm_start: [brkga], imitation_steps: 5}"), ConfigError);

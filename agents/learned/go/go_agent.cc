@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <map>
 #include <memory>
 #include <sstream>
@@ -414,23 +415,36 @@ AgentResult RunGo(const Problem& problem, const GoAgentOptions& options, const P
   double reference = 0.0;
   CostOf(zero_objective, zero_eval.feasible, options.ppo.infeasible_penalty, &reference);
 
-  // Warm start by imitation: the seeds' decisions are evaluated (charged),
-  // and the network learns to place each action group where most of its ops
-  // are in the best decision so far; the sweep and PPO start from there.
-  double imitation_target = 0.0, imitation_greedy = 0.0, imitation_agreement = 0.0;
+  // Warm start by imitation: the seeds' decisions are evaluated, then each
+  // as GO can express it (every action group on the device most of its ops
+  // have; all charged). When the best of those beats the zero-shot decision,
+  // the network learns it and the sweep and PPO start from its greedy
+  // decision.
+  double imitation_target = zero_objective, imitation_greedy = zero_objective, imitation_agreement = 0.0;
+  int64_t imitation_steps = 0;
   if (options.imitation_steps > 0 && !tracker.Done()) {
     const WarmStartResult seeds = RunWarmStart("go", options.warm_start, problem, tracker.Remaining());
     tracker.Charge(seeds.evaluations - static_cast<int64_t>(seeds.seeds.size()));
     for (const WarmStartSeed& seed : seeds.seeds)
       tracker.Record(seed.result.best, seed.result.best_evaluation);
-    if (tracker.has_best() && !tracker.Done()) {
-      imitation_target = tracker.best_objective();
-      const GoActions target =
-          ImitationTarget(*policy, graph, grouping, greedy.actions, tracker.best(), devices);
+    GoActions target;
+    double best = zero_eval.feasible ? zero_objective : std::numeric_limits<double>::infinity();
+    for (const WarmStartSeed& seed : seeds.seeds) {
+      if (tracker.Done()) break;
+      GoActions projected =
+          ImitationTarget(*policy, graph, grouping, greedy.actions, seed.result.best, devices);
+      const sim::Evaluation e = tracker.Evaluate(DecodeDecision(graph, projected, 0));
+      if (e.feasible && tracker.Score(e) < best) {
+        best = tracker.Score(e);
+        target = std::move(projected);
+      }
+    }
+    if (target.device.defined() && !tracker.Done()) {
+      imitation_target = best;
       torch::optim::Adam optimizer(policy->parameters(),
                                    torch::optim::AdamOptions(options.ppo.learning_rate));
       const double per_action = 1.0 / static_cast<double>(policy->ActionsPerSample(graph));
-      for (int64_t step = 0; step < options.imitation_steps; ++step) {
+      for (; imitation_steps < options.imitation_steps; ++imitation_steps) {
         optimizer.zero_grad();
         policy->BackwardBySegment(
             graph, devices, target,
@@ -530,7 +544,8 @@ AgentResult RunGo(const Problem& problem, const GoAgentOptions& options, const P
                          {"role_sweep_best_objective", sweep_best},
                          {"imitation_target_objective", imitation_target},
                          {"imitation_greedy_objective", imitation_greedy},
-                         {"imitation_agreement", imitation_agreement}});
+                         {"imitation_agreement", imitation_agreement},
+                         {"imitation_steps", static_cast<double>(imitation_steps)}});
 }
 
 // ---------------------------------------------------------------------------

@@ -76,10 +76,10 @@ struct GoAgentOptions {
   // the sweep).
   RoleKey role_sweep_by = RoleKey::kScope;
   // Warm start by imitation (off by default): the decisions of these
-  // one-shot agents are evaluated first (charged to the budget), and the
-  // network is trained for `imitation_steps` Adam steps (PPO's learning
-  // rate) to place each action group on the device that most of its ops
-  // have in the best decision so far (the zero-shot one or a seed's),
+  // one-shot agents are evaluated, then each as action groups (every group
+  // on the device most of its ops have; all charged to the budget); when
+  // the best of those beats the zero-shot decision, the network is trained
+  // for `imitation_steps` Adam steps (PPO's learning rate) to take it,
   // before the role sweep and PPO. Both or neither: a warm start without
   // imitation steps is a ConfigError.
   std::vector<WarmStartAgent> warm_start;
