@@ -72,10 +72,7 @@ def load_results(run_dir):
     `mode` ("full" or "quick") and `code` (the git commit of the build, with
     "-dirty" when its tree had changes) come from the cell's identity.
     """
-    path = os.path.join(run_dir, "results.jsonl")
-    # results/ commits a large log gzip'd (results/README.md): read it as is.
-    if not os.path.exists(path) and os.path.exists(path + ".gz"):
-        path += ".gz"
+    path = run_file(run_dir, "results.jsonl")
     grid = None
     try:
         with open(os.path.join(run_dir, "cells.txt")) as f:
@@ -133,13 +130,20 @@ def load_results(run_dir):
     return latest.drop(columns="line").reset_index(drop=True)
 
 
+def run_file(run_dir, name):
+    """`name` in a run folder, or `name`.gz where results/ committed it gzip'd
+    (results/README.md): both are read as they are."""
+    path = os.path.join(run_dir, name)
+    if not os.path.exists(path) and os.path.exists(path + ".gz"):
+        path += ".gz"
+    return path
+
+
 def load_curves(run_dir):
     """curves.csv of a run folder (cell, graph, cluster, label, seed,
     evaluations, wall_seconds, best_objective); curves.csv.gz when that is
     how results/ committed it."""
-    path = os.path.join(run_dir, "curves.csv")
-    if not os.path.exists(path) and os.path.exists(path + ".gz"):
-        path += ".gz"  # pandas reads it by its suffix
+    path = run_file(run_dir, "curves.csv")  # pandas reads a .gz by its suffix
     try:
         curves = pd.read_csv(path)
     except (OSError, ValueError) as e:
@@ -370,9 +374,7 @@ def shown_decimals(value, digits=3):
     """How many decimals fmt(value, digits) rounds to (before trailing zeros go)."""
     if abs(value) >= 1000:
         return 0
-    if abs(value) >= 1:
-        return digits
-    if value == 0:
+    if abs(value) >= 1 or value == 0:
         return digits
     return max(0, digits - 1 - math.floor(math.log10(abs(value))))
 

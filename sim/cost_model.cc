@@ -199,6 +199,7 @@ KernelWork MakeKernelWork(const graphs::Graph& graph, std::span<const graphs::No
   double bytes_read = 0.0;
   double bytes_written = 0.0;
   double best = -1.0;
+  const graphs::Node* op_node = nullptr;
   for (const graphs::NodeId v : nodes) {
     const graphs::Node& node = graph.node(v);
     work.flops += node.flops;
@@ -208,7 +209,7 @@ KernelWork MakeKernelWork(const graphs::Graph& graph, std::span<const graphs::No
       best = node.flops;
       work.op = node.op;
       work.dtype = NodeDType(node);
-      work.channel_extent = NodeChannelExtent(graph, node);
+      op_node = &node;
     }
     // Each internal input tensor is read from inside the kernel, not memory;
     // in-edges come sorted by (src, output), so repeats are adjacent.
@@ -235,6 +236,8 @@ KernelWork MakeKernelWork(const graphs::Graph& graph, std::span<const graphs::No
       if (consumed && !escapes) bytes_written -= static_cast<double>(node.outputs[k].bytes);
     }
   }
+  // Once, for the op node chosen (not for every node that led on the way).
+  if (op_node != nullptr) work.channel_extent = NodeChannelExtent(graph, *op_node);
   work.bytes_read = std::max(0.0, bytes_read);
   work.bytes_written = std::max(0.0, bytes_written);
   return work;

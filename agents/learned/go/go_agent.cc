@@ -434,8 +434,9 @@ AgentResult RunGo(const Problem& problem, const GoAgentOptions& options, const P
       GoActions projected =
           ImitationTarget(*policy, graph, grouping, greedy.actions, seed.result.best, devices);
       const sim::Evaluation e = tracker.Evaluate(DecodeDecision(graph, projected, 0));
-      if (e.feasible && tracker.Score(e) < best) {
-        best = tracker.Score(e);
+      if (!e.feasible) continue;
+      if (const double score = tracker.Score(e); score < best) {
+        best = score;
         target = std::move(projected);
       }
     }
