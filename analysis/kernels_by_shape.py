@@ -11,6 +11,11 @@ operators' included. One row per distinct input shape list: instances,
 mean kernel microseconds, the first input's elements, and its elements per
 channel (dimension 1) with the mean nanoseconds per such element, the
 quantity a batch norm's kernels follow (docs/CALIBRATION.md, "Fitting").
+For a convolution backward (inputs grad_output, input, weight, as
+aten::convolution_backward has them) the rows also give the kernel size,
+the stride and the picoseconds per multiply-accumulate of the forward
+convolution (output elements x input channels per group x kernel
+elements), the quantity to compare across kernel sizes ("GPU side").
 Rows are sorted by total kernel time.
 """
 import argparse
@@ -80,6 +85,20 @@ def _kernel_times(events, op_name):
     return out
 
 
+def conv_geometry(shapes):
+    """(kernel 'HxW', stride, forward MACs) of a convolution backward's
+    [grad_output, input, weight, ...] input shapes; None for anything else."""
+    if len(shapes) < 3 or not all(isinstance(s, list) and len(s) == 4 and
+                                  all(isinstance(d, int) and d > 0 for d in s) for s in shapes[:3]):
+        return None
+    grad_out, x, weight = shapes[:3]
+    if weight[0] != grad_out[1] or grad_out[0] != x[0] or x[1] % weight[1] != 0:
+        return None
+    stride = x[2] // grad_out[2] if grad_out[2] <= x[2] else None
+    macs = math.prod(grad_out) * weight[1] * weight[2] * weight[3]
+    return f"{weight[2]}x{weight[3]}", stride, macs
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("trace")
@@ -113,9 +132,12 @@ def main():
             elements = math.prod(first) if first else None
             per_channel = elements / first[1] if first and len(first) >= 2 and first[1] > 0 else None
             mean = sum(times) / len(times)
+            conv = conv_geometry(shapes)
             rows.append({"input_dims": dims, "instances": len(times), "mean_us": mean, "total_us": sum(times),
                          "elements": elements, "per_channel": per_channel,
-                         "ns_per_channel_element": mean * 1000 / per_channel if per_channel else None})
+                         "ns_per_channel_element": mean * 1000 / per_channel if per_channel else None,
+                         "kernel": conv[0] if conv else None, "stride": conv[1] if conv else None,
+                         "ps_per_mac": mean * 1e6 / conv[2] if conv else None})
         rows.sort(key=lambda r: -r["total_us"])
         if args.csv:
             with open(args.csv, "w", newline="") as f:
@@ -124,12 +146,17 @@ def main():
                 writer.writerows(rows)
         print(f"{args.op} in {os.path.basename(args.trace)}: {len(instances)} instances, {len(rows)} input shapes, "
               f"{fmt(sum(r['total_us'] for r in rows) / 1000)} ms of kernels")
-        print(markdown_table(
-            ["input dims", "instances", "mean kernel us", "first input elements", "elements per channel",
-             "ns per channel element"],
-            [[r["input_dims"], r["instances"], f"{r['mean_us']:,.1f}", fmt(r["elements"]), fmt(r["per_channel"]),
-              "-" if r["ns_per_channel_element"] is None else f"{r['ns_per_channel_element']:.2f}"]
-             for r in rows[:args.top]]), end="")
+        header = ["input dims", "instances", "mean kernel us", "first input elements", "elements per channel",
+                  "ns per channel element"]
+        table = [[r["input_dims"], r["instances"], f"{r['mean_us']:,.1f}", fmt(r["elements"]), fmt(r["per_channel"]),
+                  "-" if r["ns_per_channel_element"] is None else f"{r['ns_per_channel_element']:.2f}"]
+                 for r in rows[:args.top]]
+        if any(r["ps_per_mac"] is not None for r in rows):
+            header += ["kernel", "stride", "ps per forward MAC"]
+            for line, r in zip(table, rows):
+                line += ["-", "-", "-"] if r["ps_per_mac"] is None else \
+                    [r["kernel"], "-" if r["stride"] is None else r["stride"], f"{r['ps_per_mac']:.2f}"]
+        print(markdown_table(header, table), end="")
     except AnalysisError as e:
         fail(e)
 

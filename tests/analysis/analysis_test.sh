@@ -131,6 +131,20 @@ if $py analysis/kernels_by_shape.py calibration/data/gpu/h200_resnet50_b8.json.g
   echo "FAIL: kernels_by_shape accepted an unknown op"; exit 1
 fi
 grep -q "similar: .*aten::batch_norm" "$work/bn_err.txt" || { echo "FAIL: kernels_by_shape error"; cat "$work/bn_err.txt"; exit 1; }
+# A convolution backward's rows add kernel size, stride and time per forward
+# multiply-accumulate: ResNet-50's 7x7 stride-2 stem, 8 x 64 x 112 x 112
+# outputs x 3 input channels x 49 taps.
+$py analysis/kernels_by_shape.py calibration/data/gpu/h200_resnet50_b8.json.gz --op aten::convolution_backward \
+  --top 40 --csv "$work/conv.csv" > "$work/conv.md"
+grep -Eq '^\| \[\[8, 64, 112, 112\], \[8, 3, 224, 224\], \[64, 3, 7, 7\].* \| 7x7 \| 2 \| [0-9.]+ \|$' "$work/conv.md" ||
+  { echo "FAIL: kernels_by_shape convolution row"; cat "$work/conv.md"; exit 1; }
+$py - "$work/conv.csv" <<'PY' || { echo "FAIL: kernels_by_shape ps per MAC"; exit 1; }
+import csv, sys
+rows = [r for r in csv.DictReader(open(sys.argv[1])) if r["input_dims"].startswith("[[8, 64, 112, 112], [8, 3, 224, 224]")]
+assert len(rows) == 1, rows
+r = rows[0]
+assert abs(float(r["ps_per_mac"]) - float(r["mean_us"]) * 1e6 / (8 * 64 * 112 * 112 * 3 * 49)) < 1e-9, r
+PY
 echo '{"traceEvents": [{"cat": "cpu_op", "name": "x", "args": {"Input Dims": [[1, 2]]}}]}' > "$work/bad_trace.json"
 if $py analysis/kernels_by_shape.py "$work/bad_trace.json" --op x > /dev/null 2> "$work/bn_err2.txt"; then
   echo "FAIL: kernels_by_shape accepted an event without ts"; exit 1
