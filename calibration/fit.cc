@@ -187,12 +187,14 @@ sim::DeviceProfile FitProfileIf(const TraceSamples& samples, const FitOptions& o
                                 const std::function<bool(const TransferSample&)>& use_transfer,
                                 const std::vector<int64_t>& step_numbers) {
   std::map<std::string, std::vector<const OpSample*>> by_type;
-  std::map<graphs::OpClass, std::vector<const OpSample*>> by_class;
+  // Class fits per precision: a 16-bit matmul's samples ("aten::mm [bf16]")
+  // fit "matmul [bf16]", not "matmul" (sim::PrecisionSensitive).
+  std::map<std::pair<graphs::OpClass, std::string>, std::vector<const OpSample*>> by_class;
   std::vector<const OpSample*> all;
   for (const OpSample& s : samples.ops) {
     if (!use_op(s)) continue;
     by_type[s.type].push_back(&s);
-    by_class[s.op_class].push_back(&s);
+    by_class[{s.op_class, std::string(sim::TypePrecisionTag(s.type))}].push_back(&s);
     all.push_back(&s);
   }
   std::map<std::string, std::vector<const TransferSample*>> by_link;
@@ -258,8 +260,13 @@ sim::DeviceProfile FitProfileIf(const TraceSamples& samples, const FitOptions& o
     for (const OpSample& g : list) pointers.push_back(&g);
     profile.op_types[type] = FitKernelCost(pointers, options);
   }
-  for (const auto& [cls, list] : by_class) {
-    profile.op_classes[static_cast<size_t>(cls)] = FitKernelCost(list, options);
+  for (const auto& [key, list] : by_class) {
+    const auto& [cls, tag] = key;
+    if (tag.empty()) {
+      profile.op_classes[static_cast<size_t>(cls)] = FitKernelCost(list, options);
+    } else {
+      profile.op_class_precisions[tag][static_cast<size_t>(cls)] = FitKernelCost(list, options);
+    }
   }
   for (const auto& [link, list] : by_link) profile.links[link] = FitLinkCost(list, options);
   return profile;

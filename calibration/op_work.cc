@@ -592,8 +592,8 @@ std::string ConvVariant(std::string_view name, const std::vector<OpInput>& input
 
 bool PrecisionApplies(std::string_view name) {
   const Kind kind = KindOf(name);
-  return kind == Kind::kMatmul || kind == Kind::kConv || kind == Kind::kConvBackward ||
-         name.find("scaled_dot_product") != std::string_view::npos;
+  return kind == Kind::kMatmul || kind == Kind::kConv || kind == Kind::kConvBackward || kind == Kind::kNorm ||
+         kind == Kind::kNormBackward || name.find("scaled_dot_product") != std::string_view::npos;
 }
 
 std::string PrecisionVariant(std::string_view name, const std::vector<OpInput>& inputs) {

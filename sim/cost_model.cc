@@ -428,12 +428,41 @@ const DeviceProfile* CalibratedCostModel::ProfileFor(std::string_view device_kin
   return nullptr;
 }
 
-double CalibratedCostModel::Time(std::string_view op_type, double flops, double bytes, double channel_extent,
-                                 graphs::DType dtype, const DeviceSpec& device) const {
+double CalibratedCostModel::Time(const graphs::Graph& graph, std::string_view op_type, double flops,
+                                 double bytes, double channel_extent, graphs::DType dtype,
+                                 const DeviceSpec& device) const {
   const DeviceProfile* profile = ProfileFor(device.kind);
   if (profile == nullptr) return roofline_.Time(op_type, flops, bytes, dtype, device);
   if (Empty(flops, bytes) && !options_.roofline.charge_empty_ops) return 0.0;
-  return profile->KernelTime(op_type, graphs::ClassifyOp(op_type), flops, bytes, channel_extent);
+  const graphs::OpClass op_class = graphs::ClassifyOp(op_type);
+  if (!profile->HasPrecision(op_type, op_class, dtype)) {
+    // fp32 fits would price a 16-bit matmul several times too slow.
+    if (options_.fallback == Fallback::kError) {
+      NoData(
+          "calibrated",
+          "the profile has no " + std::string(PrecisionTag(dtype)) + " fit for " +
+              std::string(graphs::OpClassName(op_class)) + " ops (op type '" + std::string(op_type) + "')",
+          graph, device,
+          "fit one on traces recorded in that precision (gosim calibrate --also T.json.gz; "
+          "docs/CALIBRATION.md), use --cost-model auto (roofline for those ops) or set fallback: roofline");
+    }
+    return roofline_.Time(op_type, flops, bytes, dtype, device);
+  }
+  return profile->KernelTime(op_type, op_class, flops, bytes, channel_extent, dtype);
+}
+
+int64_t CalibratedCostModel::PrecisionMisses(const graphs::Graph& graph, const DeviceSpec& device,
+                                             std::string* example) const {
+  const DeviceProfile* profile = ProfileFor(device.kind);
+  if (profile == nullptr) return 0;
+  int64_t misses = 0;
+  for (graphs::NodeId v = 0; v < graph.num_nodes(); ++v) {
+    const graphs::Node& n = graph.node(v);
+    const std::string_view type = graph.op_type_name(n.op);
+    if (profile->HasPrecision(type, graphs::ClassifyOp(type), NodeDType(n))) continue;
+    if (misses++ == 0 && example != nullptr) *example = n.name;
+  }
+  return misses;
 }
 
 double CalibratedCostModel::NodeTime(const graphs::Graph& graph, graphs::NodeId node,
@@ -442,8 +471,8 @@ double CalibratedCostModel::NodeTime(const graphs::Graph& graph, graphs::NodeId 
     NoKindProfile(graph, device);
   }
   const graphs::Node& n = graph.node(node);
-  return Time(graph.op_type_name(n.op), n.flops, NodeBytes(n), NodeChannelExtent(graph, n), NodeDType(n),
-              device);
+  return Time(graph, graph.op_type_name(n.op), n.flops, NodeBytes(n), NodeChannelExtent(graph, n),
+              NodeDType(n), device);
 }
 
 double CalibratedCostModel::KernelTime(const graphs::Graph& graph, const KernelWork& work,
@@ -451,7 +480,7 @@ double CalibratedCostModel::KernelTime(const graphs::Graph& graph, const KernelW
   if (options_.fallback == Fallback::kError && ProfileFor(device.kind) == nullptr) {
     NoKindProfile(graph, device);
   }
-  return Time(graph.op_type_name(work.op), work.flops, work.bytes_read + work.bytes_written,
+  return Time(graph, graph.op_type_name(work.op), work.flops, work.bytes_read + work.bytes_written,
               work.channel_extent, work.dtype, device);
 }
 

@@ -56,6 +56,12 @@ std::vector<std::string> Kinds(const Cluster& cluster) {
   return kinds;
 }
 
+// The first device of a kind from Kinds(cluster).
+const DeviceSpec& FirstOfKind(const Cluster& cluster, const std::string& kind) {
+  const auto& devices = cluster.devices();
+  return *std::find_if(devices.begin(), devices.end(), [&](const DeviceSpec& d) { return d.kind == kind; });
+}
+
 }  // namespace
 
 std::vector<std::pair<std::string, DeviceProfile>> KindProfiles(const std::string& dir) {
@@ -141,6 +147,8 @@ std::string AutoCostModel::Describe(const graphs::Graph& graph, const Cluster& c
       size_t i = 0;
       while (calibrated_.profiles()[i].device_kind != kind) ++i;
       part += "calibrated (" + profile_paths_[i] + ")";
+      const int64_t misses = calibrated_.PrecisionMisses(graph, FirstOfKind(cluster, kind));
+      if (misses > 0) part += ", roofline for " + std::to_string(misses) + " 16-bit nodes it has no fit for";
     } else {
       part += "roofline";
     }
@@ -167,6 +175,15 @@ std::vector<std::string> AutoCostModel::Warnings(const graphs::Graph& graph, con
       if (n.measured.empty() && !compute) continue;
       for (const graphs::MeasuredTime& m : n.measured) other_kinds.insert(m.device_kind);
       if (missing++ == 0) example = n.name;
+    }
+    std::string example16;
+    const int64_t misses16 = calibrated_.PrecisionMisses(graph, FirstOfKind(cluster, kind), &example16);
+    if (misses16 > 0) {
+      out.push_back("cost model auto: " + std::to_string(misses16) + " of " +
+                    std::to_string(graph.num_nodes()) + " nodes of graph '" + graph.name() +
+                    "' run in 16 bits, and the " + kind +
+                    " profile has no fit of their precision for their op class (e.g. '" + example16 +
+                    "'); roofline prices them (docs/CALIBRATION.md, \"Mixed precision\")");
     }
     if (missing == 0) continue;
     std::string line = "cost model auto: " + std::to_string(missing) + " of " +

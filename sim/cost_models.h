@@ -118,11 +118,16 @@ class CalibratedCostModel : public CostModel {
   // The profile of a device kind, or nullptr.
   const DeviceProfile* ProfileFor(std::string_view device_kind) const;
   const std::vector<DeviceProfile>& profiles() const { return profiles_; }
+  // Nodes of `graph` run in 16 bits whose precision the device's profile
+  // has no fit for (DeviceProfile::HasPrecision): roofline prices them, or
+  // (fallback: error) they are refused. `example` gets the first's name.
+  int64_t PrecisionMisses(const graphs::Graph& graph, const DeviceSpec& device,
+                          std::string* example = nullptr) const;
   std::string Describe(const graphs::Graph& graph, const Cluster& cluster) const override;
 
  private:
-  double Time(std::string_view op_type, double flops, double bytes, double channel_extent,
-              graphs::DType dtype, const DeviceSpec& device) const;
+  double Time(const graphs::Graph& graph, std::string_view op_type, double flops, double bytes,
+              double channel_extent, graphs::DType dtype, const DeviceSpec& device) const;
   [[noreturn]] void NoKindProfile(const graphs::Graph& graph, const DeviceSpec& device) const;
   std::vector<DeviceProfile> profiles_;
   CalibratedOptions options_;

@@ -84,15 +84,74 @@ double KernelFit::Time(double flops, double bytes, double channel_extent) const 
                   intercept + per_flop * flops + per_byte * bytes + per_channel_element * channel_extent);
 }
 
-const KernelFit& DeviceProfile::FitFor(std::string_view op_type, graphs::OpClass op_class) const {
+std::string_view PrecisionTag(graphs::DType dtype) {
+  switch (dtype) {
+    case graphs::DType::kBFloat16:
+      return "bf16";
+    case graphs::DType::kFloat16:
+      return "fp16";
+    default:
+      return "";
+  }
+}
+
+bool PrecisionSensitive(graphs::OpClass op_class) {
+  return op_class == graphs::OpClass::kMatMul || op_class == graphs::OpClass::kConv ||
+         op_class == graphs::OpClass::kConvBackward || op_class == graphs::OpClass::kNormalization;
+}
+
+std::string_view TypePrecisionTag(std::string_view op_type) {
+  if (op_type.empty() || op_type.back() != ']') return "";
+  const size_t open = op_type.rfind(" [");
+  return open == std::string_view::npos ? "" : op_type.substr(open + 2, op_type.size() - open - 3);
+}
+
+namespace {
+
+// The precision-specific fit of an op, or nullptr: the tagged type, then
+// the precision's class fit; *needed says whether the op has a precision
+// to look for (a 16-bit op of a PrecisionSensitive class, or a tagged type).
+const KernelFit* PrecisionFit(const DeviceProfile& p, std::string_view op_type, graphs::OpClass op_class,
+                              graphs::DType dtype, bool* needed) {
+  std::string_view tag = TypePrecisionTag(op_type);
+  const bool tagged = !tag.empty();
+  if (!tagged && PrecisionSensitive(op_class)) tag = PrecisionTag(dtype);
+  *needed = !tag.empty();
+  if (tag.empty()) return nullptr;
+  if (tagged) {
+    if (const auto it = p.op_types.find(op_type); it != p.op_types.end()) return &it->second;
+  } else {
+    std::string key(op_type);
+    key.append(" [").append(tag).append("]");
+    if (const auto it = p.op_types.find(key); it != p.op_types.end()) return &it->second;
+  }
+  if (const auto it = p.op_class_precisions.find(tag); it != p.op_class_precisions.end()) {
+    const std::optional<KernelFit>& fit = it->second[static_cast<size_t>(op_class)];
+    if (fit) return &*fit;
+  }
+  return nullptr;
+}
+
+}  // namespace
+
+const KernelFit& DeviceProfile::FitFor(std::string_view op_type, graphs::OpClass op_class,
+                                       graphs::DType dtype) const {
+  bool needed = false;
+  if (const KernelFit* fit = PrecisionFit(*this, op_type, op_class, dtype, &needed)) return *fit;
   if (const auto it = op_types.find(op_type); it != op_types.end()) return it->second;
   const std::optional<KernelFit>& by_class = op_classes[static_cast<size_t>(op_class)];
   return by_class ? *by_class : fallback;
 }
 
+bool DeviceProfile::HasPrecision(std::string_view op_type, graphs::OpClass op_class,
+                                 graphs::DType dtype) const {
+  bool needed = false;
+  return PrecisionFit(*this, op_type, op_class, dtype, &needed) != nullptr || !needed;
+}
+
 double DeviceProfile::KernelTime(std::string_view op_type, graphs::OpClass op_class, double flops,
-                                 double bytes, double channel_extent) const {
-  return launch_overhead + FitFor(op_type, op_class).Time(flops, bytes, channel_extent);
+                                 double bytes, double channel_extent, graphs::DType dtype) const {
+  return launch_overhead + FitFor(op_type, op_class, dtype).Time(flops, bytes, channel_extent);
 }
 
 DeviceProfile ParseDeviceProfile(const std::string& yaml_text, const std::string& source) {
@@ -135,12 +194,25 @@ DeviceProfile ParseDeviceProfile(const std::string& yaml_text, const std::string
   std::vector<std::string> class_names;
   for (const graphs::OpClass c : graphs::AllOpClasses()) class_names.emplace_back(graphs::OpClassName(c));
   for (auto& [name, m] : Entries(root, "op_classes")) {
-    const std::optional<graphs::OpClass> c = graphs::ParseOpClass(name);
+    // "matmul" or, for 16-bit kernels, "matmul [bf16]".
+    const std::string_view tag = TypePrecisionTag(name);
+    const std::string base = tag.empty() ? name : name.substr(0, name.size() - tag.size() - 3);
+    const std::optional<graphs::OpClass> c = graphs::ParseOpClass(base);
     if (!c) {
-      throw ConfigError("unknown op class '" + name + "'." + DidYouMean(name, class_names),
-                        YamlLocation(m.node(), source, m.path()), "op classes: " + Join(class_names, ", "));
+      throw ConfigError("unknown op class '" + base + "'." + DidYouMean(base, class_names),
+                        YamlLocation(m.node(), source, m.path()),
+                        "op classes: " + Join(class_names, ", ") + ", each optionally with [bf16] or [fp16]");
     }
-    p.op_classes[static_cast<size_t>(*c)] = ReadFit(m);
+    if (!tag.empty() && tag != "bf16" && tag != "fp16") {
+      throw ConfigError("unknown precision '[" + std::string(tag) + "]' of op class '" + base + "'",
+                        YamlLocation(m.node(), source, m.path()),
+                        "write '" + base + " [bf16]' or '" + base + " [fp16]'");
+    }
+    if (tag.empty()) {
+      p.op_classes[static_cast<size_t>(*c)] = ReadFit(m);
+    } else {
+      p.op_class_precisions[std::string(tag)][static_cast<size_t>(*c)] = ReadFit(m);
+    }
   }
   for (auto& [name, m] : Entries(root, "op_types")) p.op_types.emplace(name, ReadFit(m));
   for (auto& [name, m] : Entries(root, "links")) p.links.emplace(name, ReadLink(m));
@@ -183,6 +255,9 @@ std::string DeviceProfileToYaml(const DeviceProfile& p) {
   EmitFit(out, p.fallback);
   bool any_class = false;
   for (const auto& fit : p.op_classes) any_class = any_class || fit.has_value();
+  for (const auto& [tag, fits] : p.op_class_precisions) {
+    for (const auto& fit : fits) any_class = any_class || fit.has_value();
+  }
   if (any_class) {
     out << YAML::Key << "op_classes" << YAML::Value << YAML::BeginMap;
     for (const graphs::OpClass c : graphs::AllOpClasses()) {
@@ -190,6 +265,14 @@ std::string DeviceProfileToYaml(const DeviceProfile& p) {
       if (!fit) continue;
       out << YAML::Key << std::string(graphs::OpClassName(c)) << YAML::Value;
       EmitFit(out, *fit);
+    }
+    for (const auto& [tag, fits] : p.op_class_precisions) {
+      for (const graphs::OpClass c : graphs::AllOpClasses()) {
+        const std::optional<KernelFit>& fit = fits[static_cast<size_t>(c)];
+        if (!fit) continue;
+        out << YAML::Key << std::string(graphs::OpClassName(c)) + " [" + tag + "]" << YAML::Value;
+        EmitFit(out, *fit);
+      }
     }
     out << YAML::EndMap;
   }

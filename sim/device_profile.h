@@ -9,7 +9,11 @@
 // with bytes = bytes_read + bytes_written, channel_extent the elements per
 // channel of a batch norm (graphs::ChannelExtent; 0 for other ops) and the
 // coefficients of op_types[t] when present, else op_classes[c], else
-// `default`.
+// `default`. Matmuls, convolutions and batch norms run in 16 bits
+// (PrecisionSensitive) take the fits of their precision first:
+// op_types["t [bf16]"], then op_class_precisions["bf16"][c] (file key
+// "matmul [bf16]"); tensor cores make them several times faster than fp32
+// at equal FLOPs, so the fp32 fits do not price them (HasPrecision).
 #ifndef GOSIM_SIM_DEVICE_PROFILE_H_
 #define GOSIM_SIM_DEVICE_PROFILE_H_
 
@@ -23,6 +27,7 @@
 #include <string>
 #include <string_view>
 
+#include "graphs/graph.h"
 #include "graphs/op_class.h"
 
 namespace gosim::sim {
@@ -66,6 +71,16 @@ struct CpuFit {
   bool operator==(const CpuFit&) const = default;
 };
 
+// "bf16" or "fp16" for 16-bit floating point, else "": the tag of the op
+// types and class fits of that precision ("aten::mm [bf16]", "matmul [bf16]").
+std::string_view PrecisionTag(graphs::DType dtype);
+// Classes whose kernels a profile fits per precision: matrix products,
+// convolutions and their gradients, normalizations (calibration's
+// PrecisionApplies on profiled op names).
+bool PrecisionSensitive(graphs::OpClass op_class);
+// The tag a type or class name ends with ("aten::mm [bf16]" -> "bf16"), or "".
+std::string_view TypePrecisionTag(std::string_view op_type);
+
 struct DeviceProfile {
   std::string device_kind;       // matches DeviceSpec::kind, e.g. "A100"
   YAML::Node source;             // free-form provenance (trace, steps, ...); may be null
@@ -74,14 +89,26 @@ struct DeviceProfile {
   std::optional<CpuFit> cpu;     // absent in profiles fitted before it existed
   KernelFit fallback;            // the file's `default`
   std::array<std::optional<KernelFit>, graphs::kNumOpClasses> op_classes;
+  // Class fits of 16-bit kernels, by PrecisionTag ("bf16", "fp16").
+  std::map<std::string, std::array<std::optional<KernelFit>, graphs::kNumOpClasses>, std::less<>>
+      op_class_precisions;
   std::map<std::string, KernelFit, std::less<>> op_types;
   std::map<std::string, LinkFit, std::less<>> links;  // e.g. memcpy_htod, nccl_allreduce
 
-  // The coefficients for an op type (op_types, then its class, then default).
-  const KernelFit& FitFor(std::string_view op_type, graphs::OpClass op_class) const;
+  // The coefficients for an op type run in `dtype`: for a 16-bit op of a
+  // PrecisionSensitive class the precision's type and class fits first;
+  // then op_types, its class, default. A type that carries its tag
+  // already (calibration's "aten::mm [bf16]") is looked up as it is, then
+  // its precision's class fit.
+  const KernelFit& FitFor(std::string_view op_type, graphs::OpClass op_class,
+                          graphs::DType dtype = graphs::DType::kFloat32) const;
+  // False when the op needs its precision's fits (above) and the profile
+  // has neither the type's nor the class's: FitFor then gives an fp32 fit,
+  // which the simulator refuses or replaces with roofline.
+  bool HasPrecision(std::string_view op_type, graphs::OpClass op_class, graphs::DType dtype) const;
   // Seconds for one kernel, launch overhead included.
   double KernelTime(std::string_view op_type, graphs::OpClass op_class, double flops, double bytes,
-                    double channel_extent = 0.0) const;
+                    double channel_extent = 0.0, graphs::DType dtype = graphs::DType::kFloat32) const;
 };
 
 // Parses a profile; every problem is a ConfigError with file, line and path.

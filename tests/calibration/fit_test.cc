@@ -184,6 +184,34 @@ TEST_CASE("a profile: types, classes, default, links; its YAML round-trips throu
   CHECK(one.op_types.at("aten::mm").samples == 5);
 }
 
+TEST_CASE("16-bit samples fit their precision's class, not the fp32 class") {
+  TraceSamples samples;
+  samples.device_kind = "H200";
+  for (int i = 1; i <= 5; ++i) {
+    samples.ops.push_back(Sample("aten::mm", i * 1e9, 0, 2e-6 + i * 1e9 * 1e-13));
+    OpSample fast = Sample("aten::mm [bf16]", i * 1e9, 0, 2e-6 + i * 1e9 * 1e-14);
+    fast.op_class = graphs::OpClass::kMatMul;
+    samples.ops.push_back(fast);
+  }
+  const sim::DeviceProfile p = FitProfile(samples, FitOptions{}, {}, {});
+  const auto matmul = static_cast<size_t>(graphs::OpClass::kMatMul);
+  REQUIRE(p.op_classes[matmul].has_value());
+  REQUIRE(p.op_class_precisions.count("bf16") == 1);
+  REQUIRE(p.op_class_precisions.at("bf16")[matmul].has_value());
+  CHECK(p.op_classes[matmul]->samples == 5);
+  CHECK(p.op_classes[matmul]->per_flop == doctest::Approx(1e-13).epsilon(1e-6));
+  CHECK(p.op_class_precisions.at("bf16")[matmul]->per_flop == doctest::Approx(1e-14).epsilon(1e-6));
+  // An unseen 16-bit type takes its precision's class fit, an unseen fp32 one the fp32 class's.
+  CHECK(PredictKernel(p, "aten::bmm [bf16]", 1e9, 0) == doctest::Approx(2e-6 + 1e-5).epsilon(1e-6));
+  CHECK(PredictKernel(p, "aten::bmm", 1e9, 0) == doctest::Approx(2e-6 + 1e-4).epsilon(1e-6));
+  // Written as "matmul [bf16]" and read back.
+  const std::string yaml = sim::DeviceProfileToYaml(p);
+  CHECK(yaml.find("matmul [bf16]: {") != std::string::npos);
+  const sim::DeviceProfile back = sim::ParseDeviceProfile(yaml, "p.yaml");
+  CHECK(back.op_class_precisions == p.op_class_precisions);
+  CHECK(back.op_classes == p.op_classes);
+}
+
 TEST_CASE(
     "ops of gosim profile traces are also fitted by graph op type, on the graph's own FLOPs and bytes") {
   TraceSamples samples;

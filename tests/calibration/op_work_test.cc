@@ -135,8 +135,14 @@ TEST_CASE("convolution kinds: dense, grouped, depthwise") {
   CHECK(BaseSampleType("aten::mm") == "aten::mm");
 }
 
-TEST_CASE("mixed precision: 16-bit matmuls, convolutions and attention are types of their own") {
+TEST_CASE("mixed precision: 16-bit matmuls, convolutions, attention and batch norms are types of their own") {
   const OpInput a16 = Tensor({64, 64}, graphs::DType::kBFloat16);
+  // Batch norms on bf16 inputs: fitted on fp32 ones, they came out 30-40%
+  // under (half the bytes, not half the time).
+  const OpInput bn16 = Tensor({8, 32, 28, 28}, graphs::DType::kBFloat16);
+  CHECK(PrecisionVariant("aten::cudnn_batch_norm", {bn16, Tensor({32})}) == " [bf16]");
+  CHECK(PrecisionVariant("aten::native_batch_norm_backward", {bn16, bn16}) == " [bf16]");
+  CHECK(PrecisionVariant("aten::layer_norm", {bn16}).empty());  // autocast runs layer norms in fp32
   CHECK(PrecisionVariant("aten::mm", {a16, a16}) == " [bf16]");
   CHECK(PrecisionVariant("aten::mm", {Tensor({64, 64}, graphs::DType::kFloat16), a16}) == " [fp16]");
   CHECK(PrecisionVariant("aten::mm", {Tensor({64, 64}), a16}).empty());  // the first tensor decides

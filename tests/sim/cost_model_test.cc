@@ -88,7 +88,7 @@ const char* kProfile =
     "mape: 0.25}\n"                                                                      // 2^-17, 2^-40
     "  elementwise: {intercept: 0.0, per_flop: 0.0, per_byte: 1.862645149230957e-09}\n"  // 2^-29
     "op_types:\n"
-    "  aten::mm: {intercept: 1.52587890625e-05, per_flop: 0.0, per_byte: 0.0}\n"  // 2^-16
+    "  aten::mm [fp16]: {intercept: 1.52587890625e-05, per_flop: 0.0, per_byte: 0.0}\n"  // 2^-16
     "links:\n"
     "  memcpy_htod: {latency: 8.0e-6, bandwidth: 1.2e10, samples: 30}\n";
 
@@ -219,7 +219,7 @@ TEST_CASE("Calibrated profiles: op type, then class, then default; roofline for 
   const double launch = std::ldexp(1.0, -18);
   // MatMul: class fit 2^-17 + 2^-40 * 2^40 (the device's own launch is not used).
   CHECK(model.NodeTime(g, N(g, "mm"), a100) == launch + std::ldexp(1.0, -17) + 1.0);
-  // aten::mm: its op-type fit, 2^-16.
+  // aten::mm in fp16: its op type's fit of that precision, 2^-16.
   CHECK(model.NodeTime(g, N(g, "h"), a100) == launch + std::ldexp(1.0, -16));
   // Relu: elementwise fit 2^-29 * 2^30 bytes.
   CHECK(model.NodeTime(g, N(g, "relu"), a100) == launch + 2.0);
@@ -324,6 +324,84 @@ TEST_CASE(
                                                    a100));
 }
 
+TEST_CASE(
+    "Calibrated profiles price 16-bit matmuls, convolutions and norms only with fits of their precision") {
+  // The same 2^40-FLOP product in fp32, fp16 and bf16, and an fp16 Relu.
+  graphs::GraphBuilder b("mixed");
+  b.AddNode(Op("mm32", "MatMul", std::ldexp(1.0, 40), 0, 0, 64));
+  b.AddNode(Op("mm16", "MatMul", std::ldexp(1.0, 40), 0, 0, 64, DType::kFloat16));
+  b.AddNode(Op("mmbf", "MatMul", std::ldexp(1.0, 40), 0, 0, 64, DType::kBFloat16));
+  b.AddNode(Op("relu16", "Relu", 0, int64_t{1} << 29, int64_t{1} << 29, 64, DType::kFloat16));
+  const graphs::Graph g = b.Build();
+  const std::string base(kProfile);
+  const std::string fp32_only = base.substr(0, base.find("op_types:"));
+  const DeviceSpec a100 = Device("A100");
+  const double launch = std::ldexp(1.0, -18);
+  const auto roofline = MakeCostModel("roofline");
+  {
+    // fp32 fits only: the fp32 product and the Relu (bytes carry the
+    // dtype) are priced; a 16-bit product is refused, not priced as fp32.
+    const CalibratedCostModel model({ParseDeviceProfile(fp32_only, "a100.yaml")});
+    CHECK(model.NodeTime(g, N(g, "mm32"), a100) == launch + std::ldexp(1.0, -17) + 1.0);
+    CHECK(model.NodeTime(g, N(g, "relu16"), a100) == launch + 2.0);
+    try {
+      model.NodeTime(g, N(g, "mm16"), a100);
+      FAIL("expected ConfigError");
+    } catch (const ConfigError& e) {
+      CHECK(Contains(e.what(), "the profile has no fp16 fit for matmul ops (op type 'MatMul')"));
+    }
+    CHECK_THROWS_AS(model.KernelTime(g, MakeKernelWork(g, std::vector<NodeId>{N(g, "mmbf")}), a100),
+                    ConfigError);
+    std::string example;
+    CHECK(model.PrecisionMisses(g, a100, &example) == 2);
+    CHECK(example == "mm16");
+    // With fallback: roofline, roofline prices them.
+    CalibratedOptions lenient;
+    lenient.fallback = Fallback::kRoofline;
+    const CalibratedCostModel with_roofline({ParseDeviceProfile(fp32_only, "a100.yaml")}, lenient);
+    CHECK(with_roofline.NodeTime(g, N(g, "mm16"), a100) == roofline->NodeTime(g, N(g, "mm16"), a100));
+  }
+  {
+    // A class fit of fp16 prices fp16 products (2^-44 per FLOP: 2^-4 s), not bf16 ones.
+    const DeviceProfile p = ParseDeviceProfile(
+        fp32_only +
+            "  matmul [fp16]: {intercept: 0.0, per_flop: 5.684341886080802e-14, per_byte: 0.0}\n"
+            "op_types:\n"
+            "  MatMul [bf16]: {intercept: 0.0, per_flop: 0.0, per_byte: 0.0, samples: 3}\n",
+        "a100.yaml");
+    REQUIRE(p.op_class_precisions.at("fp16")[static_cast<size_t>(graphs::OpClass::kMatMul)].has_value());
+    const CalibratedCostModel model({p});
+    CHECK(model.NodeTime(g, N(g, "mm16"), a100) == launch + std::ldexp(1.0, -4));
+    // bf16: the op type's fit of that precision wins (a constant 0 here).
+    CHECK(model.NodeTime(g, N(g, "mmbf"), a100) == launch);
+    CHECK(model.NodeTime(g, N(g, "mm32"), a100) == launch + std::ldexp(1.0, -17) + 1.0);
+    CHECK(model.PrecisionMisses(g, a100) == 0);
+    const DeviceProfile back = ParseDeviceProfile(DeviceProfileToYaml(p), "back.yaml");
+    CHECK(back.op_class_precisions == p.op_class_precisions);
+    CHECK(back.op_types == p.op_types);
+  }
+  // Bad precision keys are one error line each.
+  CHECK_THROWS_WITH_AS(ParseDeviceProfile(fp32_only + "  matmul [fp8]: {intercept: 0.0}\n", "a.yaml"),
+                       doctest::Contains("unknown precision '[fp8]' of op class 'matmul'"), ConfigError);
+  CHECK_THROWS_WITH_AS(ParseDeviceProfile(fp32_only + "  matmal [bf16]: {intercept: 0.0}\n", "a.yaml"),
+                       doctest::Contains("unknown op class 'matmal'"), ConfigError);
+  // auto: roofline for those nodes, said once in the description and the warnings.
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "gosim_auto_precision";
+  std::filesystem::create_directories(dir);
+  WriteFileAtomic((dir / "a100.yaml").string(), fp32_only);
+  const auto model = Make("auto", "profiles_dir: " + dir.string() + "\n");
+  CHECK(model->NodeTime(g, N(g, "mm16"), a100) == roofline->NodeTime(g, N(g, "mm16"), a100));
+  CHECK(model->NodeTime(g, N(g, "mm32"), a100) == launch + std::ldexp(1.0, -17) + 1.0);
+  ClusterBuilder cb("one", "test");
+  cb.AddDevice(a100);
+  const Cluster cluster = cb.Build();
+  CHECK(Contains(model->Describe(g, cluster), "roofline for 2 16-bit nodes it has no fit for"));
+  const std::vector<std::string> warnings = model->Warnings(g, cluster);
+  REQUIRE(warnings.size() == 1);
+  CHECK(
+      Contains(warnings[0], "2 of 4 nodes of graph 'mixed' run in 16 bits, and the A100 profile has no fit"));
+}
+
 TEST_CASE("Auto: measured for the kind, then the kind's committed profile, then roofline") {
   const graphs::Graph g = CostGraph();
   const std::filesystem::path dir = std::filesystem::temp_directory_path() / "gosim_auto_profiles";
@@ -355,7 +433,7 @@ TEST_CASE("Auto: measured for the kind, then the kind's committed profile, then 
   const std::vector<NodeId> mixed{N(g, "mm"), N(g, "relu")};
   CHECK(model->KernelTime(g, MakeKernelWork(g, mixed), Device("A100")) ==
         launch + std::ldexp(1.0, -17) + (1.0 + std::ldexp(1.0, -10)));
-  // Never below the device's peak: h's aten::mm fit is a constant 2^-16 s,
+  // Never below the device's peak: h's aten::mm [fp16] fit is a constant 2^-16 s,
   // but 2^40 fp16 FLOPs take 2^-3 s at the 2^43 FLOP/s peak.
   CHECK(model->NodeTime(g, N(g, "h"), Device("A100")) == launch + std::ldexp(1.0, -3));
   CHECK(Make("calibrated", "profile: " + (dir / "a100.yaml").string() + "\n")
