@@ -188,13 +188,15 @@ sim::DeviceProfile FitProfileIf(const TraceSamples& samples, const FitOptions& o
                                 const std::vector<int64_t>& step_numbers) {
   std::map<std::string, std::vector<const OpSample*>> by_type;
   // Class fits per precision: a 16-bit matmul's samples ("aten::mm [bf16]")
-  // fit "matmul [bf16]", not "matmul" (sim::PrecisionSensitive).
+  // fit "matmul [bf16]", not "matmul" (sim::PrecisionSensitive). Ops that
+  // update many tensors at once fit their own types only (SpansManyTensors).
   std::map<std::pair<graphs::OpClass, std::string>, std::vector<const OpSample*>> by_class;
   std::vector<const OpSample*> all;
   for (const OpSample& s : samples.ops) {
     if (!use_op(s)) continue;
     by_type[s.type].push_back(&s);
-    by_class[{s.op_class, std::string(sim::TypePrecisionTag(s.type))}].push_back(&s);
+    if (!SpansManyTensors(s.type))
+      by_class[{s.op_class, std::string(sim::TypePrecisionTag(s.type))}].push_back(&s);
     all.push_back(&s);
   }
   std::map<std::string, std::vector<const TransferSample*>> by_link;

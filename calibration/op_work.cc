@@ -596,6 +596,12 @@ bool PrecisionApplies(std::string_view name) {
          kind == Kind::kNormBackward || name.find("scaled_dot_product") != std::string_view::npos;
 }
 
+bool SpansManyTensors(std::string_view name) {
+  if (StartsWith(name, "Optimizer.step#") || StartsWith(name, "Optimizer.zero_grad#")) return true;
+  const Kind kind = KindOf(BaseSampleType(name));
+  return kind == Kind::kForeach || kind == Kind::kFusedAdam || kind == Kind::kFusedSgd;
+}
+
 std::string PrecisionVariant(std::string_view name, const std::vector<OpInput>& inputs) {
   if (!PrecisionApplies(name)) return "";
   for (const OpInput& in : inputs) {

@@ -63,14 +63,23 @@ ConvHints PairConvolutionOutputs(const Trace& trace);
 // times at equal FLOPs.
 std::string ConvVariant(std::string_view name, const std::vector<OpInput>& inputs);
 
-// " [bf16]" or " [fp16]" for a matmul, convolution or attention op whose
-// first tensor argument is of that dtype (mixed precision: tensor cores run
-// it several times faster than fp32 at equal FLOPs), else "".
+// " [bf16]" or " [fp16]" for a matmul, convolution, attention or batch-norm
+// op whose first tensor argument is of that dtype (mixed precision: tensor
+// cores run it several times faster than fp32 at equal FLOPs; a batch norm
+// moves half the bytes in more than half the time), else "".
 std::string PrecisionVariant(std::string_view name, const std::vector<OpInput>& inputs);
 
-// Whether op `name` is a matmul, convolution or attention op (those whose
-// speed depends on the precision at equal FLOPs).
+// Whether op `name` is a matmul, convolution, attention or batch-norm op
+// (those whose speed depends on the precision at equal FLOPs and bytes).
 bool PrecisionApplies(std::string_view name);
+
+// Whether op `name` updates many tensors at once: `_foreach_*`, the fused
+// optimizers (`_fused_adam`), and the profiler's `Optimizer.step#...` and
+// `Optimizer.zero_grad#...` ranges. Their fits stay with their own op
+// types and stay out of class fits: the class fit prices a graph's
+// per-parameter update (ApplyAdam), one tensor each, which a whole-model
+// op's intercept would overcharge 25x (docs/CALIBRATION.md, "Fitting").
+bool SpansManyTensors(std::string_view name);
 
 // The type a calibration sample of op `name` is fitted under: the name,
 // its ConvVariant and its PrecisionVariant, e.g. "aten::conv2d (depthwise) [bf16]".

@@ -184,6 +184,23 @@ TEST_CASE("a profile: types, classes, default, links; its YAML round-trips throu
   CHECK(one.op_types.at("aten::mm").samples == 5);
 }
 
+TEST_CASE("a whole-model optimizer op keeps its type fit and stays out of the class fit") {
+  TraceSamples samples;
+  samples.device_kind = "H200";
+  for (int i = 1; i <= 5; ++i) {
+    // One multi-tensor update per step over every parameter: a large
+    // intercept that a per-parameter ApplyAdam must not inherit.
+    samples.ops.push_back(Sample("aten::_foreach_add_", 0, i * 1e8, 1.5e-4 + i * 1e8 * 2e-13));
+  }
+  const sim::DeviceProfile p = FitProfile(samples, FitOptions{}, {}, {});
+  CHECK(graphs::ClassifyOp("aten::_foreach_add_") == graphs::OpClass::kOptimizer);
+  REQUIRE(p.op_types.count("aten::_foreach_add_") == 1);
+  CHECK(p.op_types.at("aten::_foreach_add_").intercept == doctest::Approx(1.5e-4).epsilon(1e-6));
+  CHECK_FALSE(p.op_classes[static_cast<size_t>(graphs::OpClass::kOptimizer)].has_value());
+  // So a per-parameter update falls back to the default, not the multi-tensor intercept.
+  CHECK(&p.FitFor("ApplyAdam", graphs::OpClass::kOptimizer) == &p.fallback);
+}
+
 TEST_CASE("16-bit samples fit their precision's class, not the fp32 class") {
   TraceSamples samples;
   samples.device_kind = "H200";

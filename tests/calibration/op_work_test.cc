@@ -135,6 +135,15 @@ TEST_CASE("convolution kinds: dense, grouped, depthwise") {
   CHECK(BaseSampleType("aten::mm") == "aten::mm");
 }
 
+TEST_CASE("whole-model optimizer ops are told apart from per-tensor ones") {
+  CHECK(SpansManyTensors("aten::_foreach_add_"));
+  CHECK(SpansManyTensors("aten::_foreach_addcdiv_ [bf16]"));
+  CHECK(SpansManyTensors("aten::_fused_adamw_"));
+  CHECK(SpansManyTensors("Optimizer.step#AdamW.step"));
+  CHECK_FALSE(SpansManyTensors("aten::add_"));
+  CHECK_FALSE(SpansManyTensors("ApplyAdam"));
+}
+
 TEST_CASE("mixed precision: 16-bit matmuls, convolutions, attention and batch norms are types of their own") {
   const OpInput a16 = Tensor({64, 64}, graphs::DType::kBFloat16);
   // Batch norms on bf16 inputs: fitted on fp32 ones, they came out 30-40%
