@@ -1,6 +1,8 @@
 #include "calibration/op_work.h"
 
 #include <algorithm>
+#include <charconv>
+#include <optional>
 #include <unordered_map>
 
 #include "core/strings.h"
@@ -378,6 +380,129 @@ OpWork ConvBackwardWork(const std::string& base, const std::vector<OpInput>& in)
   return w;
 }
 
+// "[3, 3]" -> {3, 3}; nullopt for anything else (an empty list is {}).
+std::optional<std::vector<int64_t>> IntList(std::string_view text) {
+  if (text.size() < 2 || text.front() != '[' || text.back() != ']') return std::nullopt;
+  std::vector<int64_t> out;
+  std::string_view rest = text.substr(1, text.size() - 2);
+  while (!rest.empty()) {
+    const size_t comma = rest.find(',');
+    std::string_view item = rest.substr(0, comma);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    int64_t v = 0;
+    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), v);
+    if (ec != std::errc() || end != item.data() + item.size() || item.empty()) return std::nullopt;
+    out.push_back(v);
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  return out;
+}
+
+// A pooling window as the profiler's "Concrete Inputs" record it, at
+// arguments `at` (kernel_size, stride, padding) after the tensors;
+// max_pool's dilation follows its padding. Empty when not recorded.
+struct PoolWindow {
+  std::vector<int64_t> kernel, stride, padding, dilation;
+  bool ceil = false;
+  bool known() const { return !kernel.empty(); }
+  double Elements() const {
+    double e = 1.0;
+    for (const int64_t k : kernel) e *= static_cast<double>(k);
+    return e;
+  }
+};
+
+PoolWindow ReadPoolWindow(const std::vector<OpInput>& in, size_t at, bool max_pool) {
+  PoolWindow w;
+  auto list = [&](size_t i) { return i < in.size() ? IntList(in[i].value) : std::nullopt; };
+  const auto kernel = list(at), stride = list(at + 1), padding = list(at + 2);
+  if (!kernel || kernel->empty() || !padding) return w;
+  for (const int64_t k : *kernel) {
+    if (k <= 0) return w;
+  }
+  w.kernel = *kernel;
+  w.stride = stride && !stride->empty() ? *stride : *kernel;  // PyTorch: stride defaults to the window
+  w.padding = *padding;
+  if (max_pool) {
+    const auto dilation = list(at + 3);
+    if (dilation) w.dilation = *dilation;
+  }
+  const size_t ceil_at = at + (max_pool ? 4 : 3);
+  w.ceil = ceil_at < in.size() && in[ceil_at].value == "True";
+  return w;
+}
+
+// The output shape of pooling `x` (N, C, spatial...) through window `w`
+// (PyTorch's formula; a single value stands for every spatial dimension),
+// or empty when the window does not fit the input's rank.
+std::vector<int64_t> PoolOutput(const std::vector<int64_t>& x, const PoolWindow& w) {
+  if (x.size() < 3) return {};
+  const size_t spatial = std::min<size_t>(x.size() - 2, 3);
+  auto at = [](const std::vector<int64_t>& v, size_t i, int64_t fallback) {
+    return v.empty() ? fallback : v[std::min(i, v.size() - 1)];
+  };
+  std::vector<int64_t> out(x.begin(), x.end() - static_cast<std::ptrdiff_t>(spatial));
+  for (size_t i = 0; i < spatial; ++i) {
+    const int64_t in = x[x.size() - spatial + i];
+    const int64_t k = at(w.kernel, i, 1), s = at(w.stride, i, 1), p = at(w.padding, i, 0),
+                  d = at(w.dilation, i, 1);
+    if (s <= 0) return {};
+    const int64_t span = in + 2 * p - d * (k - 1) - 1;
+    if (span < 0) return {};
+    int64_t o = (w.ceil ? (span + s - 1) / s : span / s) + 1;
+    if (w.ceil && (o - 1) * s >= in + p) --o;  // the last window must start inside the input
+    out.push_back(o);
+  }
+  return out;
+}
+
+// Pooling, forward and backward, with the same FLOPs as the exporter and
+// the ONNX importer give a graph's pooling nodes (graphs/export/README.md):
+// forward output elements x window elements; backward grad_output elements,
+// x window elements for avg_pool*_backward. The window comes from the
+// profiler's "Concrete Inputs"; without it a forward pool counts its input
+// elements and an avg_pool backward its grad_output's, flagged approximate.
+OpWork PoolWork(Kind kind, const std::string& base, const std::vector<OpInput>& in) {
+  OpWork w;
+  const Tensors t = CollectTensors(in);
+  if (t.count() == 0) return w;
+  w.known = true;
+  const bool max_pool = base.rfind("max_pool", 0) == 0;
+  const bool adaptive = base.find("adaptive") != std::string::npos;
+  const int element = t.sizes[0];
+  if (kind == Kind::kPooling) {
+    const PoolWindow window = adaptive ? PoolWindow{} : ReadPoolWindow(in, 1, max_pool);
+    const std::vector<int64_t> out = window.known() ? PoolOutput(t.shape(0), window) : std::vector<int64_t>{};
+    if (out.empty()) {
+      w.flops = t.numel(0);
+      w.bytes = t.bytes(0) * 1.25;
+      w.approximate = true;
+      return w;
+    }
+    const double out_elements = Numel(out);
+    w.flops = graphs::PoolFlops(out_elements, window.Elements());
+    w.bytes = t.bytes(0) + out_elements * element +
+              (base.find("with_indices") != std::string::npos ? out_elements * 8.0 : 0.0);
+    return w;
+  }
+  // Backward: (grad_output, input, window..., [indices]).
+  const double grad = t.numel(0);
+  double window_elements = 1.0;
+  if (base.rfind("avg_pool", 0) == 0) {
+    const PoolWindow window = ReadPoolWindow(in, 2, false);
+    if (window.known()) {
+      window_elements = window.Elements();
+    } else {
+      w.approximate = true;
+    }
+  }
+  w.flops = grad * window_elements;
+  w.bytes = t.total_bytes + t.max_numel * t.max_size;
+  return w;
+}
+
 OpWork GenericWork(Kind kind, const std::string& base, const std::vector<OpInput>& in) {
   OpWork w;
   const Tensors t = CollectTensors(in);
@@ -400,15 +525,8 @@ OpWork GenericWork(Kind kind, const std::string& base, const std::vector<OpInput
       w.bytes = t.total_bytes;
       break;
     case Kind::kPooling:
-      // Window and stride are not recorded: the input elements stand for the work.
-      w.flops = first;
-      w.bytes = first_bytes * 1.25;
-      w.approximate = true;
-      break;
     case Kind::kPoolingBackward:
-      w.flops = t.max_numel;
-      w.bytes = t.total_bytes + out_bytes;
-      break;
+      return PoolWork(kind, base, in);
     case Kind::kGlobalPool:
       w.flops = graphs::GlobalPoolFlops(first);
       w.bytes = first_bytes;

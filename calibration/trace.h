@@ -36,6 +36,10 @@ struct OpInput {
   std::vector<int64_t> shape;              // tensor shape; empty = 0-d tensor or non-tensor
   std::vector<std::vector<int64_t>> list;  // shapes of a tensor list argument
   std::string type;                        // as recorded, e.g. "float", "c10::Half", "Scalar"
+  // A scalar argument's value as the profiler's "Concrete Inputs" records
+  // it (PyTorch >= 2.1 with record_shapes), e.g. "[3, 3]" or "False"; empty
+  // for tensors and for traces without them.
+  std::string value;
   graphs::DType dtype = graphs::DType::kUnknown;
   bool is_tensor = false;
 };

@@ -178,6 +178,13 @@ void ReadOpInputs(const EventView& event, TraceOp* op) {
       event.Fail("args.Input type", "'Input type' is not a list", "expected [\"float\", ...]");
     for (const Json& t : *type_it) types.push_back(t.is_string() ? t.get<std::string>() : "");
   }
+  // Scalar arguments' values (a pooling window, a stride); anything that
+  // is not a list of strings is ignored, as older traces have none.
+  std::vector<std::string> values;
+  const auto value_it = args->find("Concrete Inputs");
+  if (value_it != args->end() && value_it->is_array()) {
+    for (const Json& v : *value_it) values.push_back(v.is_string() ? v.get<std::string>() : "");
+  }
   auto read_shape = [&](const Json& j, size_t i) {
     std::vector<int64_t> shape;
     for (const Json& d : j) {
@@ -196,6 +203,7 @@ void ReadOpInputs(const EventView& event, TraceOp* op) {
       event.Fail("args.Input Dims[" + std::to_string(i) + "]", "an input's dims are not a list", "");
     OpInput input;
     input.type = i < types.size() ? types[i] : "";
+    input.value = i < values.size() ? values[i] : "";
     const bool nested = !d.empty() && d.front().is_array();
     if (nested) {
       for (const Json& element : d) {

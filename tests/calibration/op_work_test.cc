@@ -28,6 +28,13 @@ OpInput List(std::vector<std::vector<int64_t>> shapes) {
   return in;
 }
 
+OpInput Scalar(std::string value, std::string type = "ScalarList") {
+  OpInput in;
+  in.type = std::move(type);
+  in.value = std::move(value);
+  return in;
+}
+
 }  // namespace
 
 TEST_CASE("matrix products") {
@@ -202,6 +209,66 @@ TEST_CASE("convolution output shapes from the autograd pairing") {
   const ConvHints hints = PairConvolutionOutputs(t);
   REQUIRE(hints.size() == 1);
   CHECK(hints.at(0) == std::vector<int64_t>{2, 4, 4, 4});
+}
+
+TEST_CASE("pooling counts output x window, as a graph's pooling node does") {
+  // Inception-v3's 3x3 stride-1 average pool over [32, 192, 35, 35], padding 1:
+  // the output keeps the input's size, 9 FLOPs per output element.
+  const std::vector<OpInput> avg = {Tensor({32, 192, 35, 35}), Scalar("[3, 3]"),
+                                    Scalar("[1, 1]"),          Scalar("[1, 1]"),
+                                    Scalar("False", "Scalar"), Scalar("True", "Scalar")};
+  OpWork w = EstimateOpWork("aten::avg_pool2d", avg);
+  CHECK_FALSE(w.approximate);
+  CHECK(w.flops == 32.0 * 192 * 35 * 35 * 9);
+  CHECK(w.bytes == 2.0 * 32 * 192 * 35 * 35 * 4);
+  // ResNet's stem max pool: 3x3, stride 2, padding 1, dilation 1: 112 -> 56.
+  w = EstimateOpWork("aten::max_pool2d", {Tensor({8, 64, 112, 112}), Scalar("[3, 3]"), Scalar("[2, 2]"),
+                                          Scalar("[1, 1]"), Scalar("[1, 1]"), Scalar("False", "Scalar")});
+  CHECK(w.flops == 8.0 * 64 * 56 * 56 * 9);
+  // ceil_mode rounds up: a 3x3 stride-2 window over 8 without padding fits 4 times, not 3.
+  w = EstimateOpWork("aten::max_pool2d", {Tensor({1, 1, 8, 8}), Scalar("[3, 3]"), Scalar("[2, 2]"),
+                                          Scalar("[0, 0]"), Scalar("[1, 1]"), Scalar("True", "Scalar")});
+  CHECK(w.flops == 4.0 * 4 * 9);
+  // An empty stride is the window (PyTorch's default).
+  w = EstimateOpWork("aten::avg_pool2d",
+                     {Tensor({1, 2, 8, 8}), Scalar("[2, 2]"), Scalar("[]"), Scalar("[0, 0]")});
+  CHECK(w.flops == 2.0 * 4 * 4 * 4);
+  // Backward: grad_output elements, x the window for an average pool.
+  w = EstimateOpWork("aten::avg_pool2d_backward", {Tensor({32, 768, 5, 5}), Tensor({32, 768, 17, 17}),
+                                                   Scalar("[5, 5]"), Scalar("[3, 3]"), Scalar("[0, 0]")});
+  CHECK_FALSE(w.approximate);
+  CHECK(w.flops == 32.0 * 768 * 5 * 5 * 25);
+  w = EstimateOpWork("aten::max_pool2d_with_indices_backward",
+                     {Tensor({8, 64, 56, 56}), Tensor({8, 64, 112, 112}), Scalar("[3, 3]"), Scalar("[2, 2]"),
+                      Scalar("[1, 1]"), Scalar("[1, 1]"), Scalar("False", "Scalar"),
+                      Tensor({8, 64, 56, 56}, graphs::DType::kInt64)});
+  CHECK(w.flops == 8.0 * 64 * 56 * 56);
+  // Without "Concrete Inputs" (older traces): input elements, approximate.
+  w = EstimateOpWork("aten::avg_pool2d", {Tensor({32, 192, 35, 35}), NotTensor(), NotTensor(), NotTensor()});
+  CHECK(w.approximate);
+  CHECK(w.flops == 32.0 * 192 * 35 * 35);
+  w = EstimateOpWork("aten::avg_pool2d_backward", {Tensor({32, 768, 5, 5}), Tensor({32, 768, 17, 17})});
+  CHECK(w.approximate);
+  CHECK(w.flops == 32.0 * 768 * 5 * 5);
+  // A malformed window is no window.
+  w = EstimateOpWork("aten::avg_pool2d",
+                     {Tensor({1, 2, 8, 8}), Scalar("[2, x]"), Scalar("[]"), Scalar("[0, 0]")});
+  CHECK(w.approximate);
+}
+
+TEST_CASE("the profiler's Concrete Inputs are read as scalar arguments' values") {
+  const std::string trace = R"({"traceEvents": [
+    {"ph": "X", "cat": "cpu_op", "name": "aten::avg_pool2d", "pid": 1, "tid": 1, "ts": 0, "dur": 10,
+     "args": {"External id": 1, "Input Dims": [[2, 3, 8, 8], [], [], []], "Input type": ["float", "ScalarList", "ScalarList", "ScalarList"],
+              "Concrete Inputs": ["", "[3, 3]", "[1, 1]", "[1, 1]"]}}
+  ]})";
+  const Trace t = ParseTrace(trace, "pool.json");
+  REQUIRE(t.ops.size() == 1);
+  REQUIRE(t.ops[0].inputs.size() == 4);
+  CHECK(t.ops[0].inputs[0].value.empty());
+  CHECK(t.ops[0].inputs[1].value == "[3, 3]");
+  const OpWork w = EstimateOpWork(t.ops[0].name, t.ops[0].inputs);
+  CHECK(w.flops == 2.0 * 3 * 8 * 8 * 9);
 }
 
 }  // namespace gosim::calibration
