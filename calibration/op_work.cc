@@ -716,6 +716,11 @@ bool PrecisionApplies(std::string_view name) {
 
 bool SpansManyTensors(std::string_view name) {
   if (StartsWith(name, "Optimizer.step#") || StartsWith(name, "Optimizer.zero_grad#")) return true;
+  // FBGEMM's table-batched embeddings look up, and in the backward update
+  // with a fused optimizer (rowwise Adagrad), every table at once.
+  if (name.find("split_embedding") != std::string_view::npos ||
+      name.find("SplitLookupFunction") != std::string_view::npos)
+    return true;
   const Kind kind = KindOf(BaseSampleType(name));
   return kind == Kind::kForeach || kind == Kind::kFusedAdam || kind == Kind::kFusedSgd;
 }

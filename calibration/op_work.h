@@ -74,8 +74,10 @@ std::string PrecisionVariant(std::string_view name, const std::vector<OpInput>& 
 bool PrecisionApplies(std::string_view name);
 
 // Whether op `name` updates many tensors at once: `_foreach_*`, the fused
-// optimizers (`_fused_adam`), and the profiler's `Optimizer.step#...` and
-// `Optimizer.zero_grad#...` ranges. Their fits stay with their own op
+// optimizers (`_fused_adam`), the profiler's `Optimizer.step#...` and
+// `Optimizer.zero_grad#...` ranges, and FBGEMM's table-batched embeddings
+// (`fbgemm::split_embedding_*` and their autograd `SplitLookupFunction`
+// nodes, whose backward updates every table with a fused optimizer). Their fits stay with their own op
 // types and stay out of class fits: the class fit prices a graph's
 // per-parameter update (ApplyAdam), one tensor each, which a whole-model
 // op's intercept would overcharge 25x (docs/CALIBRATION.md, "Fitting").

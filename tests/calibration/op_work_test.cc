@@ -147,6 +147,9 @@ TEST_CASE("whole-model optimizer ops are told apart from per-tensor ones") {
   CHECK(SpansManyTensors("aten::_foreach_addcdiv_ [bf16]"));
   CHECK(SpansManyTensors("aten::_fused_adamw_"));
   CHECK(SpansManyTensors("Optimizer.step#AdamW.step"));
+  CHECK(SpansManyTensors("fbgemm::split_embedding_codegen_lookup_rowwise_adagrad_function"));
+  CHECK(SpansManyTensors("torch::autograd::CppNode<SplitLookupFunction_rowwise_adagrad_Op>"));
+  CHECK_FALSE(SpansManyTensors("aten::embedding_dense_backward"));
   CHECK_FALSE(SpansManyTensors("aten::add_"));
   CHECK_FALSE(SpansManyTensors("ApplyAdam"));
 }
