@@ -419,14 +419,18 @@ PoolWindow ReadPoolWindow(const std::vector<OpInput>& in, size_t at, bool max_po
   auto list = [&](size_t i) { return i < in.size() ? IntList(in[i].value) : std::nullopt; };
   const auto kernel = list(at), stride = list(at + 1), padding = list(at + 2);
   if (!kernel || kernel->empty() || !padding) return w;
-  for (const int64_t k : *kernel) {
-    if (k <= 0) return w;
-  }
+  // Sizes a trace can hold (a damaged one must not overflow the formula).
+  constexpr int64_t kMax = int64_t{1} << 24;
+  auto in_range = [&](const std::optional<std::vector<int64_t>>& v, int64_t lo) {
+    return !v || std::all_of(v->begin(), v->end(), [&](int64_t x) { return x >= lo && x <= kMax; });
+  };
+  if (!in_range(kernel, 1) || !in_range(stride, 1) || !in_range(padding, 0)) return w;
   w.kernel = *kernel;
   w.stride = stride && !stride->empty() ? *stride : *kernel;  // PyTorch: stride defaults to the window
   w.padding = *padding;
   if (max_pool) {
     const auto dilation = list(at + 3);
+    if (!in_range(dilation, 1)) return PoolWindow{};
     if (dilation) w.dilation = *dilation;
   }
   const size_t ceil_at = at + (max_pool ? 4 : 3);
@@ -446,6 +450,7 @@ std::vector<int64_t> PoolOutput(const std::vector<int64_t>& x, const PoolWindow&
   std::vector<int64_t> out(x.begin(), x.end() - static_cast<std::ptrdiff_t>(spatial));
   for (size_t i = 0; i < spatial; ++i) {
     const int64_t in = x[x.size() - spatial + i];
+    if (in > (int64_t{1} << 40)) return {};
     const int64_t k = at(w.kernel, i, 1), s = at(w.stride, i, 1), p = at(w.padding, i, 0),
                   d = at(w.dilation, i, 1);
     if (s <= 0) return {};

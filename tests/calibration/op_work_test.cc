@@ -253,6 +253,13 @@ TEST_CASE("pooling counts output x window, as a graph's pooling node does") {
   w = EstimateOpWork("aten::avg_pool2d_backward", {Tensor({32, 768, 5, 5}), Tensor({32, 768, 17, 17})});
   CHECK(w.approximate);
   CHECK(w.flops == 32.0 * 768 * 5 * 5);
+  // A window out of range (a damaged trace) is no window either.
+  w = EstimateOpWork("aten::max_pool2d", {Tensor({1, 2, 8, 8}), Scalar("[9223372036854775807, 2]"),
+                                          Scalar("[2, 2]"), Scalar("[0, 0]"), Scalar("[1, 1]")});
+  CHECK(w.approximate);
+  w = EstimateOpWork("aten::max_pool2d", {Tensor({1, 2, 8, 8}), Scalar("[2, 2]"), Scalar("[2, 2]"),
+                                          Scalar("[0, 0]"), Scalar("[-3, 1]")});
+  CHECK(w.approximate);
   // A malformed window is no window.
   w = EstimateOpWork("aten::avg_pool2d",
                      {Tensor({1, 2, 8, 8}), Scalar("[2, x]"), Scalar("[]"), Scalar("[0, 0]")});
