@@ -469,10 +469,9 @@ std::vector<int64_t> PoolOutput(const std::vector<int64_t>& x, const PoolWindow&
 // x window elements for avg_pool*_backward. The window comes from the
 // profiler's "Concrete Inputs"; without it a forward pool counts its input
 // elements and an avg_pool backward its grad_output's, flagged approximate.
-OpWork PoolWork(Kind kind, const std::string& base, const std::vector<OpInput>& in) {
+// `t` holds the tensors of `in` (at least one).
+OpWork PoolWork(Kind kind, const std::string& base, const std::vector<OpInput>& in, const Tensors& t) {
   OpWork w;
-  const Tensors t = CollectTensors(in);
-  if (t.count() == 0) return w;
   w.known = true;
   const bool max_pool = base.rfind("max_pool", 0) == 0;
   const bool adaptive = base.find("adaptive") != std::string::npos;
@@ -531,7 +530,7 @@ OpWork GenericWork(Kind kind, const std::string& base, const std::vector<OpInput
       break;
     case Kind::kPooling:
     case Kind::kPoolingBackward:
-      return PoolWork(kind, base, in);
+      return PoolWork(kind, base, in, t);
     case Kind::kGlobalPool:
       w.flops = graphs::GlobalPoolFlops(first);
       w.bytes = first_bytes;
