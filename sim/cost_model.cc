@@ -435,7 +435,8 @@ double CalibratedCostModel::Time(const graphs::Graph& graph, std::string_view op
   if (profile == nullptr) return roofline_.Time(op_type, flops, bytes, dtype, device);
   if (Empty(flops, bytes) && !options_.roofline.charge_empty_ops) return 0.0;
   const graphs::OpClass op_class = graphs::ClassifyOp(op_type);
-  if (!profile->HasPrecision(op_type, op_class, dtype)) {
+  const KernelFit* fit = profile->FitOfPrecision(op_type, op_class, dtype);
+  if (fit == nullptr) {
     // fp32 fits would price a 16-bit matmul several times too slow.
     if (options_.fallback == Fallback::kError) {
       NoData(
@@ -448,7 +449,7 @@ double CalibratedCostModel::Time(const graphs::Graph& graph, std::string_view op
     }
     return roofline_.Time(op_type, flops, bytes, dtype, device);
   }
-  return profile->KernelTime(op_type, op_class, flops, bytes, channel_extent, dtype);
+  return profile->launch_overhead + fit->Time(flops, bytes, channel_extent);
 }
 
 int64_t CalibratedCostModel::PrecisionMisses(const graphs::Graph& graph, const DeviceSpec& device,

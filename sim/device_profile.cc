@@ -143,10 +143,16 @@ const KernelFit& DeviceProfile::FitFor(std::string_view op_type, graphs::OpClass
   return by_class ? *by_class : fallback;
 }
 
+const KernelFit* DeviceProfile::FitOfPrecision(std::string_view op_type, graphs::OpClass op_class,
+                                               graphs::DType dtype) const {
+  bool needed = false;
+  if (const KernelFit* fit = PrecisionFit(*this, op_type, op_class, dtype, &needed)) return fit;
+  return needed ? nullptr : &FitFor(op_type, op_class, graphs::DType::kFloat32);
+}
+
 bool DeviceProfile::HasPrecision(std::string_view op_type, graphs::OpClass op_class,
                                  graphs::DType dtype) const {
-  bool needed = false;
-  return PrecisionFit(*this, op_type, op_class, dtype, &needed) != nullptr || !needed;
+  return FitOfPrecision(op_type, op_class, dtype) != nullptr;
 }
 
 double DeviceProfile::KernelTime(std::string_view op_type, graphs::OpClass op_class, double flops,

@@ -106,6 +106,9 @@ struct DeviceProfile {
   // has neither the type's nor the class's: FitFor then gives an fp32 fit,
   // which the simulator refuses or replaces with roofline.
   bool HasPrecision(std::string_view op_type, graphs::OpClass op_class, graphs::DType dtype) const;
+  // FitFor in one lookup, or nullptr where HasPrecision is false.
+  const KernelFit* FitOfPrecision(std::string_view op_type, graphs::OpClass op_class,
+                                  graphs::DType dtype) const;
   // Seconds for one kernel, launch overhead included.
   double KernelTime(std::string_view op_type, graphs::OpClass op_class, double flops, double bytes,
                     double channel_extent = 0.0, graphs::DType dtype = graphs::DType::kFloat32) const;
