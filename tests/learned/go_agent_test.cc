@@ -2,6 +2,7 @@
 // the role sweep's candidates, concurrent agents under the LibTorch lock,
 // zero-shot mode and option errors, learning smoke tests on a tiny graph
 // whose best placement is known, and `gosim train` with agent go.
+#include <cmath>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -264,6 +265,20 @@ TEST_CASE(
       CHECK(r.best_objective <= r.extra.at("imitation_target_objective"));
     }
   }
+  // Imitation concentrates the policy: the first PPO batch is drawn with
+  // far less entropy per action than without the warm start, whose fresh
+  // network is near uniform over the 2 devices (at most log 2 nats).
+  const AgentResult cold =
+      MakeGoPaper("{" + model + "}")->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 12, 3));
+  const AgentResult warm = MakeGoPaper("{" + model + ", warm_start: [single_device], imitation_steps: 40}")
+                               ->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 12, 3));
+  REQUIRE(cold.extra.at("ppo_steps") >= 2.0);
+  REQUIRE(warm.extra.at("ppo_steps") >= 1.0);
+  REQUIRE(warm.extra.at("imitation_steps") == 40);
+  CHECK(cold.extra.at("first_entropy") > 0.5 * std::log(2.0));
+  CHECK(cold.extra.at("first_entropy") <= std::log(2.0) + 1e-6);
+  CHECK(cold.extra.at("last_entropy") > 0.0);
+  CHECK(warm.extra.at("first_entropy") < 0.25 * cold.extra.at("first_entropy"));
   // Independent chains: the zero-shot split is already the best; one GPU
   // does not beat it, so nothing is imitated.
   Fixture chains(IndependentChains(4, 6), MakeCluster(2, int64_t{1} << 34, 1e10, 1e-3));

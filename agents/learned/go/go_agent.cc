@@ -309,6 +309,7 @@ PpoStats PpoUpdate(GoPolicy& policy, torch::optim::Optimizer& optimizer, const G
     optimizer.step();
     stats.loss = loss;
     stats.entropy = entropy_sum;
+    if (epoch == 0) stats.sampling_entropy = entropy_sum;
     stats.clipped_fraction = clipped_count * per_action;
   }
   return stats;
@@ -499,7 +500,7 @@ AgentResult RunGo(const Problem& problem, const GoAgentOptions& options, const P
 
   // Fine-tuning with PPO while the budget lasts.
   int64_t ppo_steps = 0;
-  double first_cost = 0.0, last_cost = 0.0;
+  double first_cost = 0.0, last_cost = 0.0, first_entropy = 0.0, last_entropy = 0.0;
   if (!tracker.Done()) {
     torch::optim::Adam optimizer(policy->parameters(), torch::optim::AdamOptions(options.ppo.learning_rate));
     std::vector<sim::Decision> decisions;
@@ -527,8 +528,10 @@ AgentResult RunGo(const Problem& problem, const GoAgentOptions& options, const P
       if (ppo_steps == 0) first_cost = mean_cost;
       last_cost = mean_cost;
       if (k >= 2) {
-        PpoUpdate(policy, optimizer, graph, devices, sampled.actions, sampled.log_prob, sampled.value,
-                  torch::tensor(rewards), options.ppo);
+        const PpoStats stats = PpoUpdate(policy, optimizer, graph, devices, sampled.actions, sampled.log_prob,
+                                         sampled.value, torch::tensor(rewards), options.ppo);
+        if (ppo_steps == 0) first_entropy = stats.sampling_entropy;
+        last_entropy = stats.sampling_entropy;
       }
       ++ppo_steps;
     }
@@ -539,6 +542,8 @@ AgentResult RunGo(const Problem& problem, const GoAgentOptions& options, const P
                          {"ppo_steps", static_cast<double>(ppo_steps)},
                          {"first_mean_cost", first_cost},
                          {"last_mean_cost", last_cost},
+                         {"first_entropy", first_entropy},
+                         {"last_entropy", last_entropy},
                          {"action_groups", static_cast<double>(grouping != nullptr ? grouping->count : 0)},
                          {"role_groups", static_cast<double>(roles != nullptr ? roles->count : 0)},
                          {"role_sweep_evaluations", static_cast<double>(swept)},

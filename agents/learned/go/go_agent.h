@@ -126,7 +126,8 @@ sim::Decision DecodeDecision(const GoGraph& graph, const GoActions& actions, int
 // the mean loss of the last epoch.
 struct PpoStats {
   double loss = 0.0;
-  double entropy = 0.0;
+  double entropy = 0.0;           // mean entropy per action (nats), last epoch
+  double sampling_entropy = 0.0;  // the same, first epoch: the policy that drew the batch
   double clipped_fraction = 0.0;
 };
 PpoStats PpoUpdate(GoPolicy& policy, torch::optim::Optimizer& optimizer, const GoGraph& graph,
