@@ -43,7 +43,9 @@ Evaluator::Evaluator(const graphs::Graph& graph, const Cluster& cluster,
   static std::set<std::string> warned;
   for (const std::string& line : cost_model_->Warnings(graph_, cluster_)) {
     const std::lock_guard<std::mutex> lock(mutex);
-    if (warned.insert(line).second) GOSIM_LOG(Warn) << line;
+    if (warned.insert(line).second) {
+      GOSIM_LOG(Warn) << line;
+    }
   }
   if (options_.enforce_colocation && !graph_.colocation_groups().empty()) {
     std::vector<graphs::NodeId> first(graph_.colocation_groups().size(), -1);
