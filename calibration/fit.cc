@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "calibration/nnls.h"
 #include "calibration/op_work.h"
@@ -187,16 +188,21 @@ sim::DeviceProfile FitProfileIf(const TraceSamples& samples, const FitOptions& o
                                 const std::function<bool(const TransferSample&)>& use_transfer,
                                 const std::vector<int64_t>& step_numbers) {
   std::map<std::string, std::vector<const OpSample*>> by_type;
-  // Class fits per precision: a 16-bit matmul's samples ("aten::mm [bf16]")
-  // fit "matmul [bf16]", not "matmul" (sim::PrecisionSensitive). Ops that
-  // update many tensors at once fit their own types only (SpansManyTensors).
-  std::map<std::pair<graphs::OpClass, std::string>, std::vector<const OpSample*>> by_class;
+  // Class fits per precision and kind of convolution: a 16-bit matmul's
+  // samples ("aten::mm [bf16]") fit "matmul [bf16]", not "matmul"
+  // (sim::PrecisionSensitive); a depthwise convolution's ("aten::conv2d
+  // (depthwise)") fit "conv (depthwise)", so that "conv" is the dense ones'.
+  // Ops that update many tensors at once fit their own types only
+  // (SpansManyTensors).
+  std::map<std::tuple<graphs::OpClass, graphs::ConvKind, std::string>, std::vector<const OpSample*>> by_class;
   std::vector<const OpSample*> all;
   for (const OpSample& s : samples.ops) {
     if (!use_op(s)) continue;
     by_type[s.type].push_back(&s);
-    if (!SpansManyTensors(s.type))
-      by_class[{s.op_class, std::string(sim::TypePrecisionTag(s.type))}].push_back(&s);
+    if (!SpansManyTensors(s.type)) {
+      by_class[{s.op_class, graphs::TypeConvKind(s.type), std::string(sim::TypePrecisionTag(s.type))}]
+          .push_back(&s);
+    }
     all.push_back(&s);
   }
   std::map<std::string, std::vector<const TransferSample*>> by_link;
@@ -263,8 +269,12 @@ sim::DeviceProfile FitProfileIf(const TraceSamples& samples, const FitOptions& o
     profile.op_types[type] = FitKernelCost(pointers, options);
   }
   for (const auto& [key, list] : by_class) {
-    const auto& [cls, tag] = key;
-    if (tag.empty()) {
+    const auto& [cls, kind, tag] = key;
+    if (kind != graphs::ConvKind::kDense) {
+      profile.op_class_kinds[std::string(graphs::OpClassName(cls)) + " (" +
+                             std::string(graphs::ConvKindName(kind)) + ")" +
+                             (tag.empty() ? "" : " [" + tag + "]")] = FitKernelCost(list, options);
+    } else if (tag.empty()) {
       profile.op_classes[static_cast<size_t>(cls)] = FitKernelCost(list, options);
     } else {
       profile.op_class_precisions[tag][static_cast<size_t>(cls)] = FitKernelCost(list, options);

@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "core/strings.h"
+#include "graphs/op_class.h"
 #include "graphs/op_costs.h"
 
 namespace gosim::calibration {
@@ -706,10 +707,9 @@ std::string ConvVariant(std::string_view name, const std::vector<OpInput>& input
     x = TensorAt(inputs, 0, 3), weight = TensorAt(inputs, 2, 3);
   }
   if (x == nullptr || weight == nullptr) return "";
-  const int64_t per_group = weight->shape[1];
-  const int64_t channels = x->shape[1];
-  if (per_group >= channels) return "";
-  return per_group == 1 ? " (depthwise)" : " (grouped)";
+  const graphs::ConvKind conv_kind = graphs::ConvKindOf(weight->shape[1], x->shape[1]);
+  return conv_kind == graphs::ConvKind::kDense ? ""
+                                               : " (" + std::string(graphs::ConvKindName(conv_kind)) + ")";
 }
 
 bool PrecisionApplies(std::string_view name) {

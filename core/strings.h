@@ -22,6 +22,8 @@ std::string Join(const std::vector<std::string>& parts, std::string_view separat
 std::vector<std::string> Split(std::string_view text, char separator);
 bool StartsWith(std::string_view text, std::string_view prefix);
 bool EndsWith(std::string_view text, std::string_view suffix);
+// Whether `text` contains `needle`, ASCII case ignored.
+bool ContainsIgnoreCase(std::string_view text, std::string_view needle);
 // `text` as one CSV field: unchanged, or quoted (inner quotes doubled) when
 // it holds a comma, a quote or a newline.
 std::string CsvField(std::string_view text);

@@ -532,4 +532,30 @@ OpClass ClassifyOp(std::string_view op_type) {
   return FromSubstrings(key);
 }
 
+std::string_view ConvKindName(ConvKind kind) {
+  switch (kind) {
+    case ConvKind::kDepthwise:
+      return "depthwise";
+    case ConvKind::kGrouped:
+      return "grouped";
+    default:
+      return "";
+  }
+}
+
+ConvKind ConvKindOf(int64_t per_group, int64_t channels) {
+  if (per_group <= 0 || channels <= 0 || per_group >= channels) return ConvKind::kDense;
+  return per_group == 1 ? ConvKind::kDepthwise : ConvKind::kGrouped;
+}
+
+ConvKind TypeConvKind(std::string_view op_type) {
+  if (op_type.ends_with("]")) {
+    const size_t open = op_type.rfind(" [");
+    if (open != std::string_view::npos) op_type = op_type.substr(0, open);
+  }
+  if (op_type.ends_with(" (depthwise)")) return ConvKind::kDepthwise;
+  if (op_type.ends_with(" (grouped)")) return ConvKind::kGrouped;
+  return ConvKind::kDense;
+}
+
 }  // namespace gosim::graphs

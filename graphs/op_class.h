@@ -57,6 +57,22 @@ const std::array<OpClass, kNumOpClasses>& AllOpClasses();
 // The class of an op type name.
 OpClass ClassifyOp(std::string_view op_type);
 
+// The kind of a convolution (forward or backward), by its weight's input
+// channels per group: depthwise (one per group, the input having more than
+// one channel), grouped (fewer than the input has) or dense. At equal FLOPs
+// their kernels differ several times in speed, so calibrated profiles fit
+// them apart (docs/CALIBRATION.md, "Fitting").
+enum class ConvKind : uint8_t { kDense = 0, kGrouped, kDepthwise };
+// "" for kDense, "depthwise", "grouped": the name a calibrated op type or
+// class carries in parentheses ("aten::conv2d (depthwise)", "conv (grouped)").
+std::string_view ConvKindName(ConvKind kind);
+// The kind of a convolution whose weight has `per_group` input channels per
+// group and whose input has `channels` (dense when either is unknown, <= 0).
+ConvKind ConvKindOf(int64_t per_group, int64_t channels);
+// The kind an op type or class name carries ("aten::conv2d (depthwise)",
+// also before a precision tag: "conv (grouped) [bf16]"), else kDense.
+ConvKind TypeConvKind(std::string_view op_type);
+
 }  // namespace gosim::graphs
 
 #endif  // GOSIM_GRAPHS_OP_CLASS_H_

@@ -192,6 +192,41 @@ double NodeChannelExtent(const graphs::Graph& graph, const graphs::Node& node) {
   return 0.0;
 }
 
+graphs::ConvKind NodeConvKind(const graphs::Graph& graph, graphs::NodeId id) {
+  const graphs::Node& node = graph.node(id);
+  const std::string_view type = graph.op_type_name(node.op);
+  const graphs::OpClass op_class = graphs::ClassifyOp(type);
+  if (op_class != graphs::OpClass::kConv && op_class != graphs::OpClass::kConvBackward) {
+    return graphs::ConvKind::kDense;
+  }
+  if (const graphs::ConvKind named = graphs::TypeConvKind(type); named != graphs::ConvKind::kDense)
+    return named;
+  if (ContainsIgnoreCase(type, "depthwise")) return graphs::ConvKind::kDepthwise;
+  if (ContainsIgnoreCase(type, "transpose")) return graphs::ConvKind::kDense;
+  const auto shape_of = [&](const graphs::Edge& edge) -> const std::vector<int64_t>* {
+    const graphs::Node& src = graph.node(edge.src);
+    if (edge.is_control() || edge.output_index >= static_cast<int32_t>(src.outputs.size())) return nullptr;
+    return &src.outputs[static_cast<size_t>(edge.output_index)].shape;
+  };
+  const std::vector<int64_t>* weight = nullptr;
+  for (const graphs::EdgeId e : graph.in_edges(id)) {
+    const graphs::Edge& edge = graph.edge(e);
+    const std::vector<int64_t>* shape = shape_of(edge);
+    if (shape != nullptr && shape->size() >= 3 && graph.node(edge.src).persistent_bytes > 0) {
+      weight = shape;
+      break;
+    }
+  }
+  if (weight == nullptr) return graphs::ConvKind::kDense;
+  int64_t channels = 0;
+  for (const graphs::EdgeId e : graph.in_edges(id)) {
+    const std::vector<int64_t>* shape = shape_of(graph.edge(e));
+    if (shape == nullptr || shape == weight || shape->size() != weight->size()) continue;
+    channels = channels == 0 ? (*shape)[1] : std::min(channels, (*shape)[1]);
+  }
+  return graphs::ConvKindOf((*weight)[1], channels);
+}
+
 KernelWork MakeKernelWork(const graphs::Graph& graph, std::span<const graphs::NodeId> nodes) {
   KernelWork work;
   work.nodes = nodes;
@@ -200,6 +235,7 @@ KernelWork MakeKernelWork(const graphs::Graph& graph, std::span<const graphs::No
   double bytes_written = 0.0;
   double best = -1.0;
   const graphs::Node* op_node = nullptr;
+  graphs::NodeId op_id = 0;
   for (const graphs::NodeId v : nodes) {
     const graphs::Node& node = graph.node(v);
     work.flops += node.flops;
@@ -210,6 +246,7 @@ KernelWork MakeKernelWork(const graphs::Graph& graph, std::span<const graphs::No
       work.op = node.op;
       work.dtype = NodeDType(node);
       op_node = &node;
+      op_id = v;
     }
     // Each internal input tensor is read from inside the kernel, not memory;
     // in-edges come sorted by (src, output), so repeats are adjacent.
@@ -237,7 +274,10 @@ KernelWork MakeKernelWork(const graphs::Graph& graph, std::span<const graphs::No
     }
   }
   // Once, for the op node chosen (not for every node that led on the way).
-  if (op_node != nullptr) work.channel_extent = NodeChannelExtent(graph, *op_node);
+  if (op_node != nullptr) {
+    work.channel_extent = NodeChannelExtent(graph, *op_node);
+    work.op_node = op_id;
+  }
   work.bytes_read = std::max(0.0, bytes_read);
   work.bytes_written = std::max(0.0, bytes_written);
   return work;
@@ -430,12 +470,17 @@ const DeviceProfile* CalibratedCostModel::ProfileFor(std::string_view device_kin
 
 double CalibratedCostModel::Time(const graphs::Graph& graph, std::string_view op_type, double flops,
                                  double bytes, double channel_extent, graphs::DType dtype,
-                                 const DeviceSpec& device) const {
+                                 graphs::NodeId op_node, const DeviceSpec& device) const {
   const DeviceProfile* profile = ProfileFor(device.kind);
   if (profile == nullptr) return roofline_.Time(op_type, flops, bytes, dtype, device);
   if (Empty(flops, bytes) && !options_.roofline.charge_empty_ops) return 0.0;
   const graphs::OpClass op_class = graphs::ClassifyOp(op_type);
-  const KernelFit* fit = profile->FitOfPrecision(op_type, op_class, dtype);
+  // Only a convolution has a kind: the other nodes skip its in-edge scan.
+  const graphs::ConvKind conv_kind =
+      op_node >= 0 && (op_class == graphs::OpClass::kConv || op_class == graphs::OpClass::kConvBackward)
+          ? NodeConvKind(graph, op_node)
+          : graphs::ConvKind::kDense;
+  const KernelFit* fit = profile->FitOfPrecision(op_type, op_class, dtype, conv_kind);
   if (fit == nullptr) {
     // fp32 fits would price a 16-bit matmul several times too slow.
     if (options_.fallback == Fallback::kError) {
@@ -460,7 +505,7 @@ int64_t CalibratedCostModel::PrecisionMisses(const graphs::Graph& graph, const D
   for (graphs::NodeId v = 0; v < graph.num_nodes(); ++v) {
     const graphs::Node& n = graph.node(v);
     const std::string_view type = graph.op_type_name(n.op);
-    if (profile->HasPrecision(type, graphs::ClassifyOp(type), NodeDType(n))) continue;
+    if (profile->HasPrecision(type, graphs::ClassifyOp(type), NodeDType(n), NodeConvKind(graph, v))) continue;
     if (misses++ == 0 && example != nullptr) *example = n.name;
   }
   return misses;
@@ -473,7 +518,7 @@ double CalibratedCostModel::NodeTime(const graphs::Graph& graph, graphs::NodeId 
   }
   const graphs::Node& n = graph.node(node);
   return Time(graph, graph.op_type_name(n.op), n.flops, NodeBytes(n), NodeChannelExtent(graph, n),
-              NodeDType(n), device);
+              NodeDType(n), node, device);
 }
 
 double CalibratedCostModel::KernelTime(const graphs::Graph& graph, const KernelWork& work,
@@ -482,7 +527,7 @@ double CalibratedCostModel::KernelTime(const graphs::Graph& graph, const KernelW
     NoKindProfile(graph, device);
   }
   return Time(graph, graph.op_type_name(work.op), work.flops, work.bytes_read + work.bytes_written,
-              work.channel_extent, work.dtype, device);
+              work.channel_extent, work.dtype, work.op_node, device);
 }
 
 LinkCost CalibratedCostModel::LinkCostOf(const Cluster& cluster, const LinkSpec& link) const {

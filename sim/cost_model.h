@@ -32,6 +32,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "graphs/graph.h"
+#include "graphs/op_class.h"
 #include "sim/cluster.h"
 
 namespace gosim::sim {
@@ -47,6 +48,9 @@ struct KernelWork {
   // The op node's elements per channel when it is a batch norm
   // (NodeChannelExtent), else 0; only the calibrated model uses it.
   double channel_extent = 0.0;
+  // The node `op` comes from (-1 = unknown): the calibrated model reads a
+  // convolution's kind from it (NodeConvKind).
+  graphs::NodeId op_node = -1;
   // The fused nodes, when the caller has them (empty = unknown). Only the
   // measured model uses them: it scales the members' measured times.
   std::span<const graphs::NodeId> nodes = {};
@@ -56,6 +60,17 @@ struct KernelWork {
 // output with a known shape (a batch norm's output, or its gradient w.r.t.
 // the input, has the input's shape); 0 when no output has one.
 double NodeChannelExtent(const graphs::Graph& graph, const graphs::Node& node);
+
+// The kind of a convolution node (forward or backward; dense for any other
+// node): depthwise when its type says so (TensorFlow's
+// DepthwiseConv2dNative*, a calibrated "(depthwise)" type), else by its
+// weight, the input of rank >= 3 read from a node with persistent bytes (a
+// parameter): graphs::ConvKindOf(weight dimension 1, the fewest channels,
+// dimension 1, among its other inputs of the weight's rank; a backward's
+// grad_output has the output's channels, at least the input's for a
+// depthwise or grouped convolution). Dense when the weight is not an input
+// (TensorFlow's filter gradients, ONNX initializers) or a transposed one.
+graphs::ConvKind NodeConvKind(const graphs::Graph& graph, graphs::NodeId node);
 
 // The work of one node, or of a fused group: summed FLOPs, bytes read from
 // outside the group, bytes written that leave the group (a tensor consumed

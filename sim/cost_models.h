@@ -127,7 +127,8 @@ class CalibratedCostModel : public CostModel {
 
  private:
   double Time(const graphs::Graph& graph, std::string_view op_type, double flops, double bytes,
-              double channel_extent, graphs::DType dtype, const DeviceSpec& device) const;
+              double channel_extent, graphs::DType dtype, graphs::NodeId op_node,
+              const DeviceSpec& device) const;
   [[noreturn]] void NoKindProfile(const graphs::Graph& graph, const DeviceSpec& device) const;
   std::vector<DeviceProfile> profiles_;
   CalibratedOptions options_;

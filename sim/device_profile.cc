@@ -108,22 +108,46 @@ std::string_view TypePrecisionTag(std::string_view op_type) {
 
 namespace {
 
-// The precision-specific fit of an op, or nullptr: the tagged type, then
-// the precision's class fit; *needed says whether the op has a precision
-// to look for (a 16-bit op of a PrecisionSensitive class, or a tagged type).
-const KernelFit* PrecisionFit(const DeviceProfile& p, std::string_view op_type, graphs::OpClass op_class,
-                              graphs::DType dtype, bool* needed) {
-  std::string_view tag = TypePrecisionTag(op_type);
+// The fit of an op, most specific first (the order FitFor documents), or
+// nullptr where the op has a precision to look for (a 16-bit op of a
+// PrecisionSensitive class, or a tagged type) and the profile no fit of
+// it. With `precision` false, tags are ignored: the fp32 fits, never null.
+const KernelFit* Lookup(const DeviceProfile& p, std::string_view op_type, graphs::OpClass op_class,
+                        graphs::DType dtype, graphs::ConvKind kind, bool precision) {
+  std::string_view tag = precision ? TypePrecisionTag(op_type) : std::string_view();
   const bool tagged = !tag.empty();
-  if (!tagged && PrecisionSensitive(op_class)) tag = PrecisionTag(dtype);
-  *needed = !tag.empty();
-  if (tag.empty()) return nullptr;
-  if (tagged) {
-    if (const auto it = p.op_types.find(op_type); it != p.op_types.end()) return &it->second;
-  } else {
-    std::string key(op_type);
-    key.append(" [").append(tag).append("]");
-    if (const auto it = p.op_types.find(key); it != p.op_types.end()) return &it->second;
+  if (precision && !tagged && PrecisionSensitive(op_class)) tag = PrecisionTag(dtype);
+  // The type without its tag, and the tag as a suffix (" [bf16]" or "").
+  const std::string_view bare = tagged ? op_type.substr(0, op_type.size() - tag.size() - 3) : op_type;
+  const std::string suffix = tag.empty() ? std::string() : " [" + std::string(tag) + "]";
+  const graphs::ConvKind type_kind = graphs::TypeConvKind(bare);
+  if (type_kind != graphs::ConvKind::kDense) kind = type_kind;
+  const auto type_fit = [&](const std::string& key) -> const KernelFit* {
+    const auto it = p.op_types.find(key);
+    return it == p.op_types.end() ? nullptr : &it->second;
+  };
+  if (kind != graphs::ConvKind::kDense) {
+    // The kind's fits in the op's precision, then in fp32: depthwise and
+    // grouped kernels run without tensor cores, at about the same speed
+    // in bf16 as in fp32 (EfficientNet-B0 on an H200: depthwise backward
+    // 9.2 ms per step under bf16 autocast, 9.0 ms in fp32), so their kind
+    // says more than their precision (docs/CALIBRATION.md, "Fitting").
+    const std::string kind_suffix = " (" + std::string(graphs::ConvKindName(kind)) + ")";
+    const std::string class_kind = std::string(graphs::OpClassName(op_class)) + kind_suffix;
+    // A type that names its kind already is looked up as it is.
+    const std::string typed =
+        type_kind != graphs::ConvKind::kDense ? std::string(bare) : std::string(bare) + kind_suffix;
+    for (const std::string& precision_suffix : {suffix, std::string()}) {
+      if (const KernelFit* fit = type_fit(typed + precision_suffix)) return fit;
+      const auto it = p.op_class_kinds.find(class_kind + precision_suffix);
+      if (it != p.op_class_kinds.end()) return &it->second;
+      if (suffix.empty()) break;
+    }
+  }
+  if (const KernelFit* fit = type_fit(std::string(bare) + suffix)) return fit;
+  if (tag.empty()) {
+    const std::optional<KernelFit>& by_class = p.op_classes[static_cast<size_t>(op_class)];
+    return by_class ? &*by_class : &p.fallback;
   }
   if (const auto it = p.op_class_precisions.find(tag); it != p.op_class_precisions.end()) {
     const std::optional<KernelFit>& fit = it->second[static_cast<size_t>(op_class)];
@@ -135,29 +159,27 @@ const KernelFit* PrecisionFit(const DeviceProfile& p, std::string_view op_type, 
 }  // namespace
 
 const KernelFit& DeviceProfile::FitFor(std::string_view op_type, graphs::OpClass op_class,
-                                       graphs::DType dtype) const {
-  bool needed = false;
-  if (const KernelFit* fit = PrecisionFit(*this, op_type, op_class, dtype, &needed)) return *fit;
-  if (const auto it = op_types.find(op_type); it != op_types.end()) return it->second;
-  const std::optional<KernelFit>& by_class = op_classes[static_cast<size_t>(op_class)];
-  return by_class ? *by_class : fallback;
+                                       graphs::DType dtype, graphs::ConvKind kind) const {
+  if (const KernelFit* fit = Lookup(*this, op_type, op_class, dtype, kind, true)) return *fit;
+  // No fit of the op's precision: the fp32 ones (the caller refuses or
+  // prices it otherwise, HasPrecision).
+  return *Lookup(*this, op_type, op_class, dtype, kind, false);
 }
 
 const KernelFit* DeviceProfile::FitOfPrecision(std::string_view op_type, graphs::OpClass op_class,
-                                               graphs::DType dtype) const {
-  bool needed = false;
-  if (const KernelFit* fit = PrecisionFit(*this, op_type, op_class, dtype, &needed)) return fit;
-  return needed ? nullptr : &FitFor(op_type, op_class, graphs::DType::kFloat32);
+                                               graphs::DType dtype, graphs::ConvKind kind) const {
+  return Lookup(*this, op_type, op_class, dtype, kind, true);
 }
 
-bool DeviceProfile::HasPrecision(std::string_view op_type, graphs::OpClass op_class,
-                                 graphs::DType dtype) const {
-  return FitOfPrecision(op_type, op_class, dtype) != nullptr;
+bool DeviceProfile::HasPrecision(std::string_view op_type, graphs::OpClass op_class, graphs::DType dtype,
+                                 graphs::ConvKind kind) const {
+  return FitOfPrecision(op_type, op_class, dtype, kind) != nullptr;
 }
 
 double DeviceProfile::KernelTime(std::string_view op_type, graphs::OpClass op_class, double flops,
-                                 double bytes, double channel_extent, graphs::DType dtype) const {
-  return launch_overhead + FitFor(op_type, op_class, dtype).Time(flops, bytes, channel_extent);
+                                 double bytes, double channel_extent, graphs::DType dtype,
+                                 graphs::ConvKind kind) const {
+  return launch_overhead + FitFor(op_type, op_class, dtype, kind).Time(flops, bytes, channel_extent);
 }
 
 DeviceProfile ParseDeviceProfile(const std::string& yaml_text, const std::string& source) {
@@ -200,9 +222,12 @@ DeviceProfile ParseDeviceProfile(const std::string& yaml_text, const std::string
   std::vector<std::string> class_names;
   for (const graphs::OpClass c : graphs::AllOpClasses()) class_names.emplace_back(graphs::OpClassName(c));
   for (auto& [name, m] : Entries(root, "op_classes")) {
-    // "matmul" or, for 16-bit kernels, "matmul [bf16]".
+    // "matmul" or, for 16-bit kernels, "matmul [bf16]"; "conv (depthwise)"
+    // or "conv_backward (grouped) [bf16]" for a kind of convolution.
     const std::string_view tag = TypePrecisionTag(name);
-    const std::string base = tag.empty() ? name : name.substr(0, name.size() - tag.size() - 3);
+    std::string base = tag.empty() ? name : name.substr(0, name.size() - tag.size() - 3);
+    const graphs::ConvKind kind = graphs::TypeConvKind(base);
+    if (kind != graphs::ConvKind::kDense) base.resize(base.size() - graphs::ConvKindName(kind).size() - 3);
     const std::optional<graphs::OpClass> c = graphs::ParseOpClass(base);
     if (!c) {
       throw ConfigError("unknown op class '" + base + "'." + DidYouMean(base, class_names),
@@ -214,7 +239,15 @@ DeviceProfile ParseDeviceProfile(const std::string& yaml_text, const std::string
                         YamlLocation(m.node(), source, m.path()),
                         "write '" + base + " [bf16]' or '" + base + " [fp16]'");
     }
-    if (tag.empty()) {
+    if (kind != graphs::ConvKind::kDense) {
+      if (*c != graphs::OpClass::kConv && *c != graphs::OpClass::kConvBackward) {
+        throw ConfigError(
+            "op class '" + base + "' has no kinds; only conv and conv_backward do",
+            YamlLocation(m.node(), source, m.path()),
+            "write '" + base + "', or 'conv (" + std::string(graphs::ConvKindName(kind)) + ")'");
+      }
+      p.op_class_kinds[name] = ReadFit(m);
+    } else if (tag.empty()) {
       p.op_classes[static_cast<size_t>(*c)] = ReadFit(m);
     } else {
       p.op_class_precisions[std::string(tag)][static_cast<size_t>(*c)] = ReadFit(m);
@@ -264,6 +297,7 @@ std::string DeviceProfileToYaml(const DeviceProfile& p) {
   for (const auto& [tag, fits] : p.op_class_precisions) {
     for (const auto& fit : fits) any_class = any_class || fit.has_value();
   }
+  any_class = any_class || !p.op_class_kinds.empty();
   if (any_class) {
     out << YAML::Key << "op_classes" << YAML::Value << YAML::BeginMap;
     for (const graphs::OpClass c : graphs::AllOpClasses()) {
@@ -279,6 +313,10 @@ std::string DeviceProfileToYaml(const DeviceProfile& p) {
         out << YAML::Key << std::string(graphs::OpClassName(c)) + " [" + tag + "]" << YAML::Value;
         EmitFit(out, *fit);
       }
+    }
+    for (const auto& [name, fit] : p.op_class_kinds) {
+      out << YAML::Key << name << YAML::Value;
+      EmitFit(out, fit);
     }
     out << YAML::EndMap;
   }

@@ -14,6 +14,11 @@
 // op_types["t [bf16]"], then op_class_precisions["bf16"][c] (file key
 // "matmul [bf16]"); tensor cores make them several times faster than fp32
 // at equal FLOPs, so the fp32 fits do not price them (HasPrecision).
+// Depthwise and grouped convolutions (graphs::ConvKind) take the fits of
+// their kind before any other: op_types["t (depthwise)"], then
+// op_class_kinds["conv (depthwise)"] (with the precision's tag for a 16-bit
+// one: "conv (depthwise) [bf16]"), then the type and class fits above; the
+// plain conv classes are fitted on dense convolutions only.
 #ifndef GOSIM_SIM_DEVICE_PROFILE_H_
 #define GOSIM_SIM_DEVICE_PROFILE_H_
 
@@ -92,26 +97,34 @@ struct DeviceProfile {
   // Class fits of 16-bit kernels, by PrecisionTag ("bf16", "fp16").
   std::map<std::string, std::array<std::optional<KernelFit>, graphs::kNumOpClasses>, std::less<>>
       op_class_precisions;
+  // Class fits of depthwise and grouped convolutions, by name as the file
+  // has them: "conv (depthwise)", "conv_backward (grouped) [bf16]".
+  std::map<std::string, KernelFit, std::less<>> op_class_kinds;
   std::map<std::string, KernelFit, std::less<>> op_types;
   std::map<std::string, LinkFit, std::less<>> links;  // e.g. memcpy_htod, nccl_allreduce
 
-  // The coefficients for an op type run in `dtype`: for a 16-bit op of a
-  // PrecisionSensitive class the precision's type and class fits first;
+  // The coefficients for an op type run in `dtype`: for a depthwise or
+  // grouped convolution (`kind`, or the kind its type carries:
+  // "aten::conv2d (depthwise)") the kind's type and class fits first; for
+  // a 16-bit op of a PrecisionSensitive class only fits of its precision;
   // then op_types, its class, default. A type that carries its tag
   // already (calibration's "aten::mm [bf16]") is looked up as it is, then
   // its precision's class fit.
   const KernelFit& FitFor(std::string_view op_type, graphs::OpClass op_class,
-                          graphs::DType dtype = graphs::DType::kFloat32) const;
+                          graphs::DType dtype = graphs::DType::kFloat32,
+                          graphs::ConvKind kind = graphs::ConvKind::kDense) const;
   // False when the op needs its precision's fits (above) and the profile
   // has neither the type's nor the class's: FitFor then gives an fp32 fit,
   // which the simulator refuses or replaces with roofline.
-  bool HasPrecision(std::string_view op_type, graphs::OpClass op_class, graphs::DType dtype) const;
+  bool HasPrecision(std::string_view op_type, graphs::OpClass op_class, graphs::DType dtype,
+                    graphs::ConvKind kind = graphs::ConvKind::kDense) const;
   // FitFor in one lookup, or nullptr where HasPrecision is false.
-  const KernelFit* FitOfPrecision(std::string_view op_type, graphs::OpClass op_class,
-                                  graphs::DType dtype) const;
+  const KernelFit* FitOfPrecision(std::string_view op_type, graphs::OpClass op_class, graphs::DType dtype,
+                                  graphs::ConvKind kind = graphs::ConvKind::kDense) const;
   // Seconds for one kernel, launch overhead included.
   double KernelTime(std::string_view op_type, graphs::OpClass op_class, double flops, double bytes,
-                    double channel_extent = 0.0, graphs::DType dtype = graphs::DType::kFloat32) const;
+                    double channel_extent = 0.0, graphs::DType dtype = graphs::DType::kFloat32,
+                    graphs::ConvKind kind = graphs::ConvKind::kDense) const;
 };
 
 // Parses a profile; every problem is a ConfigError with file, line and path.

@@ -230,6 +230,45 @@ TEST_CASE("16-bit samples fit their precision's class, not the fp32 class") {
 }
 
 TEST_CASE(
+    "Depthwise and grouped convolutions fit classes of their kind; the plain conv class is the dense ones'") {
+  TraceSamples samples;
+  samples.device_kind = "H200";
+  for (int i = 1; i <= 5; ++i) {
+    for (const auto& [type, per_flop] : {std::pair<const char*, double>{"aten::conv2d", 1e-14},
+                                         {"aten::conv2d (depthwise)", 1e-12},
+                                         {"aten::conv2d (grouped)", 1e-13},
+                                         {"aten::conv2d (depthwise) [bf16]", 2e-12}}) {
+      OpSample s = Sample(type, i * 1e9, 0, 1e-6 + i * 1e9 * per_flop);
+      s.op_class = graphs::OpClass::kConv;
+      samples.ops.push_back(s);
+    }
+  }
+  const sim::DeviceProfile p = FitProfile(samples, FitOptions{}, {}, {});
+  const auto conv = static_cast<size_t>(graphs::OpClass::kConv);
+  REQUIRE(p.op_classes[conv].has_value());
+  CHECK(p.op_classes[conv]->samples == 5);  // the dense samples only
+  CHECK(p.op_classes[conv]->per_flop == doctest::Approx(1e-14).epsilon(1e-6));
+  REQUIRE(p.op_class_kinds.count("conv (depthwise)") == 1);
+  REQUIRE(p.op_class_kinds.count("conv (grouped)") == 1);
+  REQUIRE(p.op_class_kinds.count("conv (depthwise) [bf16]") == 1);
+  CHECK(p.op_class_kinds.at("conv (depthwise)").per_flop == doctest::Approx(1e-12).epsilon(1e-6));
+  CHECK(p.op_class_kinds.at("conv (grouped)").per_flop == doctest::Approx(1e-13).epsilon(1e-6));
+  CHECK(p.op_class_precisions.count("bf16") == 0);  // no dense bf16 sample
+  // An unseen type of a kind takes its kind's class fit, not the dense one.
+  CHECK(PredictKernel(p, "aten::conv1d (depthwise)", 1e9, 0) == doctest::Approx(1e-6 + 1e-3).epsilon(1e-6));
+  CHECK(PredictKernel(p, "aten::conv1d (grouped)", 1e9, 0) == doctest::Approx(1e-6 + 1e-4).epsilon(1e-6));
+  CHECK(PredictKernel(p, "aten::conv1d", 1e9, 0) == doctest::Approx(1e-6 + 1e-5).epsilon(1e-6));
+  // A grouped one in bf16 without a bf16 fit of its kind: the kind's fp32 fit.
+  CHECK(PredictKernel(p, "aten::conv1d (grouped) [bf16]", 1e9, 0) ==
+        doctest::Approx(1e-6 + 1e-4).epsilon(1e-6));
+  const std::string yaml = sim::DeviceProfileToYaml(p);
+  CHECK(yaml.find("conv (depthwise) [bf16]: {") != std::string::npos);
+  const sim::DeviceProfile back = sim::ParseDeviceProfile(yaml, "p.yaml");
+  CHECK(back.op_class_kinds == p.op_class_kinds);
+  CHECK(back.op_classes == p.op_classes);
+}
+
+TEST_CASE(
     "ops of gosim profile traces are also fitted by graph op type, on the graph's own FLOPs and bytes") {
   TraceSamples samples;
   samples.device_kind = "cpu";

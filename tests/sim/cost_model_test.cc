@@ -5,6 +5,8 @@
 #include <cmath>
 #include <filesystem>
 #include <string>
+#include <tuple>
+#include <vector>
 
 #include "core/io.h"
 #include "core/yaml.h"
@@ -400,6 +402,109 @@ TEST_CASE(
   REQUIRE(warnings.size() == 1);
   CHECK(
       Contains(warnings[0], "2 of 4 nodes of graph 'mixed' run in 16 bits, and the A100 profile has no fit"));
+}
+
+// Depthwise and grouped convolutions (graphs::ConvKind) read from the
+// weight's shape, and priced by their kind's fits before the dense ones.
+TEST_CASE("Calibrated: a convolution's kind from its weight, priced by the kind's fits first") {
+  graphs::GraphBuilder b("convs");
+  const auto tensor = [](const std::string& name, const std::string& op, std::vector<int64_t> shape,
+                         bool parameter, DType dtype = DType::kFloat32) {
+    graphs::NodeSpec s;
+    s.name = name;
+    s.op = op;
+    s.outputs.push_back(graphs::TensorInfo{64, std::move(shape), dtype});
+    if (parameter) s.persistent_bytes = 64;
+    return s;
+  };
+  b.AddNode(tensor("x", "Input", {8, 32, 16, 16}, false));
+  b.AddNode(tensor("x1", "Input", {8, 1, 16, 16}, false));
+  b.AddNode(tensor("gout", "Input", {8, 64, 16, 16}, false));
+  b.AddNode(tensor("w_dw", "Parameter", {32, 1, 3, 3}, true));
+  b.AddNode(tensor("w_g", "Parameter", {32, 8, 3, 3}, true));
+  b.AddNode(tensor("w_dense", "Parameter", {64, 32, 3, 3}, true));
+  b.AddNode(tensor("w_one", "Parameter", {64, 1, 3, 3}, true));
+  const std::vector<std::tuple<const char*, const char*, std::vector<const char*>, DType>> convs = {
+      {"dw", "aten::convolution", {"x", "w_dw"}, DType::kFloat32},
+      {"dw16", "aten::convolution", {"x", "w_dw"}, DType::kBFloat16},
+      {"g", "aten::convolution", {"x", "w_g"}, DType::kFloat32},
+      {"dense", "aten::convolution", {"x", "w_dense"}, DType::kFloat32},
+      {"dense16", "aten::convolution", {"x", "w_dense"}, DType::kBFloat16},
+      // A dense one on a 1-channel input: its grad_output's 64 channels are not the input's.
+      {"one_bw", "aten::convolution_backward", {"gout", "x1", "w_one"}, DType::kFloat32},
+      {"dw_bw", "aten::convolution_backward", {"x", "x", "w_dw"}, DType::kFloat32},
+      {"tf_dw", "DepthwiseConv2dNativeBackpropFilter", {"x", "x"}, DType::kFloat32},
+      {"transposed", "aten::conv_transpose2d", {"x", "w_dw"}, DType::kFloat32},
+      {"no_weight", "Conv2DBackpropFilter", {"x", "x"}, DType::kFloat32}};
+  for (const auto& [name, op, inputs, dtype] : convs) {
+    b.AddNode(Op(name, op, 1.0, 0, 0, 64, dtype));
+    for (const char* input : inputs) b.AddEdge(input, name, 0);
+  }
+  const graphs::Graph g = b.Build();
+  using graphs::ConvKind;
+  CHECK(NodeConvKind(g, N(g, "dw")) == ConvKind::kDepthwise);
+  CHECK(NodeConvKind(g, N(g, "dw16")) == ConvKind::kDepthwise);
+  CHECK(NodeConvKind(g, N(g, "g")) == ConvKind::kGrouped);
+  CHECK(NodeConvKind(g, N(g, "dense")) == ConvKind::kDense);
+  CHECK(NodeConvKind(g, N(g, "one_bw")) == ConvKind::kDense);
+  CHECK(NodeConvKind(g, N(g, "dw_bw")) == ConvKind::kDepthwise);
+  CHECK(NodeConvKind(g, N(g, "tf_dw")) == ConvKind::kDepthwise);
+  CHECK(NodeConvKind(g, N(g, "transposed")) == ConvKind::kDense);
+  CHECK(NodeConvKind(g, N(g, "no_weight")) == ConvKind::kDense);
+  CHECK(NodeConvKind(g, N(g, "x")) == ConvKind::kDense);  // not a convolution
+  CHECK(MakeKernelWork(g, std::vector<NodeId>{N(g, "dw")}).op_node == N(g, "dw"));
+
+  // Intercepts as labels: each node takes one fit (launch 2^-18 + 2^-k).
+  const std::string base(kProfile);
+  const std::string classes =
+      base.substr(0, base.find("op_types:")) +
+      "  conv: {intercept: 9.765625e-04, per_flop: 0.0, per_byte: 0.0}\n"              // 2^-10
+      "  conv (depthwise): {intercept: 1.953125e-03, per_flop: 0.0, per_byte: 0.0}\n"  // 2^-9
+      "  conv (grouped): {intercept: 3.90625e-03, per_flop: 0.0, per_byte: 0.0}\n"     // 2^-8
+      "  conv_backward: {intercept: 9.765625e-04, per_flop: 0.0, per_byte: 0.0}\n";
+  const std::string types =
+      "op_types:\n  aten::convolution: {intercept: 7.8125e-03, per_flop: 0.0, per_byte: 0.0}\n";
+  const DeviceSpec a100 = Device("A100");
+  const double launch = std::ldexp(1.0, -18);
+  const auto time = [&](const CalibratedCostModel& m, const char* node) {
+    return m.NodeTime(g, N(g, node), a100);
+  };
+  {
+    const CalibratedCostModel model({ParseDeviceProfile(classes + types, "a100.yaml")});
+    CHECK(time(model, "dense") == launch + std::ldexp(1.0, -7));  // the dense type fit
+    CHECK(time(model, "dw") == launch + std::ldexp(1.0, -9));     // the kind's class before the dense type
+    CHECK(model.KernelTime(g, MakeKernelWork(g, std::vector<NodeId>{N(g, "dw")}), a100) ==
+          launch + std::ldexp(1.0, -9));
+    CHECK(time(model, "g") == launch + std::ldexp(1.0, -8));
+    CHECK(time(model, "tf_dw") == launch + std::ldexp(1.0, -10));  // no conv_backward (depthwise): the class
+    // bf16 without bf16 fits: a depthwise one takes its kind's fp32 fit, a dense one none.
+    CHECK(time(model, "dw16") == launch + std::ldexp(1.0, -9));
+    CHECK_THROWS_AS(time(model, "dense16"), ConfigError);
+    std::string example;
+    CHECK(model.PrecisionMisses(g, a100, &example) == 1);
+    CHECK(example == "dense16");
+  }
+  {
+    // The kind's type fit first, and a bf16 one in its precision.
+    const DeviceProfile p = ParseDeviceProfile(
+        classes + "  conv (depthwise) [bf16]: {intercept: 3.125e-02, per_flop: 0.0, per_byte: 0.0}\n" +
+            types +
+            "  aten::convolution (depthwise): {intercept: 1.5625e-02, per_flop: 0.0, per_byte: 0.0}\n",
+        "a100.yaml");
+    const CalibratedCostModel model({p});
+    CHECK(time(model, "dw") == launch + std::ldexp(1.0, -6));
+    CHECK(time(model, "dw16") == launch + std::ldexp(1.0, -5));
+    CHECK(time(model, "g") == launch + std::ldexp(1.0, -8));
+    const DeviceProfile back = ParseDeviceProfile(DeviceProfileToYaml(p), "back.yaml");
+    CHECK(back.op_class_kinds == p.op_class_kinds);
+    CHECK(back.op_class_kinds.count("conv (depthwise) [bf16]") == 1);
+  }
+  // Kinds belong to convolutions only; a misspelt kind is no class.
+  const std::string fp32_only = base.substr(0, base.find("op_types:"));
+  CHECK_THROWS_WITH_AS(ParseDeviceProfile(fp32_only + "  matmul (depthwise): {intercept: 0.0}\n", "a.yaml"),
+                       doctest::Contains("op class 'matmul' has no kinds"), ConfigError);
+  CHECK_THROWS_WITH_AS(ParseDeviceProfile(fp32_only + "  conv (depthwize): {intercept: 0.0}\n", "a.yaml"),
+                       doctest::Contains("unknown op class 'conv (depthwize)'"), ConfigError);
 }
 
 TEST_CASE("Auto: measured for the kind, then the kind's committed profile, then roofline") {
