@@ -102,6 +102,24 @@ if $py analysis/paired.py "$work/run" --agent nosuch > /dev/null 2> "$work/paire
   echo "FAIL: paired.py accepted an unknown label"; exit 1
 fi
 grep -q "no cells of 'nosuch'" "$work/paired_err.txt" || { echo "FAIL: paired.py error"; cat "$work/paired_err.txt"; exit 1; }
+# cells.py: one row per brkga cell with its generations (an `extra` value),
+# as the results lines have them; an unknown field is one error line.
+$py analysis/cells.py "$work/run" --fields evaluations,extra_generations --labels brkga > "$work/cells.md"
+expected=$($py - "$work/run" <<'PY'
+import json, sys
+cells = sorted((c["graph"], c["cluster"], c["seed"], c["evaluations"], c["extra"]["generations"])
+               for c in map(json.loads, open(sys.argv[1] + "/results.jsonl")) if c["label"] == "brkga")
+for g, cluster, seed, evals, gens in cells:
+    print(f"| {g} | {cluster} | brkga | {seed} | {evals} | {gens:.4f}".rstrip("0").rstrip(".") + " |")
+PY
+)
+[ "$(grep '^| g[0-9] ' "$work/cells.md")" = "$expected" ] ||
+  { echo "FAIL: cells.py rows"; cat "$work/cells.md"; echo "expected:"; echo "$expected"; exit 1; }
+if $py analysis/cells.py "$work/run" --fields extra_nosuch > /dev/null 2> "$work/cells_err.txt"; then
+  echo "FAIL: cells.py accepted an unknown field"; exit 1
+fi
+grep -q "no cell has the field 'extra_nosuch' (extra fields there: .*extra_generations" "$work/cells_err.txt" ||
+  { echo "FAIL: cells.py error"; cat "$work/cells_err.txt"; exit 1; }
 grep -q "^| G1 | " "$work/grid.md" || { echo "FAIL: no G1 row"; cat "$work/grid.md"; exit 1; }
 grep -q "^| G2 | " "$work/grid.md" || { echo "FAIL: no G2 row"; exit 1; }
 grep -q "| 1.5 |" "$work/grid.md" || { echo "FAIL: no paper column"; exit 1; }
