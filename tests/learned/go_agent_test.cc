@@ -279,6 +279,23 @@ TEST_CASE(
   CHECK(cold.extra.at("first_entropy") <= std::log(2.0) + 1e-6);
   CHECK(cold.extra.at("last_entropy") > 0.0);
   CHECK(warm.extra.at("first_entropy") < 0.25 * cold.extra.at("first_entropy"));
+  // An entropy floor of half stops imitation once the policy is below half
+  // the fresh network's entropy: PPO then starts from there, not from ~0.
+  const AgentResult floored =
+      MakeGoPaper("{" + model +
+                  ", warm_start: [single_device], imitation_steps: 40, imitation_entropy_floor: 0.5}")
+          ->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 12, 3));
+  CHECK(floored.extra.at("imitation_entropy_before") ==
+        doctest::Approx(cold.extra.at("first_entropy")).epsilon(1e-6));
+  CHECK(floored.extra.at("imitation_steps") > 0);
+  CHECK(floored.extra.at("imitation_steps") < 40);
+  CHECK(floored.extra.at("first_entropy") < 0.5 * floored.extra.at("imitation_entropy_before"));
+  CHECK(floored.extra.at("first_entropy") > 10.0 * warm.extra.at("first_entropy") + 1e-3);
+  CHECK_THROWS_AS(MakeGoPaper("{" + model + ", imitation_entropy_floor: 0.5}"), ConfigError);
+  CHECK_THROWS_AS(
+      MakeGoPaper("{" + model +
+                  ", warm_start: [single_device], imitation_steps: 5, imitation_entropy_floor: 1.0}"),
+      ConfigError);
   // Independent chains: the zero-shot split is already the best; one GPU
   // does not beat it, so nothing is imitated.
   Fixture chains(IndependentChains(4, 6), MakeCluster(2, int64_t{1} << 34, 1e10, 1e-3));

@@ -181,6 +181,12 @@ GoAgentOptions GoAgentOptions::Parse(YamlMap& options) {
                  "give both (e.g. warm_start: [single_device, m_etf, human_expert], imitation_steps: 20) or "
                  "neither");
   }
+  o.imitation_entropy_floor =
+      GetDouble(options, "imitation_entropy_floor", o.imitation_entropy_floor, 0.0, 0.999999);
+  if (o.imitation_entropy_floor > 0.0 && o.imitation_steps == 0) {
+    options.Fail("imitation_entropy_floor", "imitation_entropy_floor needs a warm start",
+                 "give warm_start and imitation_steps too, or leave it out");
+  }
   options.Finish();
   return o;
 }
@@ -422,6 +428,7 @@ AgentResult RunGo(const Problem& problem, const GoAgentOptions& options, const P
   // the network learns it and the sweep and PPO start from its greedy
   // decision.
   double imitation_target = zero_objective, imitation_greedy = zero_objective, imitation_agreement = 0.0;
+  double entropy_before = 0.0;  // the network's mean entropy per action before imitation
   int64_t imitation_steps = 0;
   if (options.imitation_steps > 0 && !tracker.Done()) {
     const WarmStartResult seeds = RunWarmStart("go", options.warm_start, problem, tracker.Remaining());
@@ -446,14 +453,20 @@ AgentResult RunGo(const Problem& problem, const GoAgentOptions& options, const P
       torch::optim::Adam optimizer(policy->parameters(),
                                    torch::optim::AdamOptions(options.ppo.learning_rate));
       const double per_action = 1.0 / static_cast<double>(policy->ActionsPerSample(graph));
+      // Each step's pass also gives the entropy of the policy before the
+      // step: the floor stops imitation before a step would start below it.
       for (; imitation_steps < options.imitation_steps; ++imitation_steps) {
         optimizer.zero_grad();
+        double entropy = 0.0;
         policy->BackwardBySegment(
             graph, devices, target,
-            [&](int64_t, int64_t, const torch::Tensor& log_prob, const torch::Tensor&) {
+            [&](int64_t, int64_t, const torch::Tensor& log_prob, const torch::Tensor& node_entropy) {
+              entropy += node_entropy.sum().item<double>() * per_action;
               return -log_prob.sum() * per_action;
             },
             [](const torch::Tensor& value) { return value.sum() * 0.0; });
+        if (imitation_steps == 0) entropy_before = entropy;
+        if (entropy < options.imitation_entropy_floor * entropy_before) break;
         if (options.ppo.grad_clip > 0.0)
           torch::nn::utils::clip_grad_norm_(policy->parameters(), options.ppo.grad_clip);
         optimizer.step();
@@ -551,7 +564,8 @@ AgentResult RunGo(const Problem& problem, const GoAgentOptions& options, const P
                          {"imitation_target_objective", imitation_target},
                          {"imitation_greedy_objective", imitation_greedy},
                          {"imitation_agreement", imitation_agreement},
-                         {"imitation_steps", static_cast<double>(imitation_steps)}});
+                         {"imitation_steps", static_cast<double>(imitation_steps)},
+                         {"imitation_entropy_before", entropy_before}});
 }
 
 // ---------------------------------------------------------------------------

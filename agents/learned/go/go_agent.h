@@ -84,6 +84,10 @@ struct GoAgentOptions {
   // imitation steps is a ConfigError.
   std::vector<WarmStartAgent> warm_start;
   int64_t imitation_steps = 0;
+  // With a warm start: imitation stops early once the policy's mean
+  // entropy per action falls below this fraction of the network's before
+  // imitation (0 = never; in [0, 1)), so that PPO keeps some exploration.
+  double imitation_entropy_floor = 0.0;
   // True when the options set the network's shape (model.gnn_hidden, ...)
   // other than the defaults': with a checkpoint of another shape that is
   // refused, since the checkpoint's shape would silently win.
