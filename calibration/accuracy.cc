@@ -33,11 +33,12 @@ std::string StepList(const std::vector<int64_t>& steps) {
 
 // A batch norm's per-channel term scales with memory bandwidth, like bytes:
 // its kernels stream each channel through one thread block.
-double Scaled(const sim::KernelFit& cost, double flops, double bytes, double channel_extent, bool has_shapes,
-              const DeviceScale& scale) {
+double Scaled(const sim::KernelFit& cost, std::string_view type, double flops, double bytes,
+              double channel_extent, bool has_shapes, const DeviceScale& scale) {
   if (!has_shapes) return std::max(0.0, cost.intercept * scale.intercept);
+  const double per_flop = Sixteen(type) ? scale.per_flop_16 : scale.per_flop;
   return std::max(0.0,
-                  cost.intercept * scale.intercept + cost.per_flop * flops * scale.per_flop +
+                  cost.intercept * scale.intercept + cost.per_flop * flops * per_flop +
                       (cost.per_byte * bytes + cost.per_channel_element * channel_extent) * scale.per_byte);
 }
 
@@ -55,6 +56,18 @@ void AddLinks(const sim::DeviceProfile& profile, const TraceSamples& samples, co
 
 }  // namespace
 
+DeviceScale ScaleBetween(const sim::DeviceSpec& from, const sim::DeviceSpec& to) {
+  DeviceScale scale;
+  scale.per_flop = from.peak_flops_fp32 / to.peak_flops_fp32;
+  scale.per_flop_16 = from.PeakFlops(graphs::DType::kBFloat16) / to.PeakFlops(graphs::DType::kBFloat16);
+  scale.per_byte = from.memory_bandwidth / to.memory_bandwidth;
+  return scale;
+}
+
+bool Sixteen(std::string_view type) {
+  return !sim::TypePrecisionTag(type).empty() && graphs::TypeConvKind(type) == graphs::ConvKind::kDense;
+}
+
 void ErrorStats::Add(double predicted_seconds, double measured_seconds) {
   ++count;
   predicted += predicted_seconds;
@@ -66,7 +79,7 @@ void ErrorStats::Add(double predicted_seconds, double measured_seconds) {
 }
 
 double PredictSample(const sim::DeviceProfile& profile, const OpSample& sample, const DeviceScale& scale) {
-  return Scaled(FitOf(profile, sample.type), sample.flops, sample.bytes, sample.channel_extent,
+  return Scaled(FitOf(profile, sample.type), sample.type, sample.flops, sample.bytes, sample.channel_extent,
                 sample.has_shapes, scale);
 }
 
@@ -203,7 +216,7 @@ AccuracyReport EvaluateTransfer(const sim::DeviceProfile& profile, const TraceSa
       bytes = partner->second->bytes;
       channel_extent = partner->second->channel_extent;
     }
-    const double p = Scaled(FitOf(profile, name), flops, bytes, channel_extent, true, scale);
+    const double p = Scaled(FitOf(profile, name), name, flops, bytes, channel_extent, true, scale);
     report.ops.Add(p, s.time);
     report.per_type[s.type].Add(p, s.time);
     const auto k = std::lower_bound(ordered.begin(), ordered.end(), s.step) - ordered.begin();

@@ -17,9 +17,11 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "calibration/samples.h"
+#include "sim/cluster.h"
 #include "sim/device_profile.h"
 
 namespace gosim::calibration {
@@ -65,10 +67,26 @@ std::string PredictionsCsv(const AccuracyReport& report);
 // Coefficient scaling for predicting another device.
 struct DeviceScale {
   double per_flop = 1.0;
+  // per_flop of the 16-bit types that run on tensor cores (a precision tag,
+  // "aten::mm [bf16]", and no depthwise or grouped kind): the ratio of the
+  // two devices' 16-bit peaks, which differs from their fp32 one (V100 125
+  // and 15.7 TFLOP/s, H200 989 and 67). Sixteen(type) says which.
+  double per_flop_16 = 1.0;
   double per_byte = 1.0;
   double intercept = 1.0;
   double link = 1.0;  // transfer times
 };
+
+// Scaling from device `from` to device `to` by their datasheet figures:
+// per_flop by the fp32 peaks, per_flop_16 by the 16-bit ones
+// (DeviceSpec::PeakFlops; a device without a 16-bit figure counts its fp32
+// one), per_byte by the memory bandwidths.
+DeviceScale ScaleBetween(const sim::DeviceSpec& from, const sim::DeviceSpec& to);
+
+// Whether an op sample type's FLOPs scale with the 16-bit peak
+// (DeviceScale::per_flop_16): it carries a precision tag and is not a
+// depthwise or grouped convolution (those run without tensor cores).
+bool Sixteen(std::string_view type);
 
 // The predicted kernel time of `sample` (its shapes when recorded, else the
 // op type's intercept).

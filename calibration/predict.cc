@@ -135,8 +135,9 @@ std::string FormatPrediction(const TracePrediction& p) {
       "prediction of " + p.trace + " (" + p.device_kind + ") with a " + p.profile_kind + " profile";
   if (p.device_kind != p.profile_kind) {
     char text[160];
-    std::snprintf(text, sizeof(text), ", scaled: per_flop x %.3f, per_byte x %.3f", p.scale.per_flop,
-                  p.scale.per_byte);
+    std::snprintf(text, sizeof(text),
+                  ", scaled: per_flop x %.3f (16-bit tensor-core types x %.3f), per_byte x %.3f",
+                  p.scale.per_flop, p.scale.per_flop_16, p.scale.per_byte);
     out += text;
   }
   out += "\n";

@@ -156,16 +156,15 @@ void ReportTransfer(const CalibrateArgs& args, const sim::DeviceProfile& profile
         source.device_kind.c_str(), target_samples.device_kind.c_str());
     return;
   }
-  DeviceScale scale;
-  scale.per_flop = from->peak_flops_fp32 / to->peak_flops_fp32;
-  scale.per_byte = from->memory_bandwidth / to->memory_bandwidth;
+  const DeviceScale scale = calibration::ScaleBetween(*from, *to);
   AccuracyReport scaled = calibration::EvaluateTransfer(profile, source, target_samples, {}, scale, aliases);
   char title[256];
-  std::snprintf(
-      title, sizeof(title),
-      "-- roofline-scaled: per_flop x %.3f (fp32 peak %s / %s), per_byte x %.3f (memory bandwidth), from "
-      "the cluster presets",
-      scale.per_flop, source.device_kind.c_str(), target_samples.device_kind.c_str(), scale.per_byte);
+  std::snprintf(title, sizeof(title),
+                "-- roofline-scaled: per_flop x %.3f (fp32 peak %s / %s; 16-bit tensor-core types x %.3f, "
+                "16-bit peak), "
+                "per_byte x %.3f (memory bandwidth), from the cluster presets",
+                scale.per_flop, source.device_kind.c_str(), target_samples.device_kind.c_str(),
+                scale.per_flop_16, scale.per_byte);
   scaled.title = title;
   std::printf("%s", calibration::FormatAccuracy(scaled).c_str());
 }
@@ -175,10 +174,7 @@ std::optional<DeviceScale> PresetScale(const std::string& from_kind, const std::
   const auto from = PresetDevice(from_kind);
   const auto to = PresetDevice(to_kind);
   if (!from || !to) return std::nullopt;
-  DeviceScale scale;
-  scale.per_flop = from->peak_flops_fp32 / to->peak_flops_fp32;
-  scale.per_byte = from->memory_bandwidth / to->memory_bandwidth;
-  return scale;
+  return calibration::ScaleBetween(*from, *to);
 }
 
 int Predict(const CalibrateArgs& args) {

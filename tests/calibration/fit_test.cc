@@ -411,6 +411,37 @@ TEST_CASE("hold-out and transfer evaluation") {
   CHECK(FormatAccuracy(transfer).find("unmatched") != std::string::npos);
 }
 
+// Across devices, 16-bit tensor-core types scale with the 16-bit peaks,
+// which differ from the fp32 ones by a different factor on each GPU.
+TEST_CASE("Predicting another device: 16-bit types scale by the 16-bit peaks, the rest by fp32") {
+  sim::DeviceSpec v100, h200;
+  v100.peak_flops_fp32 = 15.7e12;
+  v100.peak_flops_fp16 = 125e12;
+  v100.memory_bandwidth = 900e9;
+  h200.peak_flops_fp32 = 67e12;
+  h200.peak_flops_fp16 = 989e12;
+  h200.memory_bandwidth = 4.8e12;
+  const DeviceScale scale = ScaleBetween(h200, v100);
+  CHECK(scale.per_flop == doctest::Approx(67.0 / 15.7));
+  CHECK(scale.per_flop_16 == doctest::Approx(989.0 / 125.0));
+  CHECK(scale.per_byte == doctest::Approx(4.8e12 / 900e9));
+  sim::DeviceSpec no16 = v100;
+  no16.peak_flops_fp16 = 0.0;  // unknown: the fp32 peak counts
+  CHECK(ScaleBetween(h200, no16).per_flop_16 == doctest::Approx(989.0 / 15.7));
+  CHECK(Sixteen("aten::mm [bf16]"));
+  CHECK(Sixteen("aten::conv2d [fp16]"));
+  CHECK_FALSE(Sixteen("aten::mm"));
+  CHECK_FALSE(Sixteen("aten::conv2d (depthwise) [bf16]"));  // no tensor cores
+  sim::DeviceProfile profile;
+  profile.op_types["aten::mm [bf16]"] = sim::KernelFit{0.0, 1e-15, 0.0};
+  profile.op_types["aten::mm"] = sim::KernelFit{0.0, 1e-14, 0.0};
+  DeviceScale s;
+  s.per_flop = 2.0;
+  s.per_flop_16 = 8.0;
+  CHECK(PredictSample(profile, Sample("aten::mm [bf16]", 1e9, 0, 0), s) == doctest::Approx(8e-6));
+  CHECK(PredictSample(profile, Sample("aten::mm", 1e9, 0, 0), s) == doctest::Approx(2e-5));
+}
+
 TEST_CASE("preserve_total: a robust fit's predictions add up to the measured total of its samples") {
   // Times with noise skewed to the right (one sample in four 40% slow, as on
   // a shared core): Huber follows the typical sample and its sum falls
