@@ -2,6 +2,7 @@
 // reader is in cluster_yaml.cc.
 #include "sim/cluster.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <utility>
@@ -20,6 +21,11 @@ double DeviceSpec::PeakFlops(graphs::DType dtype) const {
     default:
       return peak_flops_fp32;
   }
+}
+
+double DeviceSpec::CeilingFlops(graphs::DType dtype) const {
+  const double peak = PeakFlops(dtype);
+  return dtype == graphs::DType::kFloat32 ? std::max(peak, peak_flops_tf32) : peak;
 }
 
 int32_t Cluster::FindDevice(const std::string& name) const {
@@ -109,6 +115,10 @@ int32_t ClusterBuilder::AddDevice(DeviceSpec device, Location where) {
   if (!NonNegative(device.peak_flops_fp16)) {
     throw ConfigError(who + "peak_flops_fp16 must not be negative", At(where, source_, "peak_flops_fp16"),
                       "leave it out (or 0) to use the fp32 peak");
+  }
+  if (!NonNegative(device.peak_flops_tf32)) {
+    throw ConfigError(who + "peak_flops_tf32 must not be negative", At(where, source_, "peak_flops_tf32"),
+                      "leave it out (or 0) for a device without TF32 tensor cores");
   }
   if (!NonNegative(device.peak_flops_fp64)) {
     throw ConfigError(who + "peak_flops_fp64 must not be negative", At(where, source_, "peak_flops_fp64"),

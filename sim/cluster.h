@@ -30,11 +30,20 @@ struct DeviceSpec {
   int64_t memory_capacity = 0;    // bytes
   double launch_overhead = 0.0;   // seconds per kernel
   double peak_flops_fp64 = 0.0;   // FLOP/s; 0 = same as fp32
+  // FLOP/s of fp32 matrix work on tensor cores (TF32, Ampere and later;
+  // cuDNN convolutions use it by default); 0 = none. Only CeilingFlops
+  // reads it: the roofline keeps pricing fp32 ops at peak_flops_fp32.
+  double peak_flops_tf32 = 0.0;
 
   // Peak FLOP/s for ops whose output has `dtype`: fp16 for float16 and
   // bfloat16, fp64 for float64 (each falling back to fp32 when 0), fp32 for
   // every other dtype (integer ALUs run at about the fp32 rate).
   double PeakFlops(graphs::DType dtype) const;
+  // The fastest any kernel on `dtype` can compute: PeakFlops, or for
+  // float32 the TF32 peak where it is higher (an H200's fp32 convolutions
+  // run at about 100 TFLOP/s in the traces, above its 67 TFLOP/s fp32
+  // peak). The auto cost model's floor.
+  double CeilingFlops(graphs::DType dtype) const;
 };
 
 // The host CPU: the far end of device <-> host links. Informational apart

@@ -178,8 +178,8 @@ class ClusterReader {
   // Each reader checks for unknown keys first: a typo is reported as such
   // rather than as the required key it misspells.
   void ReadDevice(YamlMap& m) {
-    m.Allow({"name", "count", "kind", "peak_flops_fp32", "peak_flops_fp16", "peak_flops_fp64",
-             "memory_bandwidth", "memory_capacity", "launch_overhead"});
+    m.Allow({"name", "count", "kind", "peak_flops_fp32", "peak_flops_fp16", "peak_flops_tf32",
+             "peak_flops_fp64", "memory_bandwidth", "memory_capacity", "launch_overhead"});
     m.Finish();
     const std::string pattern = m.Require<std::string>("name");
     // No count: one device named as written. A count of 0 is not "one".
@@ -193,6 +193,7 @@ class ClusterReader {
     spec.peak_flops_fp32 = ReadQuantity(m, "peak_flops_fp32", sim::Quantity::kFlopRate, std::nullopt);
     spec.peak_flops_fp16 = ReadQuantity(m, "peak_flops_fp16", sim::Quantity::kFlopRate, 0.0);
     spec.peak_flops_fp64 = ReadQuantity(m, "peak_flops_fp64", sim::Quantity::kFlopRate, 0.0);
+    spec.peak_flops_tf32 = ReadQuantity(m, "peak_flops_tf32", sim::Quantity::kFlopRate, 0.0);
     spec.memory_bandwidth = ReadQuantity(m, "memory_bandwidth", sim::Quantity::kBandwidth, std::nullopt);
     spec.memory_capacity = ByteCount(m, "memory_capacity", std::nullopt);
     spec.launch_overhead = ReadQuantity(m, "launch_overhead", sim::Quantity::kSeconds, 0.0);

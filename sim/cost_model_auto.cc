@@ -105,8 +105,11 @@ double AutoCostModel::Floored(double seconds, double flops, double bytes, graphs
   if (profile == nullptr || (flops == 0.0 && bytes == 0.0)) return seconds;
   // No kernel beats the device's peak: a fit extrapolated past its samples
   // (a class fitted on small products pricing a large one by bytes alone)
-  // is raised to the roofline at efficiency 1.
-  const double compute = flops > 0.0 ? flops / device.PeakFlops(dtype) : 0.0;
+  // is raised to the roofline at efficiency 1. The peak is the fastest any
+  // kernel on the dtype reaches (CeilingFlops: TF32 for fp32 where the
+  // device has it), or the floor would raise the fp32 convolutions that
+  // cuDNN runs on tensor cores above their measured times.
+  const double compute = flops > 0.0 ? flops / device.CeilingFlops(dtype) : 0.0;
   const double memory = bytes > 0.0 ? bytes / device.memory_bandwidth : 0.0;
   return std::max(seconds, profile->launch_overhead + std::max(compute, memory));
 }

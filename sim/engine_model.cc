@@ -12,7 +12,8 @@ namespace {
 
 bool SameClass(const DeviceSpec& a, const DeviceSpec& b) {
   return a.kind == b.kind && a.peak_flops_fp32 == b.peak_flops_fp32 &&
-         a.peak_flops_fp16 == b.peak_flops_fp16 && a.memory_bandwidth == b.memory_bandwidth &&
+         a.peak_flops_fp16 == b.peak_flops_fp16 && a.peak_flops_fp64 == b.peak_flops_fp64 &&
+         a.peak_flops_tf32 == b.peak_flops_tf32 && a.memory_bandwidth == b.memory_bandwidth &&
          a.launch_overhead == b.launch_overhead;
 }
 

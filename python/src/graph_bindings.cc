@@ -122,6 +122,7 @@ py::dict DeviceDict(const sim::DeviceSpec& d) {
   o["peak_flops_fp32"] = d.peak_flops_fp32;
   o["peak_flops_fp16"] = d.peak_flops_fp16;
   o["peak_flops_fp64"] = d.peak_flops_fp64;
+  o["peak_flops_tf32"] = d.peak_flops_tf32;
   o["memory_bandwidth"] = d.memory_bandwidth;
   o["memory_capacity"] = d.memory_capacity;
   o["launch_overhead"] = d.launch_overhead;

@@ -147,6 +147,14 @@ TEST_CASE("PeakFlops picks the dtype's peak and falls back to fp32") {
   CHECK(d.PeakFlops(graphs::DType::kFloat64) == 5.0);
   CHECK(d.PeakFlops(graphs::DType::kInt32) == 10.0);
   CHECK(d.PeakFlops(graphs::DType::kUnknown) == 10.0);
+  // The ceiling: TF32 lifts fp32 only, and only when higher; the roofline's
+  // PeakFlops keeps the fp32 peak.
+  CHECK(d.CeilingFlops(graphs::DType::kFloat32) == 10.0);
+  d.peak_flops_tf32 = 40.0;
+  CHECK(d.CeilingFlops(graphs::DType::kFloat32) == 40.0);
+  CHECK(d.PeakFlops(graphs::DType::kFloat32) == 10.0);
+  CHECK(d.CeilingFlops(graphs::DType::kBFloat16) == 80.0);
+  CHECK(d.CeilingFlops(graphs::DType::kFloat64) == 5.0);
 }
 
 TEST_CASE("Routes go through the host when there is no direct link") {

@@ -543,6 +543,15 @@ TEST_CASE("Auto: measured for the kind, then the kind's committed profile, then 
   CHECK(model->NodeTime(g, N(g, "h"), Device("A100")) == launch + std::ldexp(1.0, -3));
   CHECK(Make("calibrated", "profile: " + (dir / "a100.yaml").string() + "\n")
             ->NodeTime(g, N(g, "h"), Device("A100")) == launch + std::ldexp(1.0, -16));
+  // fp32: the ceiling is the TF32 peak where the device has one (the
+  // default fit prices this bytes-free convolution at 0 s).
+  graphs::GraphBuilder conv_builder("conv32");
+  conv_builder.AddNode(Op("c", "Conv2D", std::ldexp(1.0, 40), 0, 0, 64));
+  const graphs::Graph conv = conv_builder.Build();
+  DeviceSpec a100 = Device("A100");
+  CHECK(model->NodeTime(conv, N(conv, "c"), a100) == launch + 1.0);
+  a100.peak_flops_tf32 = std::ldexp(1.0, 42);
+  CHECK(model->NodeTime(conv, N(conv, "c"), a100) == launch + std::ldexp(1.0, -2));
   // Links: the profile's fitted host-to-device copy.
   ClusterBuilder cb("two", "test");
   cb.AddDevice(Device("A100"));
