@@ -122,7 +122,7 @@ const KernelFit* Lookup(const DeviceProfile& p, std::string_view op_type, graphs
   const std::string suffix = tag.empty() ? std::string() : " [" + std::string(tag) + "]";
   const graphs::ConvKind type_kind = graphs::TypeConvKind(bare);
   if (type_kind != graphs::ConvKind::kDense) kind = type_kind;
-  const auto type_fit = [&](const std::string& key) -> const KernelFit* {
+  const auto type_fit = [&](std::string_view key) -> const KernelFit* {
     const auto it = p.op_types.find(key);
     return it == p.op_types.end() ? nullptr : &it->second;
   };
@@ -144,7 +144,11 @@ const KernelFit* Lookup(const DeviceProfile& p, std::string_view op_type, graphs
       if (suffix.empty()) break;
     }
   }
-  if (const KernelFit* fit = type_fit(std::string(bare) + suffix)) return fit;
+  // The type in its precision: as given, unless the tag comes from the
+  // dtype (the only case that builds a key; op_types compares views).
+  const KernelFit* typed_fit =
+      tag.empty() || tagged ? type_fit(op_type) : type_fit(std::string(op_type) + suffix);
+  if (typed_fit != nullptr) return typed_fit;
   if (tag.empty()) {
     const std::optional<KernelFit>& by_class = p.op_classes[static_cast<size_t>(op_class)];
     return by_class ? &*by_class : &p.fallback;
