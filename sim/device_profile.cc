@@ -236,7 +236,9 @@ DeviceProfile ParseDeviceProfile(const std::string& yaml_text, const std::string
     if (!c) {
       throw ConfigError("unknown op class '" + base + "'." + DidYouMean(base, class_names),
                         YamlLocation(m.node(), source, m.path()),
-                        "op classes: " + Join(class_names, ", ") + ", each optionally with [bf16] or [fp16]");
+                        "op classes: " + Join(class_names, ", ") +
+                            ", each optionally with [bf16] or [fp16]; conv and conv_backward also with "
+                            "(depthwise) or (grouped) before it");
     }
     if (!tag.empty() && tag != "bf16" && tag != "fp16") {
       throw ConfigError("unknown precision '[" + std::string(tag) + "]' of op class '" + base + "'",
