@@ -32,6 +32,7 @@
 #include "core/log.h"
 #include "core/strings.h"
 #include "graphs/graph_builder.h"
+#include "graphs/op_class.h"
 #include "graphs/op_costs.h"
 
 namespace gosim::graphs {
@@ -510,6 +511,34 @@ class Importer {
     return nullptr;
   }
 
+  // The kind of a Conv (op_class.h) from its `group` attribute: dense for
+  // one group; depthwise when each group reads one input channel (the
+  // weight's dimension 1, or the input's channels / group); grouped
+  // otherwise, and when neither shape is known. A group count that is not
+  // positive, or that the shapes contradict, is a GraphError.
+  ConvKind KindOfConv(const onnx::NodeProto& node, const std::string& path) const {
+    const onnx::AttributeProto* attribute = Attribute(node, "group");
+    const int64_t groups = attribute == nullptr ? 1 : attribute->i();
+    if (groups < 1) {
+      throw GraphError("Conv attribute 'group' is " + std::to_string(groups) + "; it must be at least 1",
+                       At(path), "fix the model's exporter (ONNX Conv: group >= 1)");
+    }
+    if (groups == 1) return ConvKind::kDense;
+    auto dim1 = [&](int k) -> int64_t {
+      const ValueInfo* v = k < node.input_size() ? Value(node.input(k)) : nullptr;
+      return v != nullptr && v->known && v->shape.size() >= 2 ? v->shape[1] : 0;
+    };
+    const int64_t channels = dim1(0);
+    const int64_t per_group = dim1(1);
+    if (channels > 0 && per_group > 0 && per_group * groups != channels) {
+      throw GraphError("Conv input has " + std::to_string(channels) + " channels, but its weight takes " +
+                           std::to_string(per_group) + " per group in " + std::to_string(groups) + " groups",
+                       At(path), "the weight's dimension 1 times 'group' must equal the input's channels");
+    }
+    if (per_group == 1 || (per_group == 0 && channels == groups)) return ConvKind::kDepthwise;
+    return ConvKind::kGrouped;
+  }
+
   // FLOPs of `node` from the shapes of its inputs and outputs (op_costs.h);
   // 0 when a shape it needs is unknown.
   double Flops(const onnx::NodeProto& node, bool standard_domain) const {
@@ -620,6 +649,13 @@ class Importer {
       const bool standard_domain = node.domain().empty() || node.domain() == "ai.onnx";
       NodeSpec s;
       s.op = standard_domain ? node.op_type() : node.domain() + "::" + node.op_type();
+      // A grouped or depthwise Conv carries its kind in its op type, as a
+      // calibrated one does ("Conv (depthwise)"): its weight is an
+      // initializer, not an input node the cost models could read it from.
+      if (standard_domain && node.op_type() == "Conv") {
+        const ConvKind kind = KindOfConv(node, path);
+        if (kind != ConvKind::kDense) s.op += " (" + std::string(ConvKindName(kind)) + ")";
+      }
       s.name = node.name().empty() ? node.op_type() + "_" + std::to_string(i) : node.name();
       while (names.count(s.name)) s.name += "_" + std::to_string(i);
       names.insert(s.name);

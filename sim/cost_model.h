@@ -69,7 +69,9 @@ double NodeChannelExtent(const graphs::Graph& graph, const graphs::Node& node);
 // dimension 1, among its other inputs of the weight's rank; a backward's
 // grad_output has the output's channels, at least the input's for a
 // depthwise or grouped convolution). Dense when the weight is not an input
-// (TensorFlow's filter gradients, ONNX initializers) or a transposed one.
+// (TensorFlow's filter gradients) or a transposed one. An ONNX Conv, whose
+// weight is an initializer, names its kind in its op type ("Conv
+// (depthwise)", graphs/onnx_format.cc).
 graphs::ConvKind NodeConvKind(const graphs::Graph& graph, graphs::NodeId node);
 
 // The work of one node, or of a fused group: summed FLOPs, bytes read from

@@ -8,6 +8,7 @@
 #include "core/io.h"
 #include "core/yaml.h"
 #include "graphs/io.h"
+#include "graphs/op_class.h"
 #include "graphs/op_costs.h"
 #include "graphs/suite.h"
 
@@ -129,7 +130,7 @@ TEST_CASE("ONNX: hand-written model with unnamed nodes, groups, transA, custom o
   const Graph g = LoadGraph("tests/data/onnx/handmade.onnx");
   REQUIRE(g.num_nodes() == 10);
   // An empty name becomes "<op_type>_<index>"; a repeated one gets "_<index>".
-  CHECK(Op(g, "Conv_0") == "Conv");
+  CHECK(Op(g, "Conv_0") == "Conv (grouped)");  // 8 channels in 2 groups
   CHECK(Op(g, "dup") == "GlobalAveragePool");
   CHECK(Op(g, "dup_2") == "Flatten");
   CHECK(Op(g, "Transpose_3") == "Transpose");
@@ -154,6 +155,25 @@ TEST_CASE("ONNX: hand-written model with unnamed nodes, groups, transA, custom o
   CHECK(mystery.flops == 0);
   CHECK(mystery.outputs[0] == TensorInfo{});
   CHECK(mystery.bytes_read == 12);
+}
+
+TEST_CASE("ONNX: a Conv's group gives its kind in its op type" * doctest::skip(!OnnxSupported())) {
+  // The weight is an initializer, not a node the cost models could read its
+  // shape from, so the importer names the kind as a calibrated type does.
+  const Graph g = LoadGraph("tests/data/onnx/depthwise.onnx");
+  CHECK(Op(g, "dw") == "Conv (depthwise)");
+  CHECK(Op(g, "grouped") == "Conv (grouped)");
+  CHECK(Op(g, "dense") == "Conv");
+  for (const char* name : {"dw", "grouped", "dense"}) CHECK(ClassifyOp(Op(g, name)) == OpClass::kConv);
+  CHECK(TypeConvKind(Op(g, "dw")) == ConvKind::kDepthwise);
+  CHECK(TypeConvKind(Op(g, "grouped")) == ConvKind::kGrouped);
+  // FLOPs count C/g input channels: 2 x 2 x 8 x 36 x 1 x 9, 2 x 2 x 8 x 36 x 4 x 9, 2 x 2 x 8 x 36 x 8.
+  CHECK(NodeNamed(g, "dw").flops == 10368);
+  CHECK(NodeNamed(g, "grouped").flops == 41472);
+  CHECK(NodeNamed(g, "dense").flops == 9216);
+  CHECK_THROWS_WITH_AS(LoadGraph("tests/data/onnx/bad_group.onnx"),
+                       doctest::Contains("bad_group.onnx: [graph.node[0]]: Conv attribute 'group' is 0"),
+                       GraphError);
 }
 
 TEST_CASE("ONNX: malformed models are GraphErrors naming the file" * doctest::skip(!OnnxSupported())) {

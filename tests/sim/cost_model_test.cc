@@ -11,6 +11,8 @@
 #include "core/io.h"
 #include "core/yaml.h"
 #include "graphs/graph_builder.h"
+#include "graphs/io.h"
+#include "graphs/onnx_format.h"
 #include "graphs/op_costs.h"
 #include "sim/cost_models.h"
 #include "sim/device_profile.h"
@@ -505,6 +507,28 @@ TEST_CASE("Calibrated: a convolution's kind from its weight, priced by the kind'
                        doctest::Contains("op class 'matmul' has no kinds"), ConfigError);
   CHECK_THROWS_WITH_AS(ParseDeviceProfile(fp32_only + "  conv (depthwize): {intercept: 0.0}\n", "a.yaml"),
                        doctest::Contains("unknown op class 'conv (depthwize)'"), ConfigError);
+}
+
+// An ONNX Conv's weight is an initializer: its kind comes from the op type
+// the importer gives it (graphs/onnx_format.cc), and it takes that kind's fit.
+TEST_CASE("Calibrated: an ONNX depthwise Conv takes the depthwise fit" *
+          doctest::skip(!graphs::OnnxSupported())) {
+  const graphs::Graph g = graphs::LoadGraph("tests/data/onnx/depthwise.onnx");
+  using graphs::ConvKind;
+  CHECK(NodeConvKind(g, N(g, "dw")) == ConvKind::kDepthwise);
+  CHECK(NodeConvKind(g, N(g, "grouped")) == ConvKind::kGrouped);
+  CHECK(NodeConvKind(g, N(g, "dense")) == ConvKind::kDense);
+  const std::string base(kProfile);
+  const CalibratedCostModel model({ParseDeviceProfile(
+      base.substr(0, base.find("op_types:")) +
+          "  conv: {intercept: 9.765625e-04, per_flop: 0.0, per_byte: 0.0}\n"               // 2^-10
+          "  conv (depthwise): {intercept: 1.953125e-03, per_flop: 0.0, per_byte: 0.0}\n",  // 2^-9
+      "a100.yaml")});
+  const DeviceSpec a100 = Device("A100");
+  const double launch = std::ldexp(1.0, -18);
+  CHECK(model.NodeTime(g, N(g, "dw"), a100) == launch + std::ldexp(1.0, -9));
+  CHECK(model.NodeTime(g, N(g, "grouped"), a100) == launch + std::ldexp(1.0, -10));  // no grouped fit: conv
+  CHECK(model.NodeTime(g, N(g, "dense"), a100) == launch + std::ldexp(1.0, -10));
 }
 
 TEST_CASE("Auto: measured for the kind, then the kind's committed profile, then roofline") {

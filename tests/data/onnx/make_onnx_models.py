@@ -2,7 +2,8 @@
 """Writes the small ONNX models used by tests/graphs/onnx_format_test.cc.
 
 tiny_cnn.onnx and tiny_attention.onnx are exported with torch.onnx.export;
-handmade.onnx, dangling.onnx, symbolic_batch.onnx and unnamed_dim.onnx are
+handmade.onnx, dangling.onnx, symbolic_batch.onnx, unnamed_dim.onnx,
+depthwise.onnx and bad_group.onnx are
 the .textproto files encoded with protoc; without torch only these are
 written.
 
@@ -101,7 +102,7 @@ def main():
         torch.manual_seed(0)
         export(TinyCnn(), torch.randn(2, 3, 8, 8), "tiny_cnn.onnx", "image")
         export(TinyAttention(), torch.randint(0, 50, (2, 5)), "tiny_attention.onnx", "tokens")
-    for name in ("handmade", "dangling", "symbolic_batch", "unnamed_dim"):
+    for name in ("handmade", "dangling", "symbolic_batch", "unnamed_dim", "depthwise", "bad_group"):
         encode_text(name)
 
 
