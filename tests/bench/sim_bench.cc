@@ -2,7 +2,9 @@
 // (roofline costs, memory tracking on, no timeline) on the DGX-1 preset (8x
 // V100), for random layered training-like DAGs of 1k, 10k and 80k nodes and
 // for the xl suite's GNMT training graph (92,828 nodes); plus batched
-// evaluation on 1 and 2 threads. Figures and the command that produced them: docs/BENCHMARKS.md.
+// evaluation on 1 and 2 threads; and the calibrated cost model's lookups
+// against roofline's on an exported MobileNet-v2 (one H200). Figures and the
+// command that produced them: docs/BENCHMARKS.md.
 //
 //   build-engine/bench/sim_bench --benchmark_repetitions=5
 //       --benchmark_report_aggregates_only=true     (one command line)
@@ -21,8 +23,10 @@
 #include "core/yaml.h"
 #include "graphs/generators/generators.h"
 #include "graphs/graph_builder.h"
+#include "graphs/io.h"
 #include "sim/cluster.h"
 #include "sim/cost_model.h"
+#include "sim/decision.h"
 #include "sim/evaluator.h"
 #include "tests/sim/engine_test_util.h"
 
@@ -170,6 +174,78 @@ void BM_LongestPathPass(benchmark::State& state, const std::string& key) {
   Report(state, s, state.iterations(), true);
 }
 
+// The calibrated model's lookups against roofline's formula: the exported
+// MobileNet-v2 training step (graphs/data/mobilenet_v2_train_b32.json.gz:
+// depthwise and dense convolutions, batch norms, per-parameter SGD) on one
+// H200, whose committed profile (configs/calibrated/h200.yaml) `auto` uses.
+// Run from the repository root.
+struct CostSetup {
+  graphs::Graph graph;
+  Cluster cluster;
+  std::shared_ptr<const CostModel> cost;
+  std::unique_ptr<Evaluator> evaluator;
+  Decision fused;  // every single-consumer -> single-producer pair fused
+};
+
+CostSetup& GetCostSetup(const std::string& model) {
+  static std::map<std::string, std::unique_ptr<CostSetup>> cache;
+  auto& slot = cache[model];
+  if (!slot) {
+    slot = std::make_unique<CostSetup>();
+    slot->graph = graphs::LoadGraph("graphs/data/mobilenet_v2_train_b32.json.gz");
+    slot->cluster = LoadCluster("h200x8_nvswitch:gpus=1");
+    slot->cost = MakeCostModel(model);
+    slot->evaluator = std::make_unique<Evaluator>(slot->graph, slot->cluster, slot->cost, SimOptions{});
+    const graphs::Graph& g = slot->graph;
+    slot->fused = SingleDeviceDecision(g);
+    slot->fused.fusion_group.assign(static_cast<size_t>(g.num_nodes()), -1);
+    for (graphs::NodeId u = 0; u < g.num_nodes(); ++u) {
+      if (g.out_edges(u).size() != 1) continue;
+      const graphs::NodeId v = g.edge(g.out_edges(u)[0]).dst;
+      auto& group = slot->fused.fusion_group;
+      if (g.in_edges(v).size() != 1 || group[static_cast<size_t>(u)] >= 0 ||
+          group[static_cast<size_t>(v)] >= 0)
+        continue;
+      group[static_cast<size_t>(u)] = group[static_cast<size_t>(v)] = u;
+    }
+    ValidateDecision(slot->fused, g, slot->cluster);
+  }
+  return *slot;
+}
+
+// Every node's time on the H200: what an Evaluator computes once, per device
+// class, when it is built.
+void BM_NodeTimes(benchmark::State& state, const std::string& model) {
+  CostSetup& s = GetCostSetup(model);
+  const DeviceSpec& device = s.cluster.device(0);
+  double total = 0.0;
+  for (auto _ : state) {
+    total = 0.0;
+    for (graphs::NodeId v = 0; v < s.graph.num_nodes(); ++v) total += s.cost->NodeTime(s.graph, v, device);
+    benchmark::DoNotOptimize(total);
+  }
+  state.counters["sum_ms"] = total * 1e3;
+  state.counters["nodes/s"] = benchmark::Counter(
+      static_cast<double>(state.iterations()) * s.graph.num_nodes(), benchmark::Counter::kIsRate);
+}
+
+// One evaluation of the fused decision: the engine prices every fused group
+// with KernelTime on each evaluation, so this is where a slow lookup shows.
+void BM_EvaluateFused(benchmark::State& state, const std::string& model) {
+  CostSetup& s = GetCostSetup(model);
+  Evaluation e = s.evaluator->Evaluate(s.fused);
+  for (auto _ : state) {
+    e = s.evaluator->Evaluate(s.fused);
+    benchmark::DoNotOptimize(e);
+  }
+  int64_t fused = 0;
+  for (const int32_t group : s.fused.fusion_group) fused += group >= 0 ? 1 : 0;
+  state.counters["step_ms"] = e.step_time * 1e3;
+  state.counters["fused_nodes"] = static_cast<double>(fused);
+  state.counters["nodes/s"] = benchmark::Counter(
+      static_cast<double>(state.iterations()) * s.graph.num_nodes(), benchmark::Counter::kIsRate);
+}
+
 BENCHMARK_CAPTURE(BM_LongestPathPass, layered80k, std::string("80000"))->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Evaluate, layered1k, std::string("1000"))->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_Evaluate, layered10k, std::string("10000"))->Unit(benchmark::kMicrosecond);
@@ -178,6 +254,11 @@ BENCHMARK_CAPTURE(BM_Evaluate, gnmt, std::string("gnmt"))->Unit(benchmark::kMill
 // Batches of 16 decisions: nodes/s per wall-clock second (UseRealTime), and
 // per CPU second of the whole process (MeasureProcessCPUTime; equal figures
 // for 1 and 2 threads mean the workers add no overhead, whatever else runs).
+BENCHMARK_CAPTURE(BM_NodeTimes, mobilenet_roofline, std::string("roofline"))->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_NodeTimes, mobilenet_calibrated, std::string("auto"))->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_EvaluateFused, mobilenet_roofline, std::string("roofline"))
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK_CAPTURE(BM_EvaluateFused, mobilenet_calibrated, std::string("auto"))->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_EvaluateBatch, layered80k, std::string("80000"))
     ->Arg(1)
     ->Arg(2)
