@@ -29,7 +29,17 @@ using EdgeId = int32_t;
 using TensorId = int32_t;
 
 enum class DType : uint8_t {
-  kUnknown = 0, kFloat32, kFloat16, kBFloat16, kFloat64, kInt64, kInt32, kInt16, kInt8, kUInt8, kBool,
+  kUnknown = 0,
+  kFloat32,
+  kFloat16,
+  kBFloat16,
+  kFloat64,
+  kInt64,
+  kInt32,
+  kInt16,
+  kInt8,
+  kUInt8,
+  kBool,
 };
 // "float32", "float16", ...; ParseDType accepts those and common aliases
 // ("f32", "float", "half", "torch.float32"); unknown text gives kUnknown.
@@ -45,8 +55,8 @@ std::string_view PhaseName(Phase phase);
 bool ParsePhase(std::string_view text, Phase* phase);
 
 struct TensorInfo {
-  int64_t bytes = 0;            // size of the tensor in memory
-  std::vector<int64_t> shape;   // empty when unknown (or a scalar with bytes > 0)
+  int64_t bytes = 0;           // size of the tensor in memory
+  std::vector<int64_t> shape;  // empty when unknown (or a scalar with bytes > 0)
   DType dtype = DType::kUnknown;
 
   bool operator==(const TensorInfo&) const = default;
@@ -61,15 +71,15 @@ struct MeasuredTime {
 };
 
 struct Node {
-  std::string name;               // unique within the graph
-  int32_t op = 0;                 // interned op type: Graph::op_type_name(op)
-  double flops = 0.0;             // floating-point operations
-  int64_t bytes_read = 0;         // bytes read from device memory by the kernel
-  int64_t bytes_written = 0;      // bytes written to device memory by the kernel
+  std::string name;           // unique within the graph
+  int32_t op = 0;             // interned op type: Graph::op_type_name(op)
+  double flops = 0.0;         // floating-point operations
+  int64_t bytes_read = 0;     // bytes read from device memory by the kernel
+  int64_t bytes_written = 0;  // bytes written to device memory by the kernel
   std::vector<TensorInfo> outputs;
-  int64_t persistent_bytes = 0;   // weights and optimizer state resident all step
-  int32_t colocation = -1;        // interned colocation group, -1 = none
-  std::string scope;              // e.g. "encoder/layer_2/attention"
+  int64_t persistent_bytes = 0;  // weights and optimizer state resident all step
+  int32_t colocation = -1;       // interned colocation group, -1 = none
+  std::string scope;             // e.g. "encoder/layer_2/attention"
   Phase phase = Phase::kForward;
   std::vector<MeasuredTime> measured;
 };
@@ -122,6 +132,18 @@ class Graph {
 
   const std::vector<std::string>& colocation_groups() const { return colocation_groups_; }
 
+  // How many parameters the update-phase nodes of op type `op` update,
+  // counted by colocation group (a node without one counts alone); 0 when
+  // no update node has that type. An exported SGD step with momentum has
+  // two `aten::add_` per parameter: 2 x P nodes, P parameters. A
+  // multi-tensor (foreach) optimizer applies such an op to all of them in
+  // one call (sim/cost_models.h, CalibratedOptions::multi_tensor_updates).
+  int32_t update_parameters(int32_t op) const {
+    return op >= 0 && op < static_cast<int32_t>(update_parameters_.size())
+               ? update_parameters_[static_cast<size_t>(op)]
+               : 0;
+  }
+
   // Node id by name, or nullopt.
   std::optional<NodeId> FindNode(std::string_view name) const;
 
@@ -135,6 +157,7 @@ class Graph {
   std::string source_;
   std::vector<Node> nodes_;
   std::vector<Edge> edges_;
+  std::vector<int32_t> update_parameters_;  // per op type (update_parameters)
   std::vector<int32_t> in_offsets_{0};
   std::vector<EdgeId> in_edge_ids_;
   std::vector<int32_t> out_offsets_{0};

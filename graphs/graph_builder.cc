@@ -5,6 +5,8 @@
 #include <boost/graph/depth_first_search.hpp>
 #include <cmath>
 #include <tuple>
+#include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include "core/strings.h"
@@ -29,7 +31,8 @@ struct OrderVisitor : public boost::default_dfs_visitor {
   template <typename E, typename G>
   void back_edge(E e, const G& g) const {
     if (first_back_edge->first < 0) {
-      *first_back_edge = {static_cast<int32_t>(boost::source(e, g)), static_cast<int32_t>(boost::target(e, g))};
+      *first_back_edge = {static_cast<int32_t>(boost::source(e, g)),
+                          static_cast<int32_t>(boost::target(e, g))};
     }
   }
   template <typename V, typename G>
@@ -38,7 +41,9 @@ struct OrderVisitor : public boost::default_dfs_visitor {
   }
 };
 
-bool Finite(double x) { return std::isfinite(x); }
+bool Finite(double x) {
+  return std::isfinite(x);
+}
 
 }  // namespace
 
@@ -126,7 +131,8 @@ std::vector<int32_t> GraphBuilder::TopologicalOrder(const std::vector<PendingEdg
     return order;
   }
   BoostGraph g(static_cast<size_t>(n));
-  for (const PendingEdge& e : edges) boost::add_edge(static_cast<Vertex>(e.src), static_cast<Vertex>(e.dst), g);
+  for (const PendingEdge& e : edges)
+    boost::add_edge(static_cast<Vertex>(e.src), static_cast<Vertex>(e.dst), g);
   std::vector<int32_t> finish;
   finish.reserve(static_cast<size_t>(n));
   std::vector<int32_t> parent(static_cast<size_t>(n), -1);
@@ -170,9 +176,9 @@ Graph GraphBuilder::Build() {
     if (e.dst < 0 && !e.dst_name.empty()) {
       e.dst = Find(e.dst_name);
       if (e.dst < 0) {
-        throw GraphError("dangling reference: edge from '" + e.src_name + "' goes to unknown node '" +
-                             e.dst_name + "'",
-                         Where(e.where), "define the node or remove the reference");
+        throw GraphError(
+            "dangling reference: edge from '" + e.src_name + "' goes to unknown node '" + e.dst_name + "'",
+            Where(e.where), "define the node or remove the reference");
       }
     }
     if (e.src < 0 || e.src >= n || e.dst < 0 || e.dst >= n) {
@@ -186,11 +192,10 @@ Graph GraphBuilder::Build() {
     }
     if (e.output_index != Edge::kControl &&
         (e.output_index < 0 || e.output_index >= static_cast<int32_t>(src.outputs.size()))) {
-      throw GraphError("node '" + specs_[e.dst].name + "' reads output " + std::to_string(e.output_index) +
-                           " of '" + src.name + "', which has " + std::to_string(src.outputs.size()) +
-                           " output(s)",
-                       Where(e.where.line == 0 ? specs_[e.dst].where : e.where),
-                       "refer to an existing output");
+      throw GraphError(
+          "node '" + specs_[e.dst].name + "' reads output " + std::to_string(e.output_index) + " of '" +
+              src.name + "', which has " + std::to_string(src.outputs.size()) + " output(s)",
+          Where(e.where.line == 0 ? specs_[e.dst].where : e.where), "refer to an existing output");
     }
   }
   for (const NodeSpec& s : specs_) ValidateNode(s);
@@ -240,6 +245,20 @@ Graph GraphBuilder::Build() {
     g.tensor_offsets_[i + 1] = g.tensor_offsets_[i] + static_cast<int32_t>(node.outputs.size());
     g.by_name_.emplace(node.name, i);
   }
+
+  // Parameters per op type of the update phase, by colocation group.
+  std::vector<std::unordered_set<int32_t>> update_groups(g.op_types_.size());
+  g.update_parameters_.assign(g.op_types_.size(), 0);
+  for (const Node& node : g.nodes_) {
+    if (node.phase != Phase::kUpdate) continue;
+    if (node.colocation < 0) {
+      ++g.update_parameters_[static_cast<size_t>(node.op)];
+    } else {
+      update_groups[static_cast<size_t>(node.op)].insert(node.colocation);
+    }
+  }
+  for (size_t op = 0; op < update_groups.size(); ++op)
+    g.update_parameters_[op] += static_cast<int32_t>(update_groups[op].size());
 
   g.edges_.reserve(edges_.size());
   for (const PendingEdge& e : edges_) {

@@ -2,6 +2,7 @@
 #include "sim/cost_model.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <utility>
 
@@ -151,6 +152,7 @@ const CostModelRegistry& CostModels() {
           o.fallback = ReadFallback(m, "error");
           o.roofline = ReadNestedRoofline(m);
           o.calibrate_links = m.Get<bool>("calibrate_links", o.calibrate_links);
+          o.multi_tensor_updates = m.Get<bool>("multi_tensor_updates", o.multi_tensor_updates);
           std::vector<std::string> paths;
           if (m.Has("profile")) paths.push_back(m.Get<std::string>("profile", ""));
           if (m.Has("profiles")) {
@@ -452,10 +454,11 @@ void CalibratedCostModel::NoKindProfile(const graphs::Graph& graph, const Device
 }
 
 std::string CalibratedCostModel::Describe(const graphs::Graph& graph, const Cluster& cluster) const {
-  (void)graph;
   std::vector<std::string> parts;
   for (const DeviceSpec& d : cluster.devices()) {
     std::string part = d.kind + (ProfileFor(d.kind) != nullptr ? " profile" : " roofline");
+    if (const int64_t shares = ProfileFor(d.kind) != nullptr ? MultiTensorNodes(graph, d) : 0; shares > 0)
+      part += ", " + std::to_string(shares) + " update nodes as shares of multi-tensor calls";
     if (std::find(parts.begin(), parts.end(), part) == parts.end()) parts.push_back(part);
   }
   return "calibrated (" + Join(parts, "; ") + ")";
@@ -470,10 +473,17 @@ const DeviceProfile* CalibratedCostModel::ProfileFor(std::string_view device_kin
 
 double CalibratedCostModel::Time(const graphs::Graph& graph, std::string_view op_type, double flops,
                                  double bytes, double channel_extent, graphs::DType dtype,
-                                 graphs::NodeId op_node, const DeviceSpec& device) const {
+                                 graphs::NodeId op_node, bool alone, const DeviceSpec& device) const {
   const DeviceProfile* profile = ProfileFor(device.kind);
   if (profile == nullptr) return roofline_.Time(op_type, flops, bytes, dtype, device);
   if (Empty(flops, bytes) && !options_.roofline.charge_empty_ops) return 0.0;
+  if (alone) {
+    if (const MultiTensorShare share = MultiTensorOf(graph, op_node, device); share.fit != nullptr) {
+      const KernelFit& f = *share.fit;
+      return std::max(0.0, (profile->launch_overhead + f.intercept) / share.parameters + f.per_flop * flops +
+                               f.per_byte * bytes);
+    }
+  }
   const graphs::OpClass op_class = graphs::ClassifyOp(op_type);
   // Only a convolution has a kind: the other nodes skip its in-edge scan.
   const graphs::ConvKind conv_kind =
@@ -518,7 +528,7 @@ double CalibratedCostModel::NodeTime(const graphs::Graph& graph, graphs::NodeId 
   }
   const graphs::Node& n = graph.node(node);
   return Time(graph, graph.op_type_name(n.op), n.flops, NodeBytes(n), NodeChannelExtent(graph, n),
-              NodeDType(n), node, device);
+              NodeDType(n), node, true, device);
 }
 
 double CalibratedCostModel::KernelTime(const graphs::Graph& graph, const KernelWork& work,
@@ -527,7 +537,46 @@ double CalibratedCostModel::KernelTime(const graphs::Graph& graph, const KernelW
     NoKindProfile(graph, device);
   }
   return Time(graph, graph.op_type_name(work.op), work.flops, work.bytes_read + work.bytes_written,
-              work.channel_extent, work.dtype, work.op_node, device);
+              work.channel_extent, work.dtype, work.op_node, work.nodes.size() <= 1, device);
+}
+
+CalibratedCostModel::MultiTensorShare CalibratedCostModel::MultiTensorOf(const graphs::Graph& graph,
+                                                                         graphs::NodeId node,
+                                                                         const DeviceSpec& device) const {
+  if (!options_.multi_tensor_updates || node < 0) return {};
+  const graphs::Node& n = graph.node(node);
+  if (n.phase != graphs::Phase::kUpdate || NodeDType(n) != graphs::DType::kFloat32) return {};
+  const int32_t parameters = graph.update_parameters(n.op);
+  constexpr std::string_view kAten = "aten::";
+  const std::string_view type = graph.op_type_name(n.op);
+  const DeviceProfile* profile = ProfileFor(device.kind);
+  if (parameters < 1 || profile == nullptr || !type.starts_with(kAten)) return {};
+  // "aten::_foreach_" + the name, built on the stack: the engine asks on
+  // every evaluation that prices a fused decision.
+  constexpr std::string_view kForeach = "aten::_foreach_";
+  std::array<char, 128> buffer;
+  const std::string_view name = type.substr(kAten.size());
+  if (kForeach.size() + name.size() > buffer.size()) return {};
+  std::copy(kForeach.begin(), kForeach.end(), buffer.begin());
+  std::copy(name.begin(), name.end(), buffer.begin() + kForeach.size());
+  const auto it = profile->op_types.find(std::string_view(buffer.data(), kForeach.size() + name.size()));
+  if (it == profile->op_types.end()) return {};
+  return {&it->second, parameters};
+}
+
+double CalibratedCostModel::LaunchOf(const graphs::Graph& graph, graphs::NodeId node,
+                                     const DeviceSpec& device) const {
+  const DeviceProfile* profile = ProfileFor(device.kind);
+  if (profile == nullptr) return device.launch_overhead;
+  const MultiTensorShare share = MultiTensorOf(graph, node, device);
+  return share.fit != nullptr ? profile->launch_overhead / share.parameters : profile->launch_overhead;
+}
+
+int64_t CalibratedCostModel::MultiTensorNodes(const graphs::Graph& graph, const DeviceSpec& device) const {
+  int64_t count = 0;
+  for (graphs::NodeId v = 0; v < graph.num_nodes(); ++v)
+    count += MultiTensorOf(graph, v, device).fit != nullptr;
+  return count;
 }
 
 LinkCost CalibratedCostModel::LinkCostOf(const Cluster& cluster, const LinkSpec& link) const {

@@ -99,7 +99,7 @@ bool AutoCostModel::HasMeasured(const graphs::Graph& graph, graphs::NodeId node,
   return false;
 }
 
-double AutoCostModel::Floored(double seconds, double flops, double bytes, graphs::DType dtype,
+double AutoCostModel::Floored(double seconds, double flops, double bytes, graphs::DType dtype, double launch,
                               const DeviceSpec& device) const {
   const DeviceProfile* profile = calibrated_.ProfileFor(device.kind);
   if (profile == nullptr || (flops == 0.0 && bytes == 0.0)) return seconds;
@@ -111,7 +111,7 @@ double AutoCostModel::Floored(double seconds, double flops, double bytes, graphs
   // cuDNN runs on tensor cores above their measured times.
   const double compute = flops > 0.0 ? flops / device.CeilingFlops(dtype) : 0.0;
   const double memory = bytes > 0.0 ? bytes / device.memory_bandwidth : 0.0;
-  return std::max(seconds, profile->launch_overhead + std::max(compute, memory));
+  return std::max(seconds, launch + std::max(compute, memory));
 }
 
 double AutoCostModel::NodeTime(const graphs::Graph& graph, graphs::NodeId node,
@@ -120,7 +120,8 @@ double AutoCostModel::NodeTime(const graphs::Graph& graph, graphs::NodeId node,
   const graphs::Node& n = graph.node(node);
   return Floored(calibrated_.NodeTime(graph, node, device), n.flops,
                  static_cast<double>(n.bytes_read) + static_cast<double>(n.bytes_written),
-                 n.outputs.empty() ? graphs::DType::kFloat32 : n.outputs.front().dtype, device);
+                 n.outputs.empty() ? graphs::DType::kFloat32 : n.outputs.front().dtype,
+                 calibrated_.LaunchOf(graph, node, device), device);
 }
 
 double AutoCostModel::KernelTime(const graphs::Graph& graph, const KernelWork& work,
@@ -128,8 +129,14 @@ double AutoCostModel::KernelTime(const graphs::Graph& graph, const KernelWork& w
   bool measured = !work.nodes.empty();
   for (const graphs::NodeId v : work.nodes) measured = measured && HasMeasured(graph, v, device.kind);
   if (measured) return measured_.KernelTime(graph, work, device);
+  // A fused group is one kernel with a whole launch; one node may share a
+  // multi-tensor call's (CalibratedOptions::multi_tensor_updates).
+  const DeviceProfile* profile = calibrated_.ProfileFor(device.kind);
+  const double launch = work.nodes.size() <= 1 ? calibrated_.LaunchOf(graph, work.op_node, device)
+                        : profile != nullptr   ? profile->launch_overhead
+                                               : device.launch_overhead;
   return Floored(calibrated_.KernelTime(graph, work, device), work.flops,
-                 work.bytes_read + work.bytes_written, work.dtype, device);
+                 work.bytes_read + work.bytes_written, work.dtype, launch, device);
 }
 
 LinkCost AutoCostModel::LinkCostOf(const Cluster& cluster, const LinkSpec& link) const {
@@ -152,6 +159,8 @@ std::string AutoCostModel::Describe(const graphs::Graph& graph, const Cluster& c
       part += "calibrated (" + profile_paths_[i] + ")";
       const int64_t misses = calibrated_.PrecisionMisses(graph, FirstOfKind(cluster, kind));
       if (misses > 0) part += ", roofline for " + std::to_string(misses) + " 16-bit nodes it has no fit for";
+      const int64_t shares = calibrated_.MultiTensorNodes(graph, FirstOfKind(cluster, kind));
+      if (shares > 0) part += ", " + std::to_string(shares) + " update nodes as shares of multi-tensor calls";
     } else {
       part += "roofline";
     }

@@ -101,6 +101,17 @@ struct CalibratedOptions {
   // profile), `memcpy_dtoh` (device to host), `memcpy_htod` (host to device,
   // the destination's profile). Links without such a fit keep the cluster's.
   bool calibrate_links = true;
+  // PyTorch's optimizers run their per-parameter update as multi-tensor
+  // (`_foreach_*`) kernels, one call per op over every parameter of a
+  // device: an update-phase node of an `aten::` type whose `_foreach_`
+  // type the profile has a fit for (`aten::add_` -> `aten::_foreach_add_`)
+  // costs that call's launch overhead and intercept divided over the
+  // parameters the graph's nodes of its type update
+  // (graphs::Graph::update_parameters), plus its own FLOP and byte terms;
+  // fp32 nodes priced alone (not fused) only. false: every node is its own
+  // kernel (an optimizer run with foreach=False). docs/CALIBRATION.md,
+  // "Multi-tensor optimizer updates".
+  bool multi_tensor_updates = true;
 };
 
 // DeviceProfile::KernelTime for devices whose kind has a profile; the
@@ -123,11 +134,27 @@ class CalibratedCostModel : public CostModel {
   // (fallback: error) they are refused. `example` gets the first's name.
   int64_t PrecisionMisses(const graphs::Graph& graph, const DeviceSpec& device,
                           std::string* example = nullptr) const;
+  // The fit an update node takes as a share of a multi-tensor call
+  // (CalibratedOptions::multi_tensor_updates) and the parameters it is
+  // shared over; {nullptr, 0} for every other node.
+  struct MultiTensorShare {
+    const KernelFit* fit = nullptr;
+    int32_t parameters = 0;
+  };
+  MultiTensorShare MultiTensorOf(const graphs::Graph& graph, graphs::NodeId node,
+                                 const DeviceSpec& device) const;
+  // The launch overhead `node` pays on a profiled device: the profile's, or
+  // its share of a multi-tensor call's. The device's for a kind without one.
+  double LaunchOf(const graphs::Graph& graph, graphs::NodeId node, const DeviceSpec& device) const;
+  // Nodes of `graph` priced as shares of multi-tensor calls on `device`.
+  int64_t MultiTensorNodes(const graphs::Graph& graph, const DeviceSpec& device) const;
   std::string Describe(const graphs::Graph& graph, const Cluster& cluster) const override;
 
  private:
+  // `alone`: the work is one node's (a fused group is one kernel, never a
+  // share of a multi-tensor call).
   double Time(const graphs::Graph& graph, std::string_view op_type, double flops, double bytes,
-              double channel_extent, graphs::DType dtype, graphs::NodeId op_node,
+              double channel_extent, graphs::DType dtype, graphs::NodeId op_node, bool alone,
               const DeviceSpec& device) const;
   [[noreturn]] void NoKindProfile(const graphs::Graph& graph, const DeviceSpec& device) const;
   std::vector<DeviceProfile> profiles_;
@@ -169,7 +196,8 @@ class AutoCostModel : public CostModel {
  private:
   AutoCostModel(const AutoOptions& options, std::vector<std::pair<std::string, DeviceProfile>> loaded);
   bool HasMeasured(const graphs::Graph& graph, graphs::NodeId node, const std::string& kind) const;
-  double Floored(double seconds, double flops, double bytes, graphs::DType dtype,
+  // `launch`: the overhead the work pays (CalibratedCostModel::LaunchOf).
+  double Floored(double seconds, double flops, double bytes, graphs::DType dtype, double launch,
                  const DeviceSpec& device) const;
   MeasuredCostModel measured_;
   CalibratedCostModel calibrated_;

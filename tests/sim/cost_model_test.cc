@@ -80,6 +80,12 @@ bool Contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
+Cluster ClusterOf(const DeviceSpec& device) {
+  ClusterBuilder cb("one", "test");
+  cb.AddDevice(device);
+  return cb.Build();
+}
+
 const char* kProfile =
     "format: gosim.device_profile\n"
     "version: 1\n"
@@ -529,6 +535,79 @@ TEST_CASE("Calibrated: an ONNX depthwise Conv takes the depthwise fit" *
   CHECK(model.NodeTime(g, N(g, "dw"), a100) == launch + std::ldexp(1.0, -9));
   CHECK(model.NodeTime(g, N(g, "grouped"), a100) == launch + std::ldexp(1.0, -10));  // no grouped fit: conv
   CHECK(model.NodeTime(g, N(g, "dense"), a100) == launch + std::ldexp(1.0, -10));
+}
+
+// PyTorch's foreach optimizers: an update node whose `_foreach_` type the
+// profile fits is a share of one call over the parameters its type updates.
+TEST_CASE("Calibrated: update nodes as shares of multi-tensor calls") {
+  graphs::GraphBuilder b("sgd");
+  const auto update = [](const std::string& name, const std::string& op, const std::string& parameter,
+                         double flops, int64_t bytes, DType dtype = DType::kFloat32) {
+    graphs::NodeSpec s = Op(name, op, flops, bytes / 2, bytes / 2, 64, dtype);
+    s.phase = graphs::Phase::kUpdate;
+    s.colocation = parameter;
+    return s;
+  };
+  const double flops = std::ldexp(1.0, 20);
+  for (int p = 0; p < 4; ++p) {  // momentum SGD: two add_ and one mul_ per parameter
+    const std::string k = std::to_string(p);
+    b.AddNode(update("buf" + k, "aten::add_", "w" + k, flops, 1024));
+    b.AddNode(update("step" + k, "aten::add_", "w" + k, flops, 1024));
+    b.AddNode(update("mul" + k, "aten::mul_", "w" + k, flops, 1024));
+  }
+  b.AddNode(update("big", "aten::add_", "w3", flops, int64_t{1} << 24));
+  b.AddNode(update("half", "aten::add_", "w0", flops, 1024, DType::kBFloat16));
+  b.AddNode(update("alone", "aten::add_", "", flops, 1024));  // no colocation group: a parameter of its own
+  b.AddNode(Op("fwd", "aten::add_", flops, 512, 512, 64));    // forward: its own kernel
+  const graphs::Graph g = b.Build();
+  CHECK(g.update_parameters(g.FindOpType("aten::add_")) == 5);
+  CHECK(g.update_parameters(g.FindOpType("aten::mul_")) == 4);
+  CHECK(g.update_parameters(-1) == 0);
+
+  const std::string base(kProfile);
+  const DeviceProfile profile = ParseDeviceProfile(base.substr(0, base.find("links:")) +
+                                                       "  aten::_foreach_add_: {intercept: 2.44140625e-04, "
+                                                       "per_flop: 9.094947017729282e-13, per_byte: 0.0}\n",
+                                                   "a100.yaml");  // 2^-12, 2^-40
+  const DeviceSpec a100 = Device("A100");
+  const double launch = std::ldexp(1.0, -18);
+  const double share = (launch + std::ldexp(1.0, -12)) / 5 + std::ldexp(1.0, -20);
+  const CalibratedCostModel model({profile});
+  for (const char* name : {"buf0", "step2", "big", "alone"})
+    CHECK(model.NodeTime(g, N(g, name), a100) == doctest::Approx(share).epsilon(1e-15));
+  // Ten add_ shares over five parameters: two calls' launches and intercepts.
+  CHECK(model.MultiTensorNodes(g, a100) == 10);
+  CHECK(model.LaunchOf(g, N(g, "buf0"), a100) == launch / 5);
+  // No _foreach_mul_ fit, 16 bits, the forward phase: their own kernels (elementwise class, 2^-29 s/byte).
+  CHECK(model.NodeTime(g, N(g, "mul0"), a100) == launch + std::ldexp(1.0, -19));
+  CHECK(model.NodeTime(g, N(g, "fwd"), a100) == launch + std::ldexp(1.0, -19));
+  CHECK(model.LaunchOf(g, N(g, "mul0"), a100) == launch);
+  CHECK(model.MultiTensorOf(g, N(g, "half"), a100).fit == nullptr);
+  // A fused group is one kernel with its own launch.
+  const std::vector<NodeId> pair{N(g, "buf0"), N(g, "step0")};
+  CHECK(model.KernelTime(g, MakeKernelWork(g, pair), a100) > launch);
+  CHECK(model.KernelTime(g, MakeKernelWork(g, std::vector<NodeId>{N(g, "buf1")}), a100) ==
+        model.NodeTime(g, N(g, "buf1"), a100));
+  CHECK(Contains(model.Describe(g, ClusterOf(a100)), "10 update nodes as shares of multi-tensor calls"));
+  // multi_tensor_updates: false (foreach=False): every node pays a launch.
+  CalibratedOptions per_node;
+  per_node.multi_tensor_updates = false;
+  const CalibratedCostModel separate({profile}, per_node);
+  CHECK(separate.NodeTime(g, N(g, "buf0"), a100) == launch + std::ldexp(1.0, -19));
+  CHECK(separate.MultiTensorNodes(g, a100) == 0);
+
+  // auto: the roofline floor charges the share's launch, not a whole one:
+  // big's 2^24 bytes take 2^-6 s at 2^30 B/s.
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "gosim_auto_foreach";
+  std::filesystem::create_directories(dir);
+  WriteFileAtomic((dir / "a100.yaml").string(), DeviceProfileToYaml(profile));
+  const auto automatic = Make("auto", "profiles_dir: " + dir.string() + "\n");
+  CHECK(automatic->NodeTime(g, N(g, "buf0"), a100) == doctest::Approx(share).epsilon(1e-15));
+  CHECK(automatic->NodeTime(g, N(g, "big"), a100) == doctest::Approx(launch / 5 + std::ldexp(1.0, -6)));
+  CHECK(Contains(automatic->Describe(g, ClusterOf(a100)), "10 update nodes as shares of multi-tensor calls"));
+  const auto off =
+      Make("calibrated", "profile: " + (dir / "a100.yaml").string() + "\nmulti_tensor_updates: false\n");
+  CHECK(off->NodeTime(g, N(g, "buf0"), a100) == launch + std::ldexp(1.0, -19));
 }
 
 TEST_CASE("Auto: measured for the kind, then the kind's committed profile, then roofline") {
