@@ -118,6 +118,7 @@ const CostModelRegistry& CostModels() {
           }
           o.measured.add_launch_overhead = m.Get<bool>("add_launch_overhead", false);
           o.measured.roofline = ReadNestedRoofline(m);
+          o.multi_tensor_updates = m.Get<bool>("multi_tensor_updates", o.multi_tensor_updates);
           m.Finish();
           return std::make_shared<AutoCostModel>(std::move(o));
         },

@@ -25,6 +25,7 @@ CalibratedOptions CalibratedFor(const AutoOptions& o) {
   CalibratedOptions c;
   c.fallback = Fallback::kRoofline;  // kinds without a profile: roofline, by design
   c.roofline = o.measured.roofline;
+  c.multi_tensor_updates = o.multi_tensor_updates;
   return c;
 }
 

@@ -170,6 +170,8 @@ struct AutoOptions {
   // Explicit profiles (paths or names) instead of the directory's.
   std::vector<std::string> profiles;
   MeasuredOptions measured;
+  // The profiled kinds' CalibratedOptions::multi_tensor_updates.
+  bool multi_tensor_updates = true;
 };
 
 // The default cost model. Per node: its measured time for the device kind

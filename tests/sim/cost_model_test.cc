@@ -608,6 +608,10 @@ TEST_CASE("Calibrated: update nodes as shares of multi-tensor calls") {
   const auto off =
       Make("calibrated", "profile: " + (dir / "a100.yaml").string() + "\nmulti_tensor_updates: false\n");
   CHECK(off->NodeTime(g, N(g, "buf0"), a100) == launch + std::ldexp(1.0, -19));
+  const auto automatic_off =
+      Make("auto", "profiles_dir: " + dir.string() + "\nmulti_tensor_updates: false\n");
+  CHECK(automatic_off->NodeTime(g, N(g, "buf0"), a100) == launch + std::ldexp(1.0, -19));
+  CHECK(!Contains(automatic_off->Describe(g, ClusterOf(a100)), "multi-tensor"));
 }
 
 TEST_CASE("Auto: measured for the kind, then the kind's committed profile, then roofline") {
