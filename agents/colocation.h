@@ -33,6 +33,10 @@ class ColocationUnits {
   ColocationUnits(const graphs::Graph& graph, bool enforce);
   // Units for the evaluator's graph, enforced as its simulator options say.
   explicit ColocationUnits(const sim::Evaluator& evaluator);
+  // Given units: `unit_of_node` numbers each node's unit 0..k-1 in order of
+  // the units' smallest nodes (ColocationRuns' groups), each unit a union of
+  // whole colocation groups.
+  ColocationUnits(const graphs::Graph& graph, std::span<const int32_t> unit_of_node);
 
   int32_t num_units() const { return static_cast<int32_t>(offsets_.size()) - 1; }
   int32_t num_nodes() const { return static_cast<int32_t>(unit_.size()); }
@@ -60,12 +64,26 @@ class ColocationUnits {
   std::vector<int32_t> Expand(std::span<const int32_t> unit_device) const;
 
  private:
+  // members_, offsets_ and weight_ from unit_ (units 0..units-1).
+  void Index(const graphs::Graph& graph, int32_t units);
   std::vector<int32_t> unit_;            // per node
   std::vector<int32_t> offsets_;         // num_units + 1 offsets into members_
   std::vector<graphs::NodeId> members_;  // nodes grouped by unit
   std::vector<double> weight_;           // per node (KeepTogether)
   bool grouped_ = false;
 };
+
+// ColocRL's groups (Mirhoseini et al. 2017, Sec. 3): one group per
+// colocation group of the graph (TensorFlow colocation constraints); an op
+// without a colocation group joins the group of its only consumer when it
+// has exactly one (chains of single-consumer ops stay together), else it
+// forms its own group. When more than `max_groups` groups remain (0: no
+// cap), groups ordered by their first op are merged into `max_groups`
+// consecutive runs of about equal op count (docs/DEVIATIONS.md). Returns
+// the group of every node; groups are numbered 0..count-1 in order of their
+// first op. `count` receives the group count. HRL's locality prior and
+// ColocRL's placer use them (agents/learned/hrl/grouping.h).
+std::vector<int32_t> ColocationRuns(const graphs::Graph& graph, int32_t max_groups, int32_t* count);
 
 }  // namespace gosim::agents
 

@@ -18,6 +18,9 @@
 //   budget); the first descent then starts from the best of them, with the
 //   priorities of its own FIFO schedule (one more evaluation): the
 //   equal-budget "local search from the best heuristic" control.
+//   `units: runs` moves runs of colocation groups instead of single groups
+//   (ColocationRuns, HRL's locality-prior groups, at most `max_runs`; 0 =
+//   min(256, 20 x devices)): HRL's decision space without its network.
 // simulated_annealing  the baseline of the multi-chip partitioning paper
 //   (PAPERS.md): one move at a time, accepted with probability
 //   exp(-relative increase / T), T decaying geometrically from
@@ -26,6 +29,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <optional>
 
 #include "agents/builtin.h"
 #include "agents/colocation.h"
@@ -102,6 +106,8 @@ class LocalSearchAgent : public Agent {
     patience_ = GetInt(options, "patience", 0, 0, int64_t{1} << 40);
     moves_ = MoveOptions::Parse(options);
     warm_start_ = ParseWarmStart(options, "local_search", {});
+    runs_ = GetChoice(options, "units", "colocation", {"colocation", "runs"}) == "runs";
+    max_runs_ = static_cast<int32_t>(GetInt(options, "max_runs", 0, 0, 4096));
     options.Finish();
   }
   std::string name() const override { return "local_search"; }
@@ -109,6 +115,16 @@ class LocalSearchAgent : public Agent {
   AgentResult Optimize(const Problem& problem, const ProgressFn& progress) override {
     SearchTracker tracker(problem, progress, evaluations_);
     const int32_t num_devices = problem.cluster.num_devices();
+    // `units: runs`: a move takes a whole run of colocation groups
+    // (ColocationRuns, HRL's locality-prior groups; max_runs 0 = HRL's
+    // min(256, 20 x devices)), and every start places whole runs.
+    std::optional<ColocationUnits> runs;
+    int32_t run_count = 0;
+    if (runs_) {
+      const int32_t cap = max_runs_ > 0 ? max_runs_ : std::min(256, 20 * num_devices);
+      runs.emplace(problem.graph, ColocationRuns(problem.graph, cap, &run_count));
+    }
+    const ColocationUnits& units = runs ? *runs : tracker.units();
     // Warm start: the seeds' decisions are its first samples (charged), and
     // the first descent starts from the best of them.
     sim::Decision warm;
@@ -132,9 +148,10 @@ class LocalSearchAgent : public Agent {
         }
       }
     }
-    // Default patience: about one sampled move per op and device.
-    const int64_t patience =
-        patience_ > 0 ? patience_ : std::max<int64_t>(64, int64_t{problem.graph.num_nodes()} * num_devices);
+    // Default patience: about one sampled move per op (with `units: runs`,
+    // per run) and device.
+    const int64_t movable = runs ? int64_t{run_count} : int64_t{problem.graph.num_nodes()};
+    const int64_t patience = patience_ > 0 ? patience_ : std::max<int64_t>(64, movable * num_devices);
     uint64_t step = 0;
     int64_t restarts = 0;
     std::vector<sim::Decision> candidates;
@@ -150,6 +167,7 @@ class LocalSearchAgent : public Agent {
         current_score = tracker.best_objective();
       } else {
         current = InitialDecision(init, problem, init_rng);
+        if (runs) runs->KeepTogether(current.placement);
         current_score = tracker.Score(tracker.Evaluate(current));
       }
       int64_t stale = 0;
@@ -160,7 +178,7 @@ class LocalSearchAgent : public Agent {
         bool moved = false;
         for (int64_t i = 0; i < count; ++i) {
           Rng rng = Rng::Derive(problem.seed, {0x6c6d6f7665ULL, step, static_cast<uint64_t>(i)});
-          moved |= RandomMove(moves_, tracker.units(), num_devices, rng, candidates[static_cast<size_t>(i)]);
+          moved |= RandomMove(moves_, units, num_devices, rng, candidates[static_cast<size_t>(i)]);
         }
         ++step;
         if (!moved) break;
@@ -187,6 +205,7 @@ class LocalSearchAgent : public Agent {
     }
     std::map<std::string, double> extra = {{"restarts", static_cast<double>(restarts)}};
     if (!warm_start_.empty()) extra["warm_start_evaluations"] = static_cast<double>(warm_evaluations);
+    if (runs) extra["runs"] = static_cast<double>(run_count);
     return tracker.Finish(std::move(extra));
   }
 
@@ -198,6 +217,8 @@ class LocalSearchAgent : public Agent {
   // `warm_start`: one-shot agents whose best decision the first descent
   // starts from ([]: start from `init`, REGAL's baseline).
   std::vector<WarmStartAgent> warm_start_;
+  bool runs_ = false;     // `units: runs`
+  int32_t max_runs_ = 0;  // `max_runs` (0: min(256, 20 x devices))
 };
 
 class SimulatedAnnealingAgent : public Agent {

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -110,6 +111,43 @@ TEST_CASE("KeepTogether moves a group to the device of its heaviest members; Exp
   const std::vector<int32_t> expanded = units.Expand(per_unit);
   CHECK(expanded[static_cast<size_t>(Id(g, "w2"))] == expanded[static_cast<size_t>(Id(g, "u2"))]);
   CHECK(expanded[static_cast<size_t>(Id(g, "w2"))] == units.unit(Id(g, "w2")) % 3);
+}
+
+TEST_CASE("local_search with units: runs moves HRL's prior groups, whole runs of colocation groups") {
+  const graphs::Graph nmt = graphs::Generate(
+      "nmt", LoadYamlString("{layers: 2, seq_len: 3, hidden: 64, vocab: 100, training: true}"), "test");
+  int32_t count = 0;
+  const std::vector<int32_t> runs = ColocationRuns(nmt, 12, &count);
+  CHECK(count == 12);
+  const ColocationUnits run_units(nmt, runs);
+  CHECK(run_units.num_units() == 12);
+  CHECK(run_units.grouped());
+  // Every colocation group lies in one run.
+  const ColocationUnits groups(nmt, true);
+  for (int32_t u = 0; u < groups.num_units(); ++u) {
+    const std::span<const graphs::NodeId> members = groups.members(u);
+    for (const graphs::NodeId v : members)
+      CHECK(runs[static_cast<size_t>(v)] == runs[static_cast<size_t>(members[0])]);
+  }
+  CHECK_THROWS_AS(ColocationUnits(nmt, std::vector<int32_t>(3, 0)), std::invalid_argument);
+
+  Fixture f(nmt, MakeCluster(4));
+  const AgentResult r = testing::Make("local_search", "{units: runs, max_runs: 12, priorities: false}")
+                            ->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 200, 3));
+  CHECK(r.evaluations == 200);
+  CHECK(r.extra.at("runs") == 12.0);
+  CHECK(r.best_objective < Objective::kInfeasibleBase);
+  for (graphs::NodeId v = 0; v < nmt.num_nodes(); ++v) {
+    const graphs::NodeId first = run_units.members(runs[static_cast<size_t>(v)]).front();
+    CHECK(r.best.placement[static_cast<size_t>(v)] == r.best.placement[static_cast<size_t>(first)]);
+  }
+  // max_runs 0: HRL's min(256, 20 x devices) = 80 runs on 4 devices (fewer when the graph has fewer groups).
+  Fixture g(nmt, MakeCluster(4));
+  const AgentResult hrl_cap = testing::Make("local_search", "{units: runs, priorities: false}")
+                                  ->Optimize(g.MakeProblem(ObjectiveKind::kStepTime, 50, 3));
+  ColocationRuns(nmt, 80, &count);
+  CHECK(hrl_cap.extra.at("runs") == static_cast<double>(count));
+  CHECK_THROWS_AS(testing::Make("local_search", "{units: layers}"), ConfigError);
 }
 
 TEST_CASE("SearchTracker evaluates split decisions with their groups kept together") {

@@ -2,7 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numeric>
+
+#include "agents/colocation.h"
 
 namespace gosim::agents::hrl {
 namespace {
@@ -10,33 +11,6 @@ namespace {
 float Log1p(double x) {
   return static_cast<float>(std::log1p(std::max(0.0, x)));
 }
-
-// Union-find over node ids with path halving; the root is the smallest id
-// of a set so that group order follows the topological order.
-class DisjointSets {
- public:
-  explicit DisjointSets(int32_t n) : parent_(static_cast<size_t>(n)) {
-    std::iota(parent_.begin(), parent_.end(), 0);
-  }
-  int32_t Find(int32_t x) {
-    while (parent_[static_cast<size_t>(x)] != x) {
-      auto& p = parent_[static_cast<size_t>(x)];
-      p = parent_[static_cast<size_t>(p)];
-      x = p;
-    }
-    return x;
-  }
-  void Union(int32_t a, int32_t b) {
-    a = Find(a);
-    b = Find(b);
-    if (a == b) return;
-    if (b < a) std::swap(a, b);
-    parent_[static_cast<size_t>(b)] = a;
-  }
-
- private:
-  std::vector<int32_t> parent_;
-};
 
 }  // namespace
 
@@ -98,69 +72,7 @@ Matrix OpFeatures(const graphs::Graph& graph) {
 }
 
 std::vector<int32_t> ColocationGroups(const graphs::Graph& graph, int32_t max_groups, int32_t* count) {
-  const int32_t n = graph.num_nodes();
-  DisjointSets sets(n);
-  std::vector<int32_t> first_of_colocation(graph.colocation_groups().size(), -1);
-  for (graphs::NodeId id = 0; id < n; ++id) {
-    const int32_t c = graph.node(id).colocation;
-    if (c < 0) continue;
-    int32_t& first = first_of_colocation[static_cast<size_t>(c)];
-    if (first < 0) {
-      first = id;
-    } else {
-      sets.Union(first, id);
-    }
-  }
-  for (graphs::NodeId id = 0; id < n; ++id) {
-    if (graph.node(id).colocation >= 0) continue;
-    graphs::NodeId consumer = -1;
-    bool single = true;
-    for (graphs::EdgeId e : graph.out_edges(id)) {
-      const graphs::NodeId dst = graph.edge(e).dst;
-      if (consumer >= 0 && dst != consumer) {
-        single = false;
-        break;
-      }
-      consumer = dst;
-    }
-    if (single && consumer >= 0) sets.Union(id, consumer);
-  }
-  // Number the sets by their first (smallest) node id.
-  std::vector<int32_t> group(static_cast<size_t>(n));
-  std::vector<int32_t> root_group(static_cast<size_t>(n), -1);
-  std::vector<int64_t> sizes;
-  for (graphs::NodeId id = 0; id < n; ++id) {
-    const int32_t root = sets.Find(id);
-    int32_t& g = root_group[static_cast<size_t>(root)];
-    if (g < 0) {
-      g = static_cast<int32_t>(sizes.size());
-      sizes.push_back(0);
-    }
-    group[static_cast<size_t>(id)] = g;
-    ++sizes[static_cast<size_t>(g)];
-  }
-  int32_t groups = static_cast<int32_t>(sizes.size());
-  if (max_groups > 0 && groups > max_groups) {
-    // Consecutive runs of groups (in order of their first op) with about
-    // n / max_groups ops each.
-    std::vector<int32_t> bucket(sizes.size());
-    int64_t before = 0;
-    int32_t next = -1;
-    int32_t last_bucket = -1;
-    for (size_t g = 0; g < sizes.size(); ++g) {
-      const auto b = static_cast<int32_t>(std::min<int64_t>(max_groups - 1, before * max_groups / n));
-      if (b != last_bucket) {
-        ++next;
-        last_bucket = b;
-      }
-      bucket[g] = next;
-      before += sizes[g];
-    }
-    for (int32_t& g : group) g = bucket[static_cast<size_t>(g)];
-    groups = next + 1;
-  }
-  if (count != nullptr) *count = groups;
-  return group;
+  return ColocationRuns(graph, max_groups, count);
 }
 
 void GroupEmbeddings(const graphs::Graph& graph, std::span<const int32_t> group_of, int32_t num_groups,

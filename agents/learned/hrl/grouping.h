@@ -45,14 +45,9 @@ Matrix OpFeatures(const graphs::Graph& graph);
 // Op type id per node (the graph's interned ids).
 std::vector<int64_t> OpTypes(const graphs::Graph& graph);
 
-// ColocRL's groups: one group per colocation group of the graph (TensorFlow
-// colocation constraints, ColocRL Sec. 3); an op without a colocation group
-// joins the group of its only consumer when it has exactly one (chains of
-// single-consumer ops stay together), else it forms its own group. When more
-// than `max_groups` groups remain, groups ordered by their first op are
-// merged into `max_groups` consecutive runs of about equal op count (see
-// docs/DEVIATIONS.md). Returns the group of every node; groups are numbered
-// 0..count-1 in order of their first op. `count` receives the group count.
+// ColocRL's groups (ColocRL Sec. 3), capped at `max_groups` consecutive
+// runs: agents::ColocationRuns (agents/colocation.h), which the network-free
+// control `local_search` with `units: runs` moves too.
 std::vector<int32_t> ColocationGroups(const graphs::Graph& graph, int32_t max_groups, int32_t* count);
 
 // Width of a group embedding: op-type counts, summed output size, and the
