@@ -557,10 +557,18 @@ CalibratedCostModel::MultiTensorShare CalibratedCostModel::MultiTensorOf(const g
   constexpr std::string_view kForeach = "aten::_foreach_";
   std::array<char, 128> buffer;
   const std::string_view name = type.substr(kAten.size());
-  if (kForeach.size() + name.size() > buffer.size()) return {};
+  if (kForeach.size() + name.size() + 1 > buffer.size()) return {};
   std::copy(kForeach.begin(), kForeach.end(), buffer.begin());
   std::copy(name.begin(), name.end(), buffer.begin() + kForeach.size());
-  const auto it = profile->op_types.find(std::string_view(buffer.data(), kForeach.size() + name.size()));
+  size_t length = kForeach.size() + name.size();
+  auto it = profile->op_types.find(std::string_view(buffer.data(), length));
+  if (it == profile->op_types.end() && !name.ends_with('_')) {
+    // An out-of-place op no trace ran as a foreach call (weight decay's
+    // `_foreach_add`) takes its in-place sibling's fit: the same reads and
+    // writes per tensor.
+    buffer[length++] = '_';
+    it = profile->op_types.find(std::string_view(buffer.data(), length));
+  }
   if (it == profile->op_types.end()) return {};
   return {&it->second, parameters};
 }

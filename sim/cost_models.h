@@ -108,7 +108,9 @@ struct CalibratedOptions {
   // costs that call's launch overhead and intercept divided over the
   // parameters the graph's nodes of its type update
   // (graphs::Graph::update_parameters), plus its own FLOP and byte terms;
-  // fp32 nodes priced alone (not fused) only. false: every node is its own
+  // fp32 nodes priced alone (not fused) only. An out-of-place type without
+  // a `_foreach_` fit takes its in-place sibling's (`aten::add`, weight
+  // decay, -> `aten::_foreach_add_`). false: every node is its own
   // kernel (an optimizer run with foreach=False). docs/CALIBRATION.md,
   // "Multi-tensor optimizer updates".
   bool multi_tensor_updates = true;

@@ -559,9 +559,12 @@ TEST_CASE("Calibrated: update nodes as shares of multi-tensor calls") {
   b.AddNode(update("half", "aten::add_", "w0", flops, 1024, DType::kBFloat16));
   b.AddNode(update("alone", "aten::add_", "", flops, 1024));  // no colocation group: a parameter of its own
   b.AddNode(Op("fwd", "aten::add_", flops, 512, 512, 64));    // forward: its own kernel
+  for (int p = 0; p < 2; ++p)  // weight decay's out-of-place add: the in-place sibling's fit
+    b.AddNode(update("decay" + std::to_string(p), "aten::add", "w" + std::to_string(p), flops, 1024));
   const graphs::Graph g = b.Build();
   CHECK(g.update_parameters(g.FindOpType("aten::add_")) == 5);
   CHECK(g.update_parameters(g.FindOpType("aten::mul_")) == 4);
+  CHECK(g.update_parameters(g.FindOpType("aten::add")) == 2);
   CHECK(g.update_parameters(-1) == 0);
 
   const std::string base(kProfile);
@@ -575,8 +578,10 @@ TEST_CASE("Calibrated: update nodes as shares of multi-tensor calls") {
   const CalibratedCostModel model({profile});
   for (const char* name : {"buf0", "step2", "big", "alone"})
     CHECK(model.NodeTime(g, N(g, name), a100) == doctest::Approx(share).epsilon(1e-15));
+  CHECK(model.NodeTime(g, N(g, "decay1"), a100) ==
+        doctest::Approx((launch + std::ldexp(1.0, -12)) / 2 + std::ldexp(1.0, -20)).epsilon(1e-15));
   // Ten add_ shares over five parameters: two calls' launches and intercepts.
-  CHECK(model.MultiTensorNodes(g, a100) == 10);
+  CHECK(model.MultiTensorNodes(g, a100) == 12);
   CHECK(model.LaunchOf(g, N(g, "buf0"), a100) == launch / 5);
   // No _foreach_mul_ fit, 16 bits, the forward phase: their own kernels (elementwise class, 2^-29 s/byte).
   CHECK(model.NodeTime(g, N(g, "mul0"), a100) == launch + std::ldexp(1.0, -19));
@@ -588,7 +593,7 @@ TEST_CASE("Calibrated: update nodes as shares of multi-tensor calls") {
   CHECK(model.KernelTime(g, MakeKernelWork(g, pair), a100) > launch);
   CHECK(model.KernelTime(g, MakeKernelWork(g, std::vector<NodeId>{N(g, "buf1")}), a100) ==
         model.NodeTime(g, N(g, "buf1"), a100));
-  CHECK(Contains(model.Describe(g, ClusterOf(a100)), "10 update nodes as shares of multi-tensor calls"));
+  CHECK(Contains(model.Describe(g, ClusterOf(a100)), "12 update nodes as shares of multi-tensor calls"));
   // multi_tensor_updates: false (foreach=False): every node pays a launch.
   CalibratedOptions per_node;
   per_node.multi_tensor_updates = false;
@@ -604,7 +609,7 @@ TEST_CASE("Calibrated: update nodes as shares of multi-tensor calls") {
   const auto automatic = Make("auto", "profiles_dir: " + dir.string() + "\n");
   CHECK(automatic->NodeTime(g, N(g, "buf0"), a100) == doctest::Approx(share).epsilon(1e-15));
   CHECK(automatic->NodeTime(g, N(g, "big"), a100) == doctest::Approx(launch / 5 + std::ldexp(1.0, -6)));
-  CHECK(Contains(automatic->Describe(g, ClusterOf(a100)), "10 update nodes as shares of multi-tensor calls"));
+  CHECK(Contains(automatic->Describe(g, ClusterOf(a100)), "12 update nodes as shares of multi-tensor calls"));
   const auto off =
       Make("calibrated", "profile: " + (dir / "a100.yaml").string() + "\nmulti_tensor_updates: false\n");
   CHECK(off->NodeTime(g, N(g, "buf0"), a100) == launch + std::ldexp(1.0, -19));
