@@ -137,6 +137,19 @@ def test_auto_cost_model_is_accepted(graph, cluster):
     assert gosim.Simulator(graph, cluster, cost_model="auto").cost_model in gosim.cost_models()
 
 
+def test_cost_model_options_reach_the_model():
+    # The exported ResNet-50's SGD update on one H200: shares of multi-tensor
+    # calls by default, one kernel per op with multi_tensor_updates off.
+    graph = gosim.load_graph(str(ROOT / "graphs/data/resnet50_train_b32.json.gz"))
+    cluster = gosim.load_cluster("h200x8_nvswitch:gpus=1")
+    one_gpu = np.zeros(graph.num_nodes, np.int32)
+    shared = gosim.Simulator(graph, cluster).evaluate(one_gpu).step_time_s
+    per_node = gosim.Simulator(graph, cluster, cost_model_options={"multi_tensor_updates": False})
+    assert per_node.evaluate(one_gpu).step_time_s > shared + 1e-3
+    with pytest.raises(gosim.ConfigError, match="multi_tensor_updates"):
+        gosim.Simulator(graph, cluster, cost_model_options={"multi_tensor_update": False})
+
+
 @pytest.mark.parametrize("call, kind, words", [
     (lambda: gosim.load_graph("no/such/graph.json"), gosim.Error, "no/such/graph.json"),
     (lambda: gosim.load_graph("gen:no_such_generator"), gosim.ConfigError, "no_such_generator"),
