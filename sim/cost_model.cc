@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <map>
 #include <utility>
 
 #include "core/registry.h"
@@ -443,6 +444,22 @@ CalibratedCostModel::CalibratedCostModel(std::vector<DeviceProfile> profiles, Ca
       }
     }
   }
+  // The multi-tensor fits by the per-parameter type they price, once.
+  constexpr std::string_view kForeach = "aten::_foreach_";
+  for (const DeviceProfile& p : profiles_) {
+    std::map<std::string, KernelFit, std::less<>>& fits = foreach_fits_.emplace_back();
+    for (const auto& [type, fit] : p.op_types) {
+      if (type.starts_with(kForeach)) fits.emplace("aten::" + type.substr(kForeach.size()), fit);
+    }
+    // An out-of-place op no trace ran as a foreach call (weight decay's
+    // `_foreach_add`) takes its in-place sibling's fit: the same reads and
+    // writes per tensor. emplace keeps a type's own fit.
+    std::vector<std::pair<std::string, KernelFit>> siblings;
+    for (const auto& [type, fit] : fits) {
+      if (type.ends_with('_')) siblings.emplace_back(type.substr(0, type.size() - 1), fit);
+    }
+    for (auto& [type, fit] : siblings) fits.emplace(std::move(type), fit);
+  }
 }
 
 void CalibratedCostModel::NoKindProfile(const graphs::Graph& graph, const DeviceSpec& device) const {
@@ -548,28 +565,11 @@ CalibratedCostModel::MultiTensorShare CalibratedCostModel::MultiTensorOf(const g
   const graphs::Node& n = graph.node(node);
   if (n.phase != graphs::Phase::kUpdate || NodeDType(n) != graphs::DType::kFloat32) return {};
   const int32_t parameters = graph.update_parameters(n.op);
-  constexpr std::string_view kAten = "aten::";
-  const std::string_view type = graph.op_type_name(n.op);
   const DeviceProfile* profile = ProfileFor(device.kind);
-  if (parameters < 1 || profile == nullptr || !type.starts_with(kAten)) return {};
-  // "aten::_foreach_" + the name, built on the stack: the engine asks on
-  // every evaluation that prices a fused decision.
-  constexpr std::string_view kForeach = "aten::_foreach_";
-  std::array<char, 128> buffer;
-  const std::string_view name = type.substr(kAten.size());
-  if (kForeach.size() + name.size() + 1 > buffer.size()) return {};
-  std::copy(kForeach.begin(), kForeach.end(), buffer.begin());
-  std::copy(name.begin(), name.end(), buffer.begin() + kForeach.size());
-  size_t length = kForeach.size() + name.size();
-  auto it = profile->op_types.find(std::string_view(buffer.data(), length));
-  if (it == profile->op_types.end() && !name.ends_with('_')) {
-    // An out-of-place op no trace ran as a foreach call (weight decay's
-    // `_foreach_add`) takes its in-place sibling's fit: the same reads and
-    // writes per tensor.
-    buffer[length++] = '_';
-    it = profile->op_types.find(std::string_view(buffer.data(), length));
-  }
-  if (it == profile->op_types.end()) return {};
+  if (parameters < 1 || profile == nullptr) return {};
+  const auto& fits = foreach_fits_[static_cast<size_t>(profile - profiles_.data())];
+  const auto it = fits.find(graph.op_type_name(n.op));
+  if (it == fits.end()) return {};
   return {&it->second, parameters};
 }
 

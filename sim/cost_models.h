@@ -160,6 +160,11 @@ class CalibratedCostModel : public CostModel {
               const DeviceSpec& device) const;
   [[noreturn]] void NoKindProfile(const graphs::Graph& graph, const DeviceSpec& device) const;
   std::vector<DeviceProfile> profiles_;
+  // Per profile (parallel to profiles_): a per-parameter update type ->
+  // the fit of its multi-tensor call ("aten::add_" ->
+  // "aten::_foreach_add_"; "aten::add", which no trace ran as a foreach
+  // call, -> its in-place sibling's), built once (MultiTensorOf).
+  std::vector<std::map<std::string, KernelFit, std::less<>>> foreach_fits_;
   CalibratedOptions options_;
   RooflineCostModel roofline_;
 };
