@@ -271,8 +271,7 @@ sim::DeviceProfile FitProfileIf(const TraceSamples& samples, const FitOptions& o
   for (const auto& [key, list] : by_class) {
     const auto& [cls, kind, tag] = key;
     if (kind != graphs::ConvKind::kDense) {
-      profile.op_class_kinds[std::string(graphs::OpClassName(cls)) + " (" +
-                             std::string(graphs::ConvKindName(kind)) + ")" +
+      profile.op_class_kinds[std::string(graphs::OpClassName(cls)) + graphs::ConvKindSuffix(kind) +
                              (tag.empty() ? "" : " [" + tag + "]")] = FitKernelCost(list, options);
     } else if (tag.empty()) {
       profile.op_classes[static_cast<size_t>(cls)] = FitKernelCost(list, options);

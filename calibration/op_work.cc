@@ -707,9 +707,7 @@ std::string ConvVariant(std::string_view name, const std::vector<OpInput>& input
     x = TensorAt(inputs, 0, 3), weight = TensorAt(inputs, 2, 3);
   }
   if (x == nullptr || weight == nullptr) return "";
-  const graphs::ConvKind conv_kind = graphs::ConvKindOf(weight->shape[1], x->shape[1]);
-  return conv_kind == graphs::ConvKind::kDense ? ""
-                                               : " (" + std::string(graphs::ConvKindName(conv_kind)) + ")";
+  return graphs::ConvKindSuffix(graphs::ConvKindOf(weight->shape[1], x->shape[1]));
 }
 
 bool PrecisionApplies(std::string_view name) {

@@ -653,8 +653,7 @@ class Importer {
       // calibrated one does ("Conv (depthwise)"): its weight is an
       // initializer, not an input node the cost models could read it from.
       if (standard_domain && node.op_type() == "Conv") {
-        const ConvKind kind = KindOfConv(node, path);
-        if (kind != ConvKind::kDense) s.op += " (" + std::string(ConvKindName(kind)) + ")";
+        s.op += ConvKindSuffix(KindOfConv(node, path));
       }
       s.name = node.name().empty() ? node.op_type() + "_" + std::to_string(i) : node.name();
       while (names.count(s.name)) s.name += "_" + std::to_string(i);

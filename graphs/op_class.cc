@@ -543,6 +543,10 @@ std::string_view ConvKindName(ConvKind kind) {
   }
 }
 
+std::string ConvKindSuffix(ConvKind kind) {
+  return kind == ConvKind::kDense ? std::string() : " (" + std::string(ConvKindName(kind)) + ")";
+}
+
 ConvKind ConvKindOf(int64_t per_group, int64_t channels) {
   if (per_group <= 0 || channels <= 0 || per_group >= channels) return ConvKind::kDense;
   return per_group == 1 ? ConvKind::kDepthwise : ConvKind::kGrouped;

@@ -22,6 +22,7 @@
 #include <array>
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <string_view>
 
 namespace gosim::graphs {
@@ -66,6 +67,8 @@ enum class ConvKind : uint8_t { kDense = 0, kGrouped, kDepthwise };
 // "" for kDense, "depthwise", "grouped": the name a calibrated op type or
 // class carries in parentheses ("aten::conv2d (depthwise)", "conv (grouped)").
 std::string_view ConvKindName(ConvKind kind);
+// The kind as an op type's suffix: "" for kDense, " (depthwise)", " (grouped)".
+std::string ConvKindSuffix(ConvKind kind);
 // The kind of a convolution whose weight has `per_group` input channels per
 // group and whose input has `channels` (dense when either is unknown, <= 0).
 ConvKind ConvKindOf(int64_t per_group, int64_t channels);

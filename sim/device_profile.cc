@@ -132,7 +132,7 @@ const KernelFit* Lookup(const DeviceProfile& p, std::string_view op_type, graphs
     // in bf16 as in fp32 (EfficientNet-B0 on an H200: depthwise backward
     // 9.2 ms per step under bf16 autocast, 9.0 ms in fp32), so their kind
     // says more than their precision (docs/CALIBRATION.md, "Fitting").
-    const std::string kind_suffix = " (" + std::string(graphs::ConvKindName(kind)) + ")";
+    const std::string kind_suffix = graphs::ConvKindSuffix(kind);
     const std::string class_kind = std::string(graphs::OpClassName(op_class)) + kind_suffix;
     // A type that names its kind already is looked up as it is.
     const std::string typed =
@@ -231,7 +231,7 @@ DeviceProfile ParseDeviceProfile(const std::string& yaml_text, const std::string
     const std::string_view tag = TypePrecisionTag(name);
     std::string base = tag.empty() ? name : name.substr(0, name.size() - tag.size() - 3);
     const graphs::ConvKind kind = graphs::TypeConvKind(base);
-    if (kind != graphs::ConvKind::kDense) base.resize(base.size() - graphs::ConvKindName(kind).size() - 3);
+    base.resize(base.size() - graphs::ConvKindSuffix(kind).size());
     const std::optional<graphs::OpClass> c = graphs::ParseOpClass(base);
     if (!c) {
       throw ConfigError("unknown op class '" + base + "'." + DidYouMean(base, class_names),
