@@ -132,10 +132,7 @@ double AutoCostModel::KernelTime(const graphs::Graph& graph, const KernelWork& w
   if (measured) return measured_.KernelTime(graph, work, device);
   // A fused group is one kernel with a whole launch; one node may share a
   // multi-tensor call's (CalibratedOptions::multi_tensor_updates).
-  const DeviceProfile* profile = calibrated_.ProfileFor(device.kind);
-  const double launch = work.nodes.size() <= 1 ? calibrated_.LaunchOf(graph, work.op_node, device)
-                        : profile != nullptr   ? profile->launch_overhead
-                                               : device.launch_overhead;
+  const double launch = calibrated_.LaunchOf(graph, work.nodes.size() <= 1 ? work.op_node : -1, device);
   return Floored(calibrated_.KernelTime(graph, work, device), work.flops,
                  work.bytes_read + work.bytes_written, work.dtype, launch, device);
 }

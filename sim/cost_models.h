@@ -146,7 +146,8 @@ class CalibratedCostModel : public CostModel {
   MultiTensorShare MultiTensorOf(const graphs::Graph& graph, graphs::NodeId node,
                                  const DeviceSpec& device) const;
   // The launch overhead `node` pays on a profiled device: the profile's, or
-  // its share of a multi-tensor call's. The device's for a kind without one.
+  // its share of a multi-tensor call's (node -1: the profile's). The
+  // device's for a kind without one.
   double LaunchOf(const graphs::Graph& graph, graphs::NodeId node, const DeviceSpec& device) const;
   // Nodes of `graph` priced as shares of multi-tensor calls on `device`.
   int64_t MultiTensorNodes(const graphs::Graph& graph, const DeviceSpec& device) const;
