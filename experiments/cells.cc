@@ -44,6 +44,14 @@ nlohmann::json SimOptionsJson(const sim::SimOptions& options) {
                         {"reuse_transfers", options.reuse_transfers}};
   // Only when off, so that cells of the default keep their ids.
   if (!options.enforce_colocation) out["enforce_colocation"] = false;
+  // The host: only when set, so that cells of the default keep their ids
+  // (the default resolves per cluster; the cell's code version covers it).
+  if (options.execution != sim::Execution::kAuto)
+    out["execution"] = std::string(sim::ExecutionName(options.execution));
+  if (options.processes != sim::Processes::kAuto)
+    out["processes"] = std::string(sim::ProcessesName(options.processes));
+  if (options.execution == sim::Execution::kGraph) out["host_threads"] = options.host_threads;
+  if (options.launch_queue != sim::SimOptions{}.launch_queue) out["launch_queue"] = options.launch_queue;
   return out;
 }
 

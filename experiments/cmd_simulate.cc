@@ -14,6 +14,7 @@
 #include "experiments/experiment_config.h"
 #include "experiments/graph_source.h"
 #include "sim/cost_model.h"
+#include "sim/data_parallel.h"
 #include "sim/decision.h"
 #include "sim/evaluator.h"
 #include "sim/result.h"
@@ -33,6 +34,8 @@ struct SimulateArgs {
   std::string cost_model = sim::kDefaultCostModel;
   std::vector<std::string> cost_model_options;
   std::vector<std::string> sim_options;
+  int data_parallel = 0;    // replicas; 0 = off
+  double bucket_mb = 25.0;  // DDP's bucket_cap_mb
 };
 
 int Simulate(const SimulateArgs& args) {
@@ -45,12 +48,39 @@ int Simulate(const SimulateArgs& args) {
   YAML::Node sim_node(YAML::NodeType::Map);
   for (const std::string& assignment : args.sim_options) ApplyOverride(sim_node, assignment);
   YamlMap sim_map(sim_node, "--option", "");
-  const sim::SimOptions options = experiments::ParseSimOptions(sim_map);
+  sim::SimOptions options = experiments::ParseSimOptions(sim_map);
+  if (args.data_parallel < 0) {
+    throw ConfigError("--data-parallel must be >= 1 replicas", Location{"--data-parallel"});
+  }
+  if (args.data_parallel > 0 && !args.decision.empty()) {
+    throw ConfigError("--data-parallel places rank k on device k; it takes no --decision",
+                      Location{"--data-parallel"}, "drop --decision");
+  }
+  if (!(args.bucket_mb > 0.0)) throw ConfigError("--bucket-mb must be > 0", Location{"--bucket-mb"});
 
   const sim::Cluster cluster = experiments::LoadClusterAt(args.cluster, Location{"--cluster"});
-  const graphs::Graph graph = experiments::MaterializeGraph(entry);
-  const sim::Decision decision = args.decision.empty() ? sim::SingleDeviceDecision(graph, 0)
-                                                       : sim::LoadDecision(args.decision, graph, cluster);
+  graphs::Graph graph = experiments::MaterializeGraph(entry);
+  sim::Decision decision;
+  std::string decision_text = args.decision;
+  if (args.data_parallel > 0) {
+    // The graph is one rank's step; DDP's replicas, buckets and all-reduces
+    // around it, a process per device unless --option processes says otherwise.
+    sim::DataParallelOptions dp;
+    dp.replicas = args.data_parallel;
+    dp.bucket_bytes = static_cast<int64_t>(args.bucket_mb * (1 << 20));
+    sim::DataParallelStep step = sim::BuildDataParallel(graph, cluster, *cost_model, dp);
+    graph = std::move(step.graph);
+    decision = std::move(step.decision);
+    if (options.processes == sim::Processes::kAuto) options.processes = sim::Processes::kPerDevice;
+    double ar = 0.0;
+    for (double t : step.all_reduce_seconds) ar += t;
+    decision_text = "data parallel over " + std::to_string(step.replicas) + " devices, " +
+                    std::to_string(step.bucket_bytes.size()) + " gradient buckets, all-reduces " +
+                    FormatSeconds(ar) + " in all";
+  } else {
+    decision = args.decision.empty() ? sim::SingleDeviceDecision(graph, 0)
+                                     : sim::LoadDecision(args.decision, graph, cluster);
+  }
   if (args.check_colocation) sim::ValidateDecision(decision, graph, cluster, true);
 
   const sim::Evaluator evaluator(graph, cluster, cost_model, options);
@@ -65,7 +95,7 @@ int Simulate(const SimulateArgs& args) {
       "graph %s: %d nodes, %d edges; cluster %s: %d devices; cost model %s; decision %s\n",
       graph.name().c_str(), graph.num_nodes(), graph.num_edges(), cluster.name().c_str(),
       cluster.num_devices(), cost_model->Describe(graph, cluster).c_str(),
-      args.decision.empty() ? ("everything on " + cluster.device(0).name).c_str() : args.decision.c_str());
+      decision_text.empty() ? ("everything on " + cluster.device(0).name).c_str() : decision_text.c_str());
   std::printf("%s", sim::FormatSimResult(result, graph, cluster).c_str());
   if (!args.trace.empty()) {
     std::printf("timeline written to %s (open it in https://ui.perfetto.dev)\n", args.trace.c_str());
@@ -90,6 +120,13 @@ void AddSimulateCommand(CLI::App& root) {
                             "Decision JSON (docs/FORMATS.md); without it everything runs on device 0"));
   cmd->add_option("--trace", args->trace, "Write the timeline as Chrome trace JSON here (opens in Perfetto)");
   cmd->add_flag("--json", args->json, "Print the full result as JSON instead of the summary");
+  cmd->add_option(
+      "--data-parallel", args->data_parallel,
+      "Simulate DDP: the graph is one rank's training step, replicated on N devices with bucketed "
+      "gradient all-reduces overlapped with backward, a process per device (docs/SIMULATOR.md, "
+      "\"Data parallelism\")");
+  cmd->add_option("--bucket-mb", args->bucket_mb, "--data-parallel: gradient bucket size in MiB (DDP's 25)")
+      ->capture_default_str();
   cmd->add_flag("--check-colocation", args->check_colocation,
                 "Reject decisions that split a colocation group across devices");
   cmd->add_option("--cost-model", args->cost_model,
@@ -101,7 +138,8 @@ void AddSimulateCommand(CLI::App& root) {
   cmd->add_option(
       "--option", args->sim_options,
       "A simulator option key=value (repeatable): track_memory, infeasible_step_time, stop_at_oom, "
-      "reuse_transfers, oom_live_tensors, enforce_colocation");
+      "reuse_transfers, oom_live_tensors, enforce_colocation, execution (auto|none|eager|graph|captured), "
+      "processes (auto|one|per_device), host_threads, launch_queue");
   Commands().push_back({cmd, [args] { return Simulate(*args); }});
 }
 

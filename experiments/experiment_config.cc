@@ -151,6 +151,23 @@ sim::SimOptions ParseSimOptions(YamlMap& map) {
   options.reuse_transfers = map.Get<bool>("reuse_transfers", options.reuse_transfers);
   options.oom_live_tensors = map.Get<int>("oom_live_tensors", options.oom_live_tensors);
   options.enforce_colocation = map.Get<bool>("enforce_colocation", options.enforce_colocation);
+  if (map.Has("execution")) {
+    const std::string text = map.Get<std::string>("execution", "");
+    const std::optional<sim::Execution> e = sim::ParseExecution(text);
+    if (!e)
+      map.Fail("execution", "unknown execution '" + text + "'", "give auto, none, eager, graph or captured");
+    options.execution = *e;
+  }
+  if (map.Has("processes")) {
+    const std::string text = map.Get<std::string>("processes", "");
+    const std::optional<sim::Processes> p = sim::ParseProcesses(text);
+    if (!p) map.Fail("processes", "unknown processes '" + text + "'", "give auto, one or per_device");
+    options.processes = *p;
+  }
+  options.host_threads = map.Get<int>("host_threads", options.host_threads);
+  if (options.host_threads < 1) map.Fail("host_threads", "host_threads must be >= 1");
+  options.launch_queue = map.Get<int>("launch_queue", options.launch_queue);
+  if (options.launch_queue < 1) map.Fail("launch_queue", "launch_queue must be >= 1");
   map.Finish();
   return options;
 }

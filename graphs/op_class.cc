@@ -562,4 +562,17 @@ ConvKind TypeConvKind(std::string_view op_type) {
   return ConvKind::kDense;
 }
 
+bool SynchronizesHost(std::string_view op_type) {
+  static constexpr std::string_view kSync[] = {
+      "aten::item",        "aten::_local_scalar_dense", "aten::is_nonzero",      "aten::equal",
+      "aten::nonzero",     "aten::masked_select",       "aten::unique",          "aten::_unique",
+      "aten::_unique2",    "aten::unique_consecutive",  "aten::unique_dim",      "aten::allclose",
+      "aten::synchronize", "cudaDeviceSynchronize",     "cudaStreamSynchronize", "aten::_to_cpu",
+  };
+  for (const std::string_view s : kSync) {
+    if (op_type == s) return true;
+  }
+  return false;
+}
+
 }  // namespace gosim::graphs

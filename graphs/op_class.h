@@ -58,6 +58,15 @@ const std::array<OpClass, kNumOpClasses>& AllOpClasses();
 // The class of an op type name.
 OpClass ClassifyOp(std::string_view op_type);
 
+// Ops after which the host waits for the device (docs/SIMULATOR.md, "The
+// host"): a read of a value to the host (aten::item,
+// aten::_local_scalar_dense, aten::is_nonzero, aten::equal), ops whose output
+// shape depends on the data (aten::nonzero, aten::masked_select,
+// aten::unique and its variants, aten::_unique2), device-to-host copies
+// (a `Recv` to the host is not one: the host does not wait) and explicit
+// synchronizations (cudaDeviceSynchronize, aten::synchronize as names).
+bool SynchronizesHost(std::string_view op_type);
+
 // The kind of a convolution (forward or backward), by its weight's input
 // channels per group: depthwise (one per group, the input having more than
 // one channel), grouped (fewer than the input has) or dense. At equal FLOPs

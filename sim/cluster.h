@@ -18,6 +18,7 @@
 
 #include "core/error.h"
 #include "graphs/graph.h"
+#include "sim/options.h"
 
 namespace gosim::sim {
 
@@ -46,12 +47,16 @@ struct DeviceSpec {
   double CeilingFlops(graphs::DType dtype) const;
 };
 
-// The host CPU: the far end of device <-> host links. Informational apart
-// from its name; the simulator does not run ops on it.
+// The host CPU: the far end of device <-> host links, and what drives the
+// devices: how a framework runs on it (SimOptions::execution and
+// ::processes, which override these; kAuto = the simulator's default).
+// The host's speed is the cost model's (a calibrated profile's host table).
 struct HostSpec {
   std::string name = "host";
   std::string kind;             // e.g. "2x Xeon E5-2698 v4"
   int64_t memory_capacity = 0;  // bytes; 0 = unknown
+  Execution execution = Execution::kAuto;
+  Processes processes = Processes::kAuto;
 };
 
 struct LinkSpec {

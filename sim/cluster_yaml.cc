@@ -161,12 +161,25 @@ class ClusterReader {
       return;
     }
     YamlMap m = root_.Child("host");
-    m.Allow({"name", "kind", "memory_capacity"});
+    m.Allow({"name", "kind", "memory_capacity", "execution", "processes"});
     m.Finish();
     HostSpec host;
     host.name = m.Get<std::string>("name", "host");
     host.kind = m.Get<std::string>("kind", "");
     host.memory_capacity = ByteCount(m, "memory_capacity", 0.0);
+    if (m.Has("execution")) {
+      const std::string text = m.Get<std::string>("execution", "");
+      const std::optional<Execution> e = ParseExecution(text);
+      if (!e)
+        m.Fail("execution", "unknown execution '" + text + "'", "give auto, none, eager, graph or captured");
+      host.execution = *e;
+    }
+    if (m.Has("processes")) {
+      const std::string text = m.Get<std::string>("processes", "");
+      const std::optional<Processes> p = ParseProcesses(text);
+      if (!p) m.Fail("processes", "unknown processes '" + text + "'", "give auto, one or per_device");
+      host.processes = *p;
+    }
     Located(m, [&] {
       builder_->SetHost(host, m.Where());
       return 0;

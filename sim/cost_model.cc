@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdio>
 #include <map>
+#include <set>
 #include <utility>
 
 #include "core/registry.h"
@@ -155,6 +157,8 @@ const CostModelRegistry& CostModels() {
           o.roofline = ReadNestedRoofline(m);
           o.calibrate_links = m.Get<bool>("calibrate_links", o.calibrate_links);
           o.multi_tensor_updates = m.Get<bool>("multi_tensor_updates", o.multi_tensor_updates);
+          o.min_link_samples = m.Get<int>("min_link_samples", o.min_link_samples);
+          if (o.min_link_samples < 1) m.Fail("min_link_samples", "min_link_samples must be >= 1");
           std::vector<std::string> paths;
           if (m.Has("profile")) paths.push_back(m.Get<std::string>("profile", ""));
           if (m.Has("profiles")) {
@@ -459,6 +463,17 @@ CalibratedCostModel::CalibratedCostModel(std::vector<DeviceProfile> profiles, Ca
       if (type.ends_with('_')) siblings.emplace_back(type.substr(0, type.size() - 1), fit);
     }
     for (auto& [type, fit] : siblings) fits.emplace(std::move(type), fit);
+    std::map<std::string, HostOpFit, std::less<>>& host = foreach_host_.emplace_back();
+    if (p.host) {
+      for (const auto& [type, fit] : p.host->op_types) {
+        if (type.starts_with(kForeach)) host.emplace("aten::" + type.substr(kForeach.size()), fit);
+      }
+      std::vector<std::pair<std::string, HostOpFit>> host_siblings;
+      for (const auto& [type, fit] : host) {
+        if (type.ends_with('_')) host_siblings.emplace_back(type.substr(0, type.size() - 1), fit);
+      }
+      for (auto& [type, fit] : host_siblings) host.emplace(std::move(type), fit);
+    }
   }
 }
 
@@ -477,6 +492,9 @@ std::string CalibratedCostModel::Describe(const graphs::Graph& graph, const Clus
     std::string part = d.kind + (ProfileFor(d.kind) != nullptr ? " profile" : " roofline");
     if (const int64_t shares = ProfileFor(d.kind) != nullptr ? MultiTensorNodes(graph, d) : 0; shares > 0)
       part += ", " + std::to_string(shares) + " update nodes as shares of multi-tensor calls";
+    if (const int64_t raised = PeakRaised(graph, d); raised > 0)
+      part +=
+          ", " + std::to_string(raised) + " nodes raised to the device's peak (their fits would be faster)";
     if (std::find(parts.begin(), parts.end(), part) == parts.end()) parts.push_back(part);
   }
   return "calibrated (" + Join(parts, "; ") + ")";
@@ -491,15 +509,28 @@ const DeviceProfile* CalibratedCostModel::ProfileFor(std::string_view device_kin
 
 double CalibratedCostModel::Time(const graphs::Graph& graph, std::string_view op_type, double flops,
                                  double bytes, double channel_extent, graphs::DType dtype,
-                                 graphs::NodeId op_node, bool alone, const DeviceSpec& device) const {
+                                 graphs::NodeId op_node, bool alone, const DeviceSpec& device,
+                                 bool* raised) const {
   const DeviceProfile* profile = ProfileFor(device.kind);
   if (profile == nullptr) return roofline_.Time(op_type, flops, bytes, dtype, device);
   if (Empty(flops, bytes) && !options_.roofline.charge_empty_ops) return 0.0;
+  // No fit prices a kernel faster than the device's peak (a class fitted
+  // without a FLOP term, on one small matmul, priced a 1024^3 GEMM 2.6x
+  // faster than a V100 can run it): the roofline at efficiency 1, with the
+  // fastest peak of the dtype (DeviceSpec::CeilingFlops), plus the launch.
+  const auto floored = [&](double seconds, double launch) {
+    const double compute = flops > 0.0 ? flops / device.CeilingFlops(dtype) : 0.0;
+    const double memory = bytes > 0.0 ? bytes / device.memory_bandwidth : 0.0;
+    const double floor = launch + std::max(compute, memory);
+    if (raised != nullptr) *raised = floor > seconds;
+    return std::max(seconds, floor);
+  };
   if (alone) {
     if (const MultiTensorShare share = MultiTensorOf(graph, op_node, device); share.fit != nullptr) {
       const KernelFit& f = *share.fit;
-      return std::max(0.0, (profile->launch_overhead + f.intercept) / share.parameters + f.per_flop * flops +
-                               f.per_byte * bytes);
+      return floored(std::max(0.0, (profile->launch_overhead + f.intercept) / share.parameters +
+                                       f.per_flop * flops + f.per_byte * bytes),
+                     profile->launch_overhead / share.parameters);
     }
   }
   const graphs::OpClass op_class = graphs::ClassifyOp(op_type);
@@ -522,7 +553,8 @@ double CalibratedCostModel::Time(const graphs::Graph& graph, std::string_view op
     }
     return roofline_.Time(op_type, flops, bytes, dtype, device);
   }
-  return profile->launch_overhead + fit->Time(flops, bytes, channel_extent);
+  return floored(profile->launch_overhead + fit->Time(flops, bytes, channel_extent),
+                 profile->launch_overhead);
 }
 
 int64_t CalibratedCostModel::PrecisionMisses(const graphs::Graph& graph, const DeviceSpec& device,
@@ -581,6 +613,19 @@ double CalibratedCostModel::LaunchOf(const graphs::Graph& graph, graphs::NodeId 
   return share.fit != nullptr ? profile->launch_overhead / share.parameters : profile->launch_overhead;
 }
 
+int64_t CalibratedCostModel::PeakRaised(const graphs::Graph& graph, const DeviceSpec& device) const {
+  if (ProfileFor(device.kind) == nullptr) return 0;
+  int64_t count = 0;
+  for (graphs::NodeId v = 0; v < graph.num_nodes(); ++v) {
+    const graphs::Node& n = graph.node(v);
+    bool raised = false;
+    (void)Time(graph, graph.op_type_name(n.op), n.flops, NodeBytes(n), NodeChannelExtent(graph, n),
+               NodeDType(n), v, true, device, &raised);
+    count += raised;
+  }
+  return count;
+}
+
 int64_t CalibratedCostModel::MultiTensorNodes(const graphs::Graph& graph, const DeviceSpec& device) const {
   int64_t count = 0;
   for (graphs::NodeId v = 0; v < graph.num_nodes(); ++v)
@@ -588,18 +633,116 @@ int64_t CalibratedCostModel::MultiTensorNodes(const graphs::Graph& graph, const 
   return count;
 }
 
+bool CalibratedCostModel::HostModelled(const DeviceSpec& device) const {
+  const DeviceProfile* profile = ProfileFor(device.kind);
+  return profile != nullptr && profile->host.has_value();
+}
+
+HostWork CalibratedCostModel::HostOf(const graphs::Graph& graph, graphs::NodeId node,
+                                     const DeviceSpec& device) const {
+  const DeviceProfile* profile = ProfileFor(device.kind);
+  if (profile == nullptr || !profile->host) return {};
+  const graphs::Node& n = graph.node(node);
+  const std::string_view type = graph.op_type_name(n.op);
+  HostWork work;
+  work.sync = graphs::SynchronizesHost(type);
+  const bool has_work = !Empty(n.flops, NodeBytes(n));
+  // A source (an input, a parameter, a constant): not an op anyone calls.
+  if (!has_work && graph.in_degree(node) == 0) return work;
+  if (options_.multi_tensor_updates && n.phase == graphs::Phase::kUpdate) {
+    const int32_t parameters = graph.update_parameters(n.op);
+    const auto& shares = foreach_host_[static_cast<size_t>(profile - profiles_.data())];
+    if (const auto it = shares.find(type); parameters > 0 && it != shares.end()) {
+      work.seconds = it->second.seconds / parameters;
+      return work;
+    }
+  }
+  work.seconds = profile->host->For(type, graphs::ClassifyOp(type), has_work).seconds;
+  return work;
+}
+
+HostCosts CalibratedCostModel::HostCostsOf(const DeviceSpec& device) const {
+  const DeviceProfile* profile = ProfileFor(device.kind);
+  if (profile == nullptr || !profile->host) return {};
+  const HostFit& h = *profile->host;
+  HostCosts costs;
+  costs.copy = h.For("aten::to", graphs::OpClass::kMemory, true).seconds;
+  costs.per_parameter = h.per_parameter;
+  costs.launch_call = profile->cpu ? profile->cpu->per_call * h.profiler_factor : h.launch.seconds;
+  costs.graph_op =
+      profile->cpu ? (profile->cpu->per_call + profile->cpu->per_op) * h.profiler_factor : h.launch.seconds;
+  costs.graph_view = profile->cpu ? profile->cpu->per_op * h.profiler_factor : h.view.seconds;
+  return costs;
+}
+
+std::string LinkFitRejection(const LinkFit& fit, double datasheet_bandwidth,
+                             const CalibratedOptions& options) {
+  char text[256];
+  if (fit.samples < options.min_link_samples) {
+    if (fit.samples == 0)
+      return "it records no sample count (fewer than " + std::to_string(options.min_link_samples) +
+             " copies cannot be ruled out)";
+    std::snprintf(text, sizeof(text), "it rests on %lld copies, fewer than %d",
+                  static_cast<long long>(fit.samples), options.min_link_samples);
+    return text;
+  }
+  if (datasheet_bandwidth > 0.0 && (fit.bandwidth < options.link_band_low * datasheet_bandwidth ||
+                                    fit.bandwidth > options.link_band_high * datasheet_bandwidth)) {
+    std::snprintf(text, sizeof(text), "its %.3g GB/s lies outside [%.3g, %.3g] x the link's %.3g GB/s",
+                  fit.bandwidth / 1e9, options.link_band_low, options.link_band_high,
+                  datasheet_bandwidth / 1e9);
+    return text;
+  }
+  return "";
+}
+
+namespace {
+
+// The profile key of a link's copies: device to device, device to host,
+// host to device; and the device whose profile holds it.
+std::pair<const char*, int32_t> LinkKey(const LinkSpec& link) {
+  const bool src_device = link.src >= 0, dst_device = link.dst >= 0;
+  const char* key = src_device && dst_device ? "memcpy_ptop" : src_device ? "memcpy_dtoh" : "memcpy_htod";
+  return {key, src_device ? link.src : link.dst};
+}
+
+}  // namespace
+
 LinkCost CalibratedCostModel::LinkCostOf(const Cluster& cluster, const LinkSpec& link) const {
   const LinkCost own{link.latency, link.bandwidth};
   if (!options_.calibrate_links) return own;
-  const bool src_device = link.src >= 0, dst_device = link.dst >= 0;
-  const char* key = src_device && dst_device ? "memcpy_ptop" : src_device ? "memcpy_dtoh" : "memcpy_htod";
-  const int32_t end = src_device ? link.src : link.dst;
+  const auto [key, end] = LinkKey(link);
   if (end < 0) return own;  // host to host: not a device link
   const DeviceProfile* profile = ProfileFor(cluster.device(end).kind);
   if (profile == nullptr) return own;
   const auto it = profile->links.find(key);
   if (it == profile->links.end()) return own;
+  if (!LinkFitRejection(it->second, link.bandwidth, options_).empty()) return own;
   return {it->second.latency, it->second.bandwidth};
+}
+
+std::vector<std::string> CalibratedCostModel::Warnings(const graphs::Graph& graph,
+                                                       const Cluster& cluster) const {
+  (void)graph;
+  std::vector<std::string> out;
+  if (!options_.calibrate_links) return out;
+  std::set<std::string> seen;
+  for (const LinkSpec& link : cluster.links()) {
+    const auto [key, end] = LinkKey(link);
+    if (end < 0) continue;
+    const DeviceProfile* profile = ProfileFor(cluster.device(end).kind);
+    if (profile == nullptr) continue;
+    const auto it = profile->links.find(key);
+    if (it == profile->links.end()) continue;
+    const std::string why = LinkFitRejection(it->second, link.bandwidth, options_);
+    if (why.empty()) continue;
+    const std::string line = "cost model: the " + profile->device_kind + " profile's " + key +
+                             " fit is not used on " +
+                             (link.type.empty() ? std::string("its links") : link.type + " links") + ": " +
+                             why + "; they keep the cluster's (datasheet) latency and bandwidth";
+    if (seen.insert(line).second) out.push_back(line);
+  }
+  return out;
 }
 
 }  // namespace gosim::sim

@@ -88,6 +88,23 @@ struct LinkCost {
   double bandwidth = 0.0;  // bytes/s
 };
 
+// What the host does to run one node (docs/SIMULATOR.md, "The host").
+struct HostWork {
+  double seconds = 0.0;  // host-thread time to dispatch it: framework, dispatcher, launch calls
+  bool sync = false;     // the host then waits until the node has finished on its device
+};
+
+// The host figures of one device kind (CostModel::HostOf).
+struct HostCosts {
+  double copy = 0.0;           // a cross-device copy call (tensor.to(device)), seconds
+  double per_parameter = 0.0;  // per parameter an optimizer step updates, seconds
+  double launch_call = 0.0;    // one launch call (a captured graph's), seconds
+  // Under execution graph (an executor without Python): an op with GPU
+  // work, one without (the profile's per-call and per-op dispatch costs).
+  double graph_op = 0.0;
+  double graph_view = 0.0;
+};
+
 class CostModel {
  public:
   virtual ~CostModel() = default;
@@ -104,6 +121,24 @@ class CostModel {
   virtual LinkCost LinkCostOf(const Cluster& cluster, const LinkSpec& link) const {
     (void)cluster;
     return {link.latency, link.bandwidth};
+  }
+  // Whether the model prices the host of devices of this kind (a profile
+  // with a host table). The engine models the host (SimOptions::execution
+  // eager, graph or captured) only where every device's kind is priced.
+  virtual bool HostModelled(const DeviceSpec& device) const {
+    (void)device;
+    return false;
+  }
+  // The host work of `node` run on `device`. Only called where HostModelled.
+  virtual HostWork HostOf(const graphs::Graph& graph, graphs::NodeId node, const DeviceSpec& device) const {
+    (void)graph;
+    (void)node;
+    (void)device;
+    return {};
+  }
+  virtual HostCosts HostCostsOf(const DeviceSpec& device) const {
+    (void)device;
+    return {};
   }
   // What the model uses for this graph and cluster, in a few words for
   // table headers (e.g. "auto: calibrated V100 profile"). Default: name().

@@ -86,6 +86,14 @@ std::vector<std::pair<std::string, DeviceProfile>> KindProfiles(const std::strin
 
 AutoCostModel::AutoCostModel(AutoOptions options) : AutoCostModel(options, LoadProfiles(options)) {}
 
+std::shared_ptr<const AutoCostModel> AutoCostModel::WithProfiles(std::vector<DeviceProfile> profiles,
+                                                                 const std::string& label,
+                                                                 AutoOptions options) {
+  std::vector<std::pair<std::string, DeviceProfile>> loaded;
+  for (DeviceProfile& p : profiles) loaded.emplace_back(label, std::move(p));
+  return std::shared_ptr<const AutoCostModel>(new AutoCostModel(options, std::move(loaded)));
+}
+
 AutoCostModel::AutoCostModel(const AutoOptions& options,
                              std::vector<std::pair<std::string, DeviceProfile>> loaded)
     : measured_(options.measured),
@@ -168,7 +176,7 @@ std::string AutoCostModel::Describe(const graphs::Graph& graph, const Cluster& c
 }
 
 std::vector<std::string> AutoCostModel::Warnings(const graphs::Graph& graph, const Cluster& cluster) const {
-  std::vector<std::string> out;
+  std::vector<std::string> out = calibrated_.Warnings(graph, cluster);
   for (const std::string& kind : Kinds(cluster)) {
     // Nodes that would cost nothing or nearly nothing for want of data: no
     // FLOPs and no measured time for this kind, while they have measured

@@ -114,7 +114,20 @@ struct CalibratedOptions {
   // kernel (an optimizer run with foreach=False). docs/CALIBRATION.md,
   // "Multi-tensor optimizer updates".
   bool multi_tensor_updates = true;
+  // A link fit is used only when it rests on at least `min_link_samples`
+  // copies and its bandwidth lies within [link_band_low, link_band_high]
+  // times the cluster's (datasheet) bandwidth of the link; otherwise the
+  // link keeps the cluster's figures and Warnings() says why (a fit of 5
+  // all-to-all samples at 90 MB/s once made a step 60x too slow).
+  int min_link_samples = 10;
+  double link_band_low = 0.05;
+  double link_band_high = 1.5;
 };
+
+// Why a profile's link fit is not used for `link` (CalibratedOptions), or
+// "" when it is.
+std::string LinkFitRejection(const LinkFit& fit, double datasheet_bandwidth,
+                             const CalibratedOptions& options);
 
 // DeviceProfile::KernelTime for devices whose kind has a profile; the
 // profile's launch overhead replaces the device's. Zero-work nodes follow
@@ -128,6 +141,8 @@ class CalibratedCostModel : public CostModel {
   double KernelTime(const graphs::Graph& graph, const KernelWork& work,
                     const DeviceSpec& device) const override;
   LinkCost LinkCostOf(const Cluster& cluster, const LinkSpec& link) const override;
+  // One line per link fit of the cluster's links that is not used (LinkFitRejection).
+  std::vector<std::string> Warnings(const graphs::Graph& graph, const Cluster& cluster) const override;
   // The profile of a device kind, or nullptr.
   const DeviceProfile* ProfileFor(std::string_view device_kind) const;
   const std::vector<DeviceProfile>& profiles() const { return profiles_; }
@@ -151,14 +166,25 @@ class CalibratedCostModel : public CostModel {
   double LaunchOf(const graphs::Graph& graph, graphs::NodeId node, const DeviceSpec& device) const;
   // Nodes of `graph` priced as shares of multi-tensor calls on `device`.
   int64_t MultiTensorNodes(const graphs::Graph& graph, const DeviceSpec& device) const;
+  // Nodes whose fit is faster than the device's peak-based time, which
+  // prices them instead (a class fitted without a FLOP term).
+  int64_t PeakRaised(const graphs::Graph& graph, const DeviceSpec& device) const;
   std::string Describe(const graphs::Graph& graph, const Cluster& cluster) const override;
+  // The host: the profile's host table (DeviceProfile::host). An
+  // update-phase node that multi_tensor_updates prices as a share of a
+  // `_foreach_` call takes the same share of that call's host time.
+  bool HostModelled(const DeviceSpec& device) const override;
+  HostWork HostOf(const graphs::Graph& graph, graphs::NodeId node, const DeviceSpec& device) const override;
+  HostCosts HostCostsOf(const DeviceSpec& device) const override;
 
  private:
   // `alone`: the work is one node's (a fused group is one kernel, never a
   // share of a multi-tensor call).
+  // `raised` (may be null): set when the fit was raised to the device's
+  // peak-based time.
   double Time(const graphs::Graph& graph, std::string_view op_type, double flops, double bytes,
               double channel_extent, graphs::DType dtype, graphs::NodeId op_node, bool alone,
-              const DeviceSpec& device) const;
+              const DeviceSpec& device, bool* raised = nullptr) const;
   [[noreturn]] void NoKindProfile(const graphs::Graph& graph, const DeviceSpec& device) const;
   std::vector<DeviceProfile> profiles_;
   // Per profile (parallel to profiles_): a per-parameter update type ->
@@ -166,6 +192,8 @@ class CalibratedCostModel : public CostModel {
   // "aten::_foreach_add_"; "aten::add", which no trace ran as a foreach
   // call, -> its in-place sibling's), built once (MultiTensorOf).
   std::vector<std::map<std::string, KernelFit, std::less<>>> foreach_fits_;
+  // The same for the host table's `_foreach_` entries.
+  std::vector<std::map<std::string, HostOpFit, std::less<>>> foreach_host_;
   CalibratedOptions options_;
   RooflineCostModel roofline_;
 };
@@ -191,6 +219,12 @@ class AutoCostModel : public CostModel {
  public:
   // Loads the profiles (ConfigError for a broken profile file).
   explicit AutoCostModel(AutoOptions options = {});
+  // The same with profiles already in memory (e.g. fitted leave-one-out by
+  // `gosim calibrate --validate`), each named by `label` in Describe;
+  // AutoOptions::profiles_dir and ::profiles are not read.
+  static std::shared_ptr<const AutoCostModel> WithProfiles(std::vector<DeviceProfile> profiles,
+                                                           const std::string& label,
+                                                           AutoOptions options = {});
   std::string name() const override { return "auto"; }
   double NodeTime(const graphs::Graph& graph, graphs::NodeId node, const DeviceSpec& device) const override;
   double KernelTime(const graphs::Graph& graph, const KernelWork& work,
@@ -198,6 +232,11 @@ class AutoCostModel : public CostModel {
   LinkCost LinkCostOf(const Cluster& cluster, const LinkSpec& link) const override;
   std::string Describe(const graphs::Graph& graph, const Cluster& cluster) const override;
   std::vector<std::string> Warnings(const graphs::Graph& graph, const Cluster& cluster) const override;
+  bool HostModelled(const DeviceSpec& device) const override { return calibrated_.HostModelled(device); }
+  HostWork HostOf(const graphs::Graph& graph, graphs::NodeId node, const DeviceSpec& device) const override {
+    return calibrated_.HostOf(graph, node, device);
+  }
+  HostCosts HostCostsOf(const DeviceSpec& device) const override { return calibrated_.HostCostsOf(device); }
   // The profile used for a device kind, or nullptr (roofline).
   const DeviceProfile* ProfileFor(std::string_view device_kind) const {
     return calibrated_.ProfileFor(device_kind);

@@ -51,6 +51,25 @@ LinkFit ReadLink(YamlMap m) {
   return fit;
 }
 
+HostOpFit ReadHostOp(YamlMap m) {
+  m.Allow({"seconds", "kernels", "samples"});
+  m.Finish();
+  HostOpFit fit;
+  fit.seconds = Finite(m, "seconds", 0.0, true);
+  fit.kernels = Finite(m, "kernels", 0.0, true);
+  fit.samples = m.Get<int64_t>("samples", 0);
+  if (fit.samples < 0) m.Fail("samples", "samples must be >= 0");
+  return fit;
+}
+
+void EmitHostOp(YAML::Emitter& out, const HostOpFit& fit) {
+  out << YAML::Flow << YAML::BeginMap;
+  out << YAML::Key << "seconds" << YAML::Value << fit.seconds;
+  if (fit.kernels > 0.0) out << YAML::Key << "kernels" << YAML::Value << fit.kernels;
+  if (fit.samples > 0) out << YAML::Key << "samples" << YAML::Value << fit.samples;
+  out << YAML::EndMap;
+}
+
 // The entries of mapping `key` as (name, sub-map) pairs, in file order.
 std::vector<std::pair<std::string, YamlMap>> Entries(YamlMap& parent, const std::string& key) {
   std::vector<std::pair<std::string, YamlMap>> out;
@@ -186,6 +205,26 @@ double DeviceProfile::KernelTime(std::string_view op_type, graphs::OpClass op_cl
   return launch_overhead + FitFor(op_type, op_class, dtype, kind).Time(flops, bytes, channel_extent);
 }
 
+const HostOpFit& HostFit::For(std::string_view op_type, graphs::OpClass op_class, bool has_work) const {
+  if (const auto it = op_types.find(op_type); it != op_types.end()) return it->second;
+  // Aliases: an exporter on the CPU records aten::native_batch_norm where the
+  // GPU trace has aten::batch_norm (and aten::cudnn_batch_norm below it),
+  // aten::native_batch_norm_backward where it has
+  // aten::cudnn_batch_norm_backward.
+  constexpr std::string_view kAten = "aten::";
+  if (op_type.starts_with(kAten)) {
+    std::string_view base = op_type.substr(kAten.size());
+    if (base.starts_with("native_")) base.remove_prefix(7);
+    for (const std::string& alias : {"aten::" + std::string(base), "aten::cudnn_" + std::string(base)}) {
+      if (alias == op_type) continue;
+      if (const auto it = op_types.find(alias); it != op_types.end()) return it->second;
+    }
+  }
+  if (!has_work) return view;
+  if (const auto& fit = op_classes[static_cast<size_t>(op_class)]; fit) return *fit;
+  return launch;
+}
+
 DeviceProfile ParseDeviceProfile(const std::string& yaml_text, const std::string& source) {
   const YAML::Node root_node = LoadYamlString(yaml_text, source);
   if (!root_node.IsMap()) {
@@ -193,8 +232,8 @@ DeviceProfile ParseDeviceProfile(const std::string& yaml_text, const std::string
                       YamlLocation(root_node, source, ""), "see docs/FORMATS.md, Calibrated device profile");
   }
   YamlMap root = YamlMap::Root(root_node, source);
-  root.Allow({"format", "version", "device_kind", "source", "launch_overhead", "kernel_gap", "cpu", "default",
-              "op_classes", "op_types", "links"});
+  root.Allow({"format", "version", "device_kind", "source", "launch_overhead", "kernel_gap", "cpu", "host",
+              "default", "op_classes", "op_types", "links"});
   root.Finish();
   if (root.Get<std::string>("format", "") != kFormat) {
     root.Fail(root.Has("format") ? "format" : "",
@@ -219,6 +258,34 @@ DeviceProfile ParseDeviceProfile(const std::string& yaml_text, const std::string
     fit.samples = cpu.Get<int64_t>("samples", 0);
     if (fit.samples < 0) cpu.Fail("samples", "samples must be >= 0");
     p.cpu = fit;
+  }
+  if (root.Has("host")) {
+    YamlMap host = root.Child("host");
+    host.Allow(
+        {"profiler_factor", "profiler_samples", "per_parameter", "launch", "view", "op_classes", "op_types"});
+    host.Finish();
+    HostFit fit;
+    fit.profiler_factor = Finite(host, "profiler_factor", 1.0, true);
+    fit.profiler_samples = host.Get<int64_t>("profiler_samples", 0);
+    if (fit.profiler_samples < 0) host.Fail("profiler_samples", "profiler_samples must be >= 0");
+    fit.per_parameter = Finite(host, "per_parameter", 0.0, true);
+    if (!host.Has("launch")) {
+      host.Fail("", "missing required key 'launch'", "give launch: {seconds: S} (an op with GPU work)");
+    }
+    fit.launch = ReadHostOp(host.Child("launch"));
+    if (host.Has("view")) fit.view = ReadHostOp(host.Child("view"));
+    for (auto& [name, m] : Entries(host, "op_classes")) {
+      const std::optional<graphs::OpClass> c = graphs::ParseOpClass(name);
+      if (!c) {
+        std::vector<std::string> names;
+        for (const graphs::OpClass k : graphs::AllOpClasses()) names.emplace_back(graphs::OpClassName(k));
+        throw ConfigError("unknown op class '" + name + "'." + DidYouMean(name, names),
+                          YamlLocation(m.node(), source, m.path()), "op classes: " + Join(names, ", "));
+      }
+      fit.op_classes[static_cast<size_t>(*c)] = ReadHostOp(m);
+    }
+    for (auto& [name, m] : Entries(host, "op_types")) fit.op_types.emplace(name, ReadHostOp(m));
+    p.host = std::move(fit);
   }
   if (!root.Has("default"))
     root.Fail("", "missing required key 'default'", "give default: {intercept, per_flop, per_byte}");
@@ -294,6 +361,37 @@ std::string DeviceProfileToYaml(const DeviceProfile& p) {
     out << YAML::Key << "per_op" << YAML::Value << p.cpu->per_op;
     if (p.cpu->per_top_op > 0.0) out << YAML::Key << "per_top_op" << YAML::Value << p.cpu->per_top_op;
     if (p.cpu->samples > 0) out << YAML::Key << "samples" << YAML::Value << p.cpu->samples;
+    out << YAML::EndMap;
+  }
+  if (p.host) {
+    const HostFit& h = *p.host;
+    out << YAML::Key << "host" << YAML::Value << YAML::BeginMap;
+    out << YAML::Key << "profiler_factor" << YAML::Value << h.profiler_factor;
+    out << YAML::Key << "profiler_samples" << YAML::Value << h.profiler_samples;
+    out << YAML::Key << "per_parameter" << YAML::Value << h.per_parameter;
+    out << YAML::Key << "launch" << YAML::Value;
+    EmitHostOp(out, h.launch);
+    out << YAML::Key << "view" << YAML::Value;
+    EmitHostOp(out, h.view);
+    bool any_class = false;
+    for (const auto& fit : h.op_classes) any_class = any_class || fit.has_value();
+    if (any_class) {
+      out << YAML::Key << "op_classes" << YAML::Value << YAML::BeginMap;
+      for (const graphs::OpClass c : graphs::AllOpClasses()) {
+        if (!h.op_classes[static_cast<size_t>(c)]) continue;
+        out << YAML::Key << std::string(graphs::OpClassName(c)) << YAML::Value;
+        EmitHostOp(out, *h.op_classes[static_cast<size_t>(c)]);
+      }
+      out << YAML::EndMap;
+    }
+    if (!h.op_types.empty()) {
+      out << YAML::Key << "op_types" << YAML::Value << YAML::BeginMap;
+      for (const auto& [name, fit] : h.op_types) {
+        out << YAML::Key << name << YAML::Value;
+        EmitHostOp(out, fit);
+      }
+      out << YAML::EndMap;
+    }
     out << YAML::EndMap;
   }
   out << YAML::Key << "default" << YAML::Value;

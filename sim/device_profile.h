@@ -76,6 +76,48 @@ struct CpuFit {
   bool operator==(const CpuFit&) const = default;
 };
 
+// The host table (docs/CALIBRATION.md, "The host"): the CPU time the
+// framework spends to run one op, by op type, as the engine charges it to the
+// host thread that dispatches the op (docs/SIMULATOR.md, "The host"). Fitted
+// from profiler traces: each operator called from Python or from the autograd
+// engine takes its span (less the time its runtime calls waited for the GPU)
+// plus the idle time before it since the previous one (the Python between
+// them); nested operators inherit an equal share of their parent's own time,
+// so that an op type's figure is what its whole call cost, at whatever level
+// an exporter records it (aten::linear, or its aten::addmm). Every figure is
+// already scaled by `profiler_factor`, the host's unprofiled speed over its
+// profiled one.
+struct HostOpFit {
+  double seconds = 0.0;  // host time per op, >= 0
+  double kernels = 0.0;  // GPU launches per op (mean), informational
+  int64_t samples = 0;   // op instances measured
+  bool operator==(const HostOpFit&) const = default;
+};
+
+struct HostFit {
+  std::map<std::string, HostOpFit, std::less<>> op_types;  // every operator name of the traces
+  std::array<std::optional<HostOpFit>, graphs::kNumOpClasses> op_classes;
+  HostOpFit launch;  // an op with GPU work that neither its type nor its class covers
+  HostOpFit view;    // an op without GPU work (a view, metadata) that its type does not cover
+  // Per parameter tensor an optimizer step updates: gradient accumulation
+  // (AccumulateGrad) and the optimizer's Python around its kernels
+  // (zero_grad, grouping), seconds.
+  double per_parameter = 0.0;
+  // Unprofiled over profiled host time (<= 1: the profiler slows the host),
+  // the median over the host-bound traces whose unprofiled step was timed;
+  // 1 when none was (`profiler_samples` 0): the figures then include the
+  // profiler's own overhead.
+  double profiler_factor = 1.0;
+  int64_t profiler_samples = 0;
+  bool operator==(const HostFit&) const = default;
+
+  // The figure of an op: its type's, else a known alias's (the CPU
+  // decomposition an exporter records for what a GPU ran: "aten::native_X"
+  // -> "aten::X", "aten::cudnn_X"), else its class's, else `launch` or
+  // `view` (`has_work`: the op reads or writes memory or computes).
+  const HostOpFit& For(std::string_view op_type, graphs::OpClass op_class, bool has_work) const;
+};
+
 // "bf16" or "fp16" for 16-bit floating point, else "": the tag of the op
 // types and class fits of that precision ("aten::mm [bf16]", "matmul [bf16]").
 std::string_view PrecisionTag(graphs::DType dtype);
@@ -92,6 +134,7 @@ struct DeviceProfile {
   double launch_overhead = 0.0;  // seconds, added once per kernel
   double kernel_gap = 0.0;       // seconds: median idle time between back-to-back kernels on a stream
   std::optional<CpuFit> cpu;     // absent in profiles fitted before it existed
+  std::optional<HostFit> host;   // the host table; absent: the engine does not model this kind's host
   KernelFit fallback;            // the file's `default`
   std::array<std::optional<KernelFit>, graphs::kNumOpClasses> op_classes;
   // Class fits of 16-bit kernels, by PrecisionTag ("bf16", "fp16").

@@ -3,7 +3,11 @@
 // cause of its start time (for the critical path, the timeline and the
 // out-of-memory report); Run<false, ...> is the lean path of Evaluate.
 // kFusion selects the node -> task mapping of fused groups (without fusion a
-// task is its node, and the mapping costs nothing).
+// task is its node, and the mapping costs nothing). kHost adds the host
+// threads that dispatch every task before its kernel can start
+// (docs/SIMULATOR.md, "The host"): a task then waits for its launch as for
+// one more input, and under eager and captured execution also for the task
+// launched before it on its device (a CUDA stream runs in launch order).
 //
 // Time advances in instants: all events at time t are handled first (kernels
 // and hops end: memory is freed, successors become ready, transfers are
@@ -15,6 +19,7 @@
 #include <bit>
 #include <cassert>
 #include <cmath>
+#include <limits>
 #include <span>
 #include <string>
 
@@ -31,11 +36,15 @@ void Fill(std::vector<T>& v, size_t n, T value) {
 
 }  // namespace
 
-template <bool kFull, bool kFusion>
+template <bool kFull, bool kFusion, bool kHost>
 class Run {
  public:
   Run(const Engine& engine, const Decision& decision, Workspace& ws)
       : e_(engine), m_(engine.model_), opt_(engine.options_), dec_(decision), ws_(ws) {}
+
+  // Cause codes (full runs): a task id, num_nodes + a hop record, or a host
+  // record as -2 - record; -1 = none.
+  static int32_t HostCause(int32_t record) { return -2 - record; }
 
   RunOutcome Execute() {
     CheckDecision(dec_, m_, e_.graph_, /*check_devices=*/false);  // Setup checks the devices
@@ -51,6 +60,7 @@ class Run {
     if (!out_.stopped) {  // a complete run leaves nothing behind
       for (int32_t d = 0; d < nd_; ++d) {
         assert(ready_[d].empty() && running_[d] < 0);
+        if (comm_ != nullptr) assert(ready_[d + nd_].empty() && running_[d + nd_] < 0);
         assert(!track_ || mem_[d] == ws_.persistent[d]);
       }
       for (int32_t l = 0; l < m_.num_links; ++l) assert(link_queue_[l].empty() && !link_busy_[l]);
@@ -58,6 +68,10 @@ class Run {
 #endif
     out_.makespan = now_;
     out_.fusion = kFusion;
+    if constexpr (kHost) {
+      for (const double busy : ws_.thread_busy) out_.host_busy = std::max(out_.host_busy, busy);
+      out_.host_processes = nproc_;
+    }
     return std::move(out_);
   }
 
@@ -70,6 +84,8 @@ class Run {
   void Setup() {
     const int32_t n = m_.num_nodes;
     nd_ = m_.num_devices;
+    comm_ = m_.has_comm ? m_.comm.data() : nullptr;
+    nlanes_ = comm_ != nullptr ? 2 * nd_ : nd_;
     track_ = opt_.track_memory;
     reuse_ = opt_.reuse_transfers;
     stop_at_oom_ = opt_.stop_at_oom && opt_.infeasible_step_time > 0.0;
@@ -95,7 +111,7 @@ class Run {
       }
       // One device class (identical devices, the usual case): no class lookup.
       const double time = nc == 1 ? op_time[v] : op_time[static_cast<size_t>(v) * nc + device_class[d]];
-      tasks_[v] = TaskState{time, deps[v], d};
+      tasks_[v] = TaskState{time, deps[v] + (kHost ? 1 : 0), d};  // kHost: the launch is one more input
       persistent[d] += node_persistent[v];
     }
     if constexpr (kFusion) BuildGroups();
@@ -107,11 +123,11 @@ class Run {
     Fill(ws_.seen, nd_, 0);
     Fill(ws_.mem, nd_, int64_t{0});
     Fill(ws_.peak, nd_, int64_t{0});
-    Fill(ws_.running, nd_, -1);
-    Fill(ws_.dirty_device_words, (static_cast<size_t>(nd_) + 63) / 64, uint64_t{0});
+    Fill(ws_.running, nlanes_, -1);
+    Fill(ws_.dirty_device_words, (static_cast<size_t>(nlanes_) + 63) / 64, uint64_t{0});
     dirty_summary_ = 0;
-    assert(nd_ <= 64 * 64);  // a summary bit per word (ClusterBuilder allows 1024 devices)
-    ws_.ready.resize(nd_);
+    assert(nlanes_ <= 64 * 64);  // a summary bit per word (ClusterBuilder allows 1024 devices)
+    ws_.ready.resize(nlanes_);
     for (auto& q : ws_.ready) q.Clear();
     const int32_t nl = m_.num_links, nr = m_.num_resources;
     Fill(ws_.link_busy, nl, uint8_t{0});
@@ -124,9 +140,10 @@ class Run {
     Fill(ws_.res_busy, nr, uint8_t{0});
     ws_.transfers.clear();
     ws_.events.Clear();
-    ws_.events.Reserve(static_cast<size_t>(nd_ + nl) + 1);
+    ws_.events.Reserve(static_cast<size_t>(nlanes_ + nl) + 1);
     if constexpr (kFull) {
       Fill(ws_.busy, nd_, 0.0);
+      Fill(ws_.comm_busy, nd_, 0.0);
       Fill(ws_.kernels, nd_, 0);
       Fill(ws_.link_busy_time, nl, 0.0);
       Fill(ws_.link_bytes, nl, int64_t{0});
@@ -137,7 +154,7 @@ class Run {
       Fill(ws_.data_cause, n, -1);
       Fill(ws_.ready_time, n, 0.0);
       Fill(ws_.op_rec_of, n, -1);
-      Fill(ws_.last_task, nd_, -1);
+      Fill(ws_.last_task, nlanes_, -1);
       Fill(ws_.link_last_hop, nl, -1);
       Fill(ws_.res_last_hop, nr, -1);
       Fill(ws_.live, static_cast<size_t>(m_.NumCopies()), 0);
@@ -162,7 +179,9 @@ class Run {
       for (int32_t d = 0; d < nd_; ++d) Alloc(d, ws_.persistent[d], -1, -1);
       if (out_.stopped) return;
     }
-    if constexpr (kFusion) {
+    if constexpr (kHost) {
+      SetupHost();  // every task waits for its launch; the host threads start at time 0
+    } else if constexpr (kFusion) {
       for (int32_t v = 0; v < n; ++v) {
         if (Task(v) == v && tasks_[v].pending == 0) MakeReady(v, -1);
       }
@@ -190,6 +209,10 @@ class Run {
       if (ws_.group_leader[g] < 0) ws_.group_leader[g] = v;
       const int32_t leader = ws_.group_leader[g];
       task_of[v] = leader;
+      if (comm_ != nullptr && comm_[v]) {
+        throw DecisionError("'" + graph.node(v).name + "' is a collective and cannot be fused", {},
+                            "leave collectives (op types nccl:*) out of fusion groups");
+      }
       if (leader != v) {
         ++ws_.group_size[leader];
         --tasks_total_;
@@ -248,7 +271,7 @@ class Run {
                           " s for the fused group of '" + graph.node(leader).name + "'");
       }
       tasks_[leader].time = time;
-      tasks_[leader].pending = pending;
+      tasks_[leader].pending = pending + (kHost ? 1 : 0);
       ws_.task_alloc[leader] = alloc;
       if (tprio_ != nullptr) ws_.task_priority[leader] = priority;
     }
@@ -299,10 +322,16 @@ class Run {
       now_ = t;
       do {
         const Event ev = events.Pop();
-        if (ev.kind() == EventKind::kOpFinish) {
-          OpFinish(ev.id());
-        } else {
-          HopFinish(ev.id());
+        switch (ev.kind()) {
+          case EventKind::kOpFinish:
+            OpFinish(ev.id());
+            break;
+          case EventKind::kHopFinish:
+            HopFinish(ev.id());
+            break;
+          case EventKind::kHostFinish:
+            if constexpr (kHost) HostFinish(ev.id());
+            break;
         }
       } while (!events.empty() && events.top_time() == t);
       Dispatch();
@@ -310,6 +339,10 @@ class Run {
   }
 
   void Dispatch() {
+    if constexpr (kHost) {
+      // A dispatch can make work for another idle thread of its process.
+      while (dirty_thread_summary_ != 0) DispatchHosts();
+    }
     if (dirty_summary_ != 0) DispatchDevices();
     if (num_dirty_links_ > 0) DispatchLinks();
   }
@@ -326,8 +359,14 @@ class Run {
     }
   }
 
+  // The stream a task runs on: its device's compute stream, or, for a
+  // collective (EngineModel::comm), its device's communication stream.
+  int32_t Lane(int32_t task) const {
+    return comm_ != nullptr && comm_[task] ? tasks_[task].device + nd_ : tasks_[task].device;
+  }
+
   void MakeReady(int32_t task, int32_t cause) {
-    const int32_t d = tasks_[task].device;
+    const int32_t d = Lane(task);
     if (tprio_ != nullptr) {
       ready_[d].PushHeap(tprio_[task], task, now_);
     } else {
@@ -362,11 +401,12 @@ class Run {
     }
   }
 
-  void StartOp(int32_t task, int32_t d) {
+  void StartOp(int32_t task, int32_t lane) {
     const double duration = tasks_[task].time;
-    running_[d] = task;
+    const int32_t d = tasks_[task].device;
+    running_[lane] = task;
     if constexpr (kFull) {
-      ws_.busy[d] += duration;
+      (lane < nd_ ? ws_.busy : ws_.comm_busy)[d] += duration;
       ++ws_.kernels[d];
     }
     if (track_) {
@@ -376,11 +416,11 @@ class Run {
     ws_.events.Push(now_ + duration, EventKind::kOpFinish, task);
     if constexpr (kFull) {
       const bool waited = now_ > ws_.ready_time[task];
-      const int32_t cause = waited ? ws_.last_task[d] : ws_.data_cause[task];
+      const int32_t cause = waited ? ws_.last_task[lane] : ws_.data_cause[task];
       ws_.op_rec_of[task] = static_cast<int32_t>(ws_.op_recs.size());
       ws_.op_recs.push_back(
           Workspace::OpRec{task, d, ws_.ready_time[task], now_, now_ + duration, cause, waited});
-      ws_.last_task[d] = task;
+      ws_.last_task[lane] = task;
       if (track_)
         ForEachMember(task, [&](int32_t v) {
           for (int32_t t = m_.nodes[v].out_begin; t < m_.nodes[v].out_end; ++t) {
@@ -392,10 +432,12 @@ class Run {
 
   void OpFinish(int32_t task) {
     const int32_t d = tasks_[task].device;
-    running_[d] = -1;
-    MarkDevice(d);
+    const int32_t lane = Lane(task);
+    running_[lane] = -1;
+    MarkDevice(lane);
     ++tasks_done_;
     ForEachMember(task, [&](int32_t v) { FinishNode(v, task, d); });
+    if constexpr (kHost) HostOnFinish(task, d);
   }
 
   // Hands node v's outputs to their consumers (locally or through
@@ -444,7 +486,11 @@ class Run {
     }
     for (int32_t i = node.ctrl_begin; i < node.ctrl_end; ++i) {
       const int32_t ct = Task(m_.ctrl[i]);
-      if ((!kFusion || ct != task) && --tasks[ct].pending == 0) MakeReady(ct, task);
+      if (kFusion && ct == task) continue;
+      if (--tasks[ct].pending == 0) MakeReady(ct, task);
+      if constexpr (kHost) {
+        if (exec_ == Execution::kGraph && tasks[ct].device != d) HostInputReady(ct, task);
+      }
     }
     if (track) {
       for (int32_t k = node.in_begin; k < node.in_end; ++k) {
@@ -516,6 +562,9 @@ class Run {
       in_copy_[c.input] = x;
       const int32_t ct = Task(c.node);
       if (--tasks_[ct].pending == 0) MakeReady(ct, cause);
+      if constexpr (kHost) {
+        if (exec_ == Execution::kGraph) HostInputReady(ct, cause);
+      }
     }
   }
 
@@ -622,6 +671,414 @@ class Run {
     return best >= 0 ? m_.num_nodes + best : -1;
   }
 
+  // ---- the host (kHost) ---------------------------------------------------
+  // Host threads: process p owns threads [p * tpp, (p + 1) * tpp). A thread
+  // is idle (nothing it may dispatch), busy (dispatching thread_task until
+  // its kHostFinish), or blocked: in a launch whose device queue is full, or
+  // waiting for a synchronizing task to finish.
+  enum HostState : uint8_t { kIdle = 0, kBusy = 1, kBlockedQueue = 2, kBlockedSync = 3 };
+
+  int32_t ProcessOf(int32_t device) const {
+    return per_device_ ? device : 0;
+  }
+
+  void SetupHost() {
+    const int32_t n = m_.num_nodes;
+    const HostSetup& host = e_.host();
+    exec_ = host.execution;
+    per_device_ = host.processes == Processes::kPerDevice;
+    in_order_ = exec_ != Execution::kGraph;
+    nproc_ = per_device_ ? nd_ : 1;
+    tpp_ = exec_ == Execution::kGraph ? opt_.host_threads : 1;
+    nthreads_ = nproc_ * tpp_;
+    queue_cap_ = exec_ == Execution::kCaptured ? std::numeric_limits<int32_t>::max() : opt_.launch_queue;
+    fast_order_ = !kFusion && tprio_ == nullptr;
+    const int32_t nc = m_.num_classes;
+    const int32_t* device_class = m_.device_class.data();
+
+    // Dispatch cost per task: the op's own (eager: the host table's;
+    // graph: a launch or a dispatch; captured: none), plus a copy call for
+    // each input it is the first to read on its device from another device,
+    // plus, across processes, a send call on the producer's side.
+    ws_.host_cost.assign(static_cast<size_t>(n), 0.0);
+    double* cost = ws_.host_cost.data();
+    if (exec_ != Execution::kCaptured) {
+      for (int32_t v = 0; v < n; ++v) {
+        const int32_t t = Task(v);
+        const int32_t c = nc == 1 ? 0 : device_class[tasks_[t].device];
+        double own = 0.0;
+        if (m_.host_source[static_cast<size_t>(v)]) {
+          own = 0.0;
+        } else if (exec_ == Execution::kEager) {
+          own = m_.host_time[static_cast<size_t>(v) * nc + c];
+        } else {
+          const HostCosts& hc = m_.host_costs[static_cast<size_t>(c)];
+          own = m_.host_has_work[static_cast<size_t>(v)] ? hc.graph_op : hc.graph_view;
+        }
+        cost[t] = std::max(cost[t], own);  // a fused group: one dispatch, its costliest member's
+      }
+      for (int32_t tensor = 0; tensor < m_.num_tensors; ++tensor) {
+        const EngineModel::TensorInfo& info = m_.tensors[tensor];
+        const int32_t u = info.producer;
+        const int32_t du = tasks_[Task(u)].device;
+        const int32_t stamp = -1 - tensor;  // FinishNode stamps tensor + 1
+        for (int32_t i = info.cons_begin; i < info.cons_end; ++i) {
+          const int32_t c = m_.consumers[i].node;
+          const int32_t dc = tasks_[Task(c)].device;
+          if (dc == du || seen_[dc] == stamp) continue;
+          seen_[dc] = stamp;
+          cost[Task(c)] += m_.host_costs[static_cast<size_t>(nc == 1 ? 0 : device_class[dc])].copy;
+          if (ProcessOf(dc) != ProcessOf(du)) {
+            cost[Task(u)] += m_.host_costs[static_cast<size_t>(nc == 1 ? 0 : device_class[du])].copy;
+          }
+        }
+      }
+    }
+
+    Fill(ws_.thread_task, nthreads_, -1);
+    Fill(ws_.thread_state, nthreads_, uint8_t{kIdle});
+    Fill(ws_.thread_busy, nthreads_, 0.0);
+    Fill(ws_.thread_cause, nthreads_, -1);
+    Fill(ws_.wait_next, nthreads_, -1);
+    Fill(ws_.dirty_thread_words, (static_cast<size_t>(nthreads_) + 63) / 64, uint64_t{0});
+    assert(nthreads_ <= 64 * 64);
+    dirty_thread_summary_ = 0;
+    Fill(ws_.outstanding, nd_, 0);
+    Fill(ws_.last_launched, nlanes_, -1);
+    Fill(ws_.wait_head, nd_, -1);
+    Fill(ws_.wait_tail, nd_, -1);
+    Fill(ws_.stream_next, n, -1);
+    Fill(ws_.sync_waiter, n, -1);
+    if constexpr (kFull) {
+      Fill(ws_.launch_cause, n, -1);
+      ws_.host_recs.clear();
+    }
+    // Eager and captured: each process dispatches its tasks in one global
+    // program order: node id order, or with priorities or fusion groups a
+    // list schedule of the whole graph (highest priority first among the
+    // tasks whose predecessors are scheduled, ties by id). One order for
+    // every process, so that streams that wait on each other's copies
+    // cannot wait in a cycle. Graph execution: a queue of the tasks whose
+    // same-device predecessors are dispatched and whose inputs from other
+    // devices have arrived (TensorFlow's executor and its Recv).
+    ws_.proc_cursor.assign(static_cast<size_t>(nproc_), 0);
+    if (exec_ != Execution::kGraph) {
+      const int32_t* order = nullptr;
+      if (!fast_order_) {
+        ListSchedule();
+        order = ws_.scratch.data();
+      }
+      ws_.proc_off.assign(static_cast<size_t>(nproc_) + 1, 0);
+      int32_t tasks = 0;
+      for (int32_t v = 0; v < n; ++v) {
+        if (Task(v) != v) continue;
+        ++ws_.proc_off[ProcessOf(tasks_[v].device) + 1];
+        ++tasks;
+      }
+      for (int32_t p = 0; p < nproc_; ++p) ws_.proc_off[p + 1] += ws_.proc_off[p];
+      ws_.proc_order.resize(static_cast<size_t>(tasks));
+      ws_.proc_cursor.assign(ws_.proc_off.begin(), ws_.proc_off.end() - 1);
+      for (int32_t k = 0; k < tasks; ++k) {
+        const int32_t v = order != nullptr ? order[k] : k;
+        ws_.proc_order[ws_.proc_cursor[ProcessOf(tasks_[v].device)]++] = v;
+      }
+      ws_.proc_cursor.assign(ws_.proc_off.begin(), ws_.proc_off.end() - 1);
+    } else {
+      ws_.host_pending.assign(static_cast<size_t>(n), 0);
+      int32_t* hp = ws_.host_pending.data();
+      for (int32_t v = 0; v < n; ++v) {
+        const int32_t t = Task(v);
+        const EngineModel::NodeInfo& node = m_.nodes[v];
+        for (int32_t k = node.in_begin; k < node.in_end; ++k) {
+          if (Task(m_.inputs[k].producer) != t) ++hp[t];
+        }
+        for (int32_t k = m_.ctrl_in_off[v]; k < m_.ctrl_in_off[v + 1]; ++k) {
+          if (Task(m_.ctrl_in[k]) != t) ++hp[t];
+        }
+      }
+      ws_.host_ready.resize(static_cast<size_t>(nproc_));
+      for (auto& q : ws_.host_ready) q.Clear();
+      for (int32_t v = 0; v < n; ++v) {
+        if (Task(v) == v && hp[v] == 0) PushHostReady(v);
+      }
+    }
+
+    ws_.events.Reserve(static_cast<size_t>(nd_ + m_.num_links + nthreads_) + 1);
+
+    if (exec_ == Execution::kCaptured) {
+      // One graph launch per device of the process, then every kernel is
+      // queued at once.
+      const int32_t devices_per_process = per_device_ ? 1 : nd_;
+      for (int32_t p = 0; p < nproc_; ++p) {
+        const int32_t first_device = per_device_ ? p : 0;
+        const double launch = m_.host_costs[static_cast<size_t>(m_.device_class[first_device])].launch_call;
+        StartHostOp(p * tpp_, -1, launch * devices_per_process);
+      }
+    } else {
+      for (int32_t th = 0; th < nthreads_; ++th) MarkThread(th);
+    }
+  }
+
+  void MarkThread(int32_t th) {
+    ws_.dirty_thread_words[static_cast<size_t>(th >> 6)] |= uint64_t{1} << (th & 63);
+    dirty_thread_summary_ |= uint64_t{1} << (th >> 6);
+  }
+
+  // The program order of eager and captured execution with priorities or
+  // fusion groups, into ws_.scratch: a list schedule of the tasks (Kahn's
+  // algorithm; among the tasks whose predecessors are scheduled, the
+  // highest priority first, then the smallest id).
+  void ListSchedule() {
+    const int32_t n = m_.num_nodes;
+    std::vector<int32_t>& indeg = ws_.host_pending;
+    indeg.assign(static_cast<size_t>(n), 0);
+    for (int32_t v = 0; v < n; ++v) {
+      const int32_t t = Task(v);
+      const EngineModel::NodeInfo& node = m_.nodes[v];
+      for (int32_t k = node.in_begin; k < node.in_end; ++k) indeg[t] += Task(m_.inputs[k].producer) != t;
+      for (int32_t k = m_.ctrl_in_off[v]; k < m_.ctrl_in_off[v + 1]; ++k)
+        indeg[t] += Task(m_.ctrl_in[k]) != t;
+    }
+    ws_.host_ready.resize(std::max<size_t>(ws_.host_ready.size(), 1));
+    ServiceQueue& heap = ws_.host_ready[0];
+    heap.Clear();
+    const auto key = [&](int32_t t) { return tprio_ != nullptr ? tprio_[t] : 0.0; };
+    for (int32_t v = 0; v < n; ++v) {
+      if (Task(v) == v && indeg[v] == 0) heap.PushHeap(key(v), v, 0.0);
+    }
+    ws_.scratch.resize(static_cast<size_t>(n));
+    int32_t done = 0;
+    while (!heap.empty()) {
+      const int32_t t = heap.PopHeap();
+      ws_.scratch[static_cast<size_t>(done++)] = t;
+      ForEachMember(t, [&](int32_t v) {
+        const EngineModel::NodeInfo& node = m_.nodes[v];
+        for (int32_t o = node.out_begin; o < node.out_end; ++o) {
+          const EngineModel::TensorInfo& info = m_.tensors[o];
+          for (int32_t i = info.cons_begin; i < info.cons_end; ++i) {
+            const int32_t ct = Task(m_.consumers[i].node);
+            if (ct != t && --indeg[ct] == 0) heap.PushHeap(key(ct), ct, 0.0);
+          }
+        }
+        for (int32_t i = node.ctrl_begin; i < node.ctrl_end; ++i) {
+          const int32_t ct = Task(m_.ctrl[i]);
+          if (ct != t && --indeg[ct] == 0) heap.PushHeap(key(ct), ct, 0.0);
+        }
+      });
+    }
+    if (done != tasks_total_) {
+      throw DecisionError(std::to_string(tasks_total_ - done) + " of " + std::to_string(tasks_total_) +
+                              " kernels can never run",
+                          {}, "a fusion group is not convex: a path leaves the group and comes back into it");
+    }
+  }
+
+  // Graph execution: a task whose inputs are all there to dispatch.
+  void PushHostReady(int32_t task) {
+    ws_.host_ready[static_cast<size_t>(ProcessOf(tasks_[task].device))].PushFifo(task, now_);
+    const int32_t p = ProcessOf(tasks_[task].device);
+    for (int32_t th = p * tpp_; th < (p + 1) * tpp_; ++th) {
+      if (ws_.thread_state[static_cast<size_t>(th)] == kIdle) MarkThread(th);
+    }
+  }
+
+  // Graph execution: one input of `task` is there (a same-device
+  // predecessor dispatched, an input from another device arrived, a control
+  // predecessor on another device finished); `cause` its cause code.
+  void HostInputReady(int32_t task, int32_t cause) {
+    if (--ws_.host_pending[static_cast<size_t>(task)] != 0) return;
+    PushHostReady(task);
+    if constexpr (kFull) {
+      const int32_t p = ProcessOf(tasks_[task].device);
+      for (int32_t th = p * tpp_; th < (p + 1) * tpp_; ++th) {
+        if (ws_.thread_state[static_cast<size_t>(th)] == kIdle)
+          ws_.thread_cause[static_cast<size_t>(th)] = cause;
+      }
+    }
+  }
+
+  // The next task process p dispatches, or -1.
+  int32_t NextHostTask(int32_t p) {
+    if (exec_ != Execution::kGraph) {
+      int32_t& cursor = ws_.proc_cursor[static_cast<size_t>(p)];
+      return cursor < ws_.proc_off[static_cast<size_t>(p) + 1] ? ws_.proc_order[static_cast<size_t>(cursor++)]
+                                                               : -1;
+    }
+    ServiceQueue& q = ws_.host_ready[static_cast<size_t>(p)];
+    return q.empty() ? -1 : q.PopFifo();
+  }
+
+  void DispatchHosts() {
+    uint64_t summary = dirty_thread_summary_;
+    dirty_thread_summary_ = 0;
+    while (summary != 0) {
+      const int32_t w = std::countr_zero(summary);
+      summary &= summary - 1;
+      uint64_t bits = ws_.dirty_thread_words[static_cast<size_t>(w)];
+      ws_.dirty_thread_words[static_cast<size_t>(w)] = 0;
+      while (bits != 0) {
+        const int32_t th = w * 64 + std::countr_zero(bits);
+        bits &= bits - 1;
+        if (!out_.stopped) HostRun(th);
+      }
+    }
+  }
+
+  // An idle thread dispatches until it starts a costly dispatch, blocks, or
+  // has nothing to dispatch. Ops without host cost launch at once.
+  void HostRun(int32_t th) {
+    if (ws_.thread_state[static_cast<size_t>(th)] != kIdle) return;
+    const int32_t p = th / tpp_;
+    for (;;) {
+      const int32_t task = NextHostTask(p);
+      if (task < 0) return;  // idle; PushHostReady of this process marks its threads again
+      const double cost = ws_.host_cost[static_cast<size_t>(task)];
+      if (cost > 0.0) {
+        StartHostOp(th, task, cost);
+        return;
+      }
+      ws_.thread_task[static_cast<size_t>(th)] = task;
+      if constexpr (kFull)
+        ws_.launch_cause[static_cast<size_t>(task)] = ws_.thread_cause[static_cast<size_t>(th)];
+      if (!Launch(th, task)) return;
+    }
+  }
+
+  void StartHostOp(int32_t th, int32_t task, double cost) {
+    ws_.thread_task[static_cast<size_t>(th)] = task;
+    ws_.thread_state[static_cast<size_t>(th)] = kBusy;
+    ws_.thread_busy[static_cast<size_t>(th)] += cost;
+    ws_.events.Push(now_ + cost, EventKind::kHostFinish, th);
+    if constexpr (kFull) RecordHostOp(th, task, cost);
+  }
+
+  void RecordHostOp(int32_t th, int32_t task, double cost) {
+    const int32_t rec = static_cast<int32_t>(ws_.host_recs.size());
+    ws_.host_recs.push_back(
+        Workspace::HostRec{task, th, now_, now_ + cost, ws_.thread_cause[static_cast<size_t>(th)]});
+    ws_.thread_cause[static_cast<size_t>(th)] = HostCause(rec);
+    if (task >= 0) ws_.launch_cause[static_cast<size_t>(task)] = HostCause(rec);
+  }
+
+  void HostFinish(int32_t th) {
+    ws_.thread_state[static_cast<size_t>(th)] = kIdle;
+    const int32_t task = ws_.thread_task[static_cast<size_t>(th)];
+    if (task >= 0) {
+      if (!Launch(th, task)) return;
+    } else {
+      // A captured graph's launch: every task of the process is queued.
+      const int32_t p = th / tpp_;
+      for (int32_t t = NextHostTask(p); t >= 0; t = NextHostTask(p)) {
+        if constexpr (kFull)
+          ws_.launch_cause[static_cast<size_t>(t)] = ws_.thread_cause[static_cast<size_t>(th)];
+        LaunchNow(th, t);
+      }
+      return;
+    }
+    MarkThread(th);
+  }
+
+  bool InQueue(int32_t task) const {
+    return tasks_[task].time > 0.0;
+  }
+
+  // Thread th launches `task`: false when it blocks (a full launch queue, or
+  // a synchronizing task).
+  bool Launch(int32_t th, int32_t task) {
+    const int32_t d = tasks_[task].device;
+    if (InQueue(task) && ws_.outstanding[static_cast<size_t>(d)] >= queue_cap_) {
+      ws_.thread_state[static_cast<size_t>(th)] = kBlockedQueue;
+      ws_.wait_next[static_cast<size_t>(th)] = -1;
+      if (ws_.wait_tail[static_cast<size_t>(d)] >= 0) {
+        ws_.wait_next[static_cast<size_t>(ws_.wait_tail[static_cast<size_t>(d)])] = th;
+      } else {
+        ws_.wait_head[static_cast<size_t>(d)] = th;
+      }
+      ws_.wait_tail[static_cast<size_t>(d)] = th;
+      return false;
+    }
+    LaunchNow(th, task);
+    if (m_.host_sync[static_cast<size_t>(task)] && exec_ != Execution::kCaptured) {
+      ws_.thread_state[static_cast<size_t>(th)] = kBlockedSync;
+      ws_.sync_waiter[static_cast<size_t>(task)] = th;
+      return false;
+    }
+    return true;
+  }
+
+  void LaunchNow(int32_t th, int32_t task) {
+    const int32_t d = tasks_[task].device;
+    if (InQueue(task)) ++ws_.outstanding[static_cast<size_t>(d)];
+    if (in_order_) {
+      const int32_t lane = Lane(task);
+      const int32_t prev = ws_.last_launched[static_cast<size_t>(lane)];
+      if (prev >= 0) {
+        ws_.stream_next[static_cast<size_t>(prev)] = task;
+        ++tasks_[task].pending;
+      }
+      ws_.last_launched[static_cast<size_t>(lane)] = task;
+    }
+    if (exec_ == Execution::kGraph) Dispatched(task);
+    (void)th;
+    if (--tasks_[task].pending == 0)
+      MakeReady(task, kFull ? ws_.launch_cause[static_cast<size_t>(task)] : -1);
+  }
+
+  // Graph execution: the same-device successors of a dispatched task may
+  // become dispatchable.
+  void Dispatched(int32_t task) {
+    const int32_t d = tasks_[task].device;
+    const int32_t cause = kFull ? ws_.launch_cause[static_cast<size_t>(task)] : -1;
+    ForEachMember(task, [&](int32_t v) {
+      const EngineModel::NodeInfo& node = m_.nodes[v];
+      for (int32_t t = node.out_begin; t < node.out_end; ++t) {
+        const EngineModel::TensorInfo& info = m_.tensors[t];
+        for (int32_t i = info.cons_begin; i < info.cons_end; ++i) {
+          const int32_t ct = Task(m_.consumers[i].node);
+          if (ct != task && tasks_[ct].device == d) HostInputReady(ct, cause);
+        }
+      }
+      for (int32_t i = node.ctrl_begin; i < node.ctrl_end; ++i) {
+        const int32_t ct = Task(m_.ctrl[i]);
+        if (ct != task && tasks_[ct].device == d) HostInputReady(ct, cause);
+      }
+    });
+  }
+
+  // A kernel ended: its stream's next task may start; a thread blocked on
+  // the device's queue or on this task may go on.
+  void HostOnFinish(int32_t task, int32_t d) {
+    if (in_order_) {
+      const int32_t lane = Lane(task);
+      if (ws_.last_launched[static_cast<size_t>(lane)] == task)
+        ws_.last_launched[static_cast<size_t>(lane)] = -1;
+      const int32_t next = ws_.stream_next[static_cast<size_t>(task)];
+      if (next >= 0 && --tasks_[next].pending == 0) MakeReady(next, task);
+    }
+    if (InQueue(task)) {
+      --ws_.outstanding[static_cast<size_t>(d)];
+      const int32_t th = ws_.wait_head[static_cast<size_t>(d)];
+      if (th >= 0) {
+        ws_.wait_head[static_cast<size_t>(d)] = ws_.wait_next[static_cast<size_t>(th)];
+        if (ws_.wait_head[static_cast<size_t>(d)] < 0) ws_.wait_tail[static_cast<size_t>(d)] = -1;
+        ws_.thread_state[static_cast<size_t>(th)] = kIdle;
+        const int32_t waiting = ws_.thread_task[static_cast<size_t>(th)];
+        if constexpr (kFull) {  // the launch waited for this kernel's slot
+          ws_.thread_cause[static_cast<size_t>(th)] = task;
+          ws_.launch_cause[static_cast<size_t>(waiting)] = task;
+        }
+        if (Launch(th, waiting)) MarkThread(th);
+      }
+    }
+    const int32_t waiter = ws_.sync_waiter[static_cast<size_t>(task)];
+    if (waiter >= 0) {
+      ws_.sync_waiter[static_cast<size_t>(task)] = -1;
+      ws_.thread_state[static_cast<size_t>(waiter)] = kIdle;
+      if constexpr (kFull) ws_.thread_cause[static_cast<size_t>(waiter)] = task;
+      MarkThread(waiter);
+    }
+  }
+
   // ---- memory ------------------------------------------------------------
   // Inlined on the hot path; the out-of-memory report is out of line.
   [[gnu::always_inline]] void Alloc(int32_t d, int64_t bytes, int32_t node, int32_t tensor) {
@@ -674,6 +1131,8 @@ class Run {
   RunOutcome out_;
 
   int32_t nd_ = 0;
+  int32_t nlanes_ = 0;             // streams: nd_, or 2 * nd_ with collectives (lane d + nd_)
+  const uint8_t* comm_ = nullptr;  // EngineModel::comm when the graph has collectives
   bool track_ = true;
   bool reuse_ = true;
   bool stop_at_oom_ = true;
@@ -697,6 +1156,16 @@ class Run {
   const double* tprio_ = nullptr;     // null: FIFO ready queues
   const double* xprio_ = nullptr;     // null: FIFO link queues
   size_t num_dirty_links_ = 0;
+  // The host (kHost).
+  Execution exec_ = Execution::kNone;
+  bool per_device_ = false;
+  bool in_order_ = true;
+  bool fast_order_ = true;
+  int32_t nproc_ = 1;
+  int32_t tpp_ = 1;
+  int32_t nthreads_ = 0;
+  int32_t queue_cap_ = 0;
+  uint64_t dirty_thread_summary_ = 0;
   double now_ = 0.0;
   int32_t tasks_total_ = 0;
   int32_t tasks_done_ = 0;
@@ -708,11 +1177,33 @@ Engine::Engine(const graphs::Graph& graph, const Cluster& cluster, const CostMod
       cluster_(cluster),
       cost_model_(cost_model),
       options_(options),
-      model_(BuildEngineModel(graph, cluster, cost_model)) {}
+      host_(ResolveHost(options, cluster, cost_model)),
+      model_(BuildEngineModel(graph, cluster, cost_model, host_.execution != Execution::kNone,
+                              host_.execution == Execution::kEager)) {
+  if (host_.execution == Execution::kCaptured) {
+    for (int32_t v = 0; v < model_.num_nodes; ++v) {
+      if (model_.host_sync[static_cast<size_t>(v)]) {
+        throw ConfigError("execution captured cannot capture '" + graph.node(v).name + "' (" +
+                              graph.op_type_name_of(v) + "): it makes the host wait for the device",
+                          {}, "use execution eager, or remove the synchronizing op from the step");
+      }
+    }
+  }
+}
+
+template <bool kFull>
+RunOutcome Engine::Dispatch(const Decision& decision, Workspace& ws) const {
+  const bool fusion = decision.has_fusion();
+  if (host_.execution != Execution::kNone) {
+    return fusion ? Run<kFull, true, true>(*this, decision, ws).Execute()
+                  : Run<kFull, false, true>(*this, decision, ws).Execute();
+  }
+  return fusion ? Run<kFull, true, false>(*this, decision, ws).Execute()
+                : Run<kFull, false, false>(*this, decision, ws).Execute();
+}
 
 Evaluation Engine::Evaluate(const Decision& decision, Workspace& ws) const {
-  const RunOutcome out = decision.has_fusion() ? Run<false, true>(*this, decision, ws).Execute()
-                                               : Run<false, false>(*this, decision, ws).Execute();
+  const RunOutcome out = Dispatch<false>(decision, ws);
   Evaluation eval;
   eval.feasible = out.oom.device < 0;
   eval.oom_device = out.oom.device;
@@ -721,13 +1212,16 @@ Evaluation Engine::Evaluate(const Decision& decision, Workspace& ws) const {
   int64_t peak = 0;
   for (int64_t p : ws.peak) peak = std::max(peak, p);
   eval.peak_memory = static_cast<double>(peak);
+  eval.host_busy = out.host_busy;
   return eval;
 }
 
 SimResult Engine::Simulate(const Decision& decision, bool timeline, Workspace& ws) const {
-  const RunOutcome out = decision.has_fusion() ? Run<true, true>(*this, decision, ws).Execute()
-                                               : Run<true, false>(*this, decision, ws).Execute();
-  return AssembleResult(model_, ws, out, timeline);
+  const RunOutcome out = Dispatch<true>(decision, ws);
+  SimResult result = AssembleResult(model_, ws, out, timeline);
+  result.execution = host_.execution;
+  result.processes = host_.processes;
+  return result;
 }
 
 }  // namespace gosim::sim

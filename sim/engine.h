@@ -90,11 +90,30 @@ struct EngineModel {
   std::vector<int32_t> res_links_off;  // [resource + 1] into res_links
   std::vector<int32_t> res_links;      // links that use a resource
 
+  // The host (Engine::execution() != kNone), per (node, device class): the
+  // host seconds of dispatching the node (HostOf; a first update node of a
+  // parameter also carries HostCosts::per_parameter under eager); per node
+  // whether the host then waits for it; per device class the HostCosts.
+  std::vector<double> host_time;       // [node * num_classes + class]
+  std::vector<uint8_t> host_sync;      // [node]
+  std::vector<uint8_t> host_has_work;  // [node]: FLOPs or bytes (graph execution prices it as a launch)
+  std::vector<uint8_t> host_source;    // [node]: no inputs and no work (nothing dispatches it)
+  std::vector<HostCosts> host_costs;   // [class]
+
+  // Collectives (op types "nccl:..."): they run on their device's
+  // communication stream, beside its compute stream, as NCCL kernels do.
+  std::vector<uint8_t> comm;  // [node]
+  bool has_comm = false;
+
   int64_t NumCopies() const { return static_cast<int64_t>(num_tensors) * num_devices; }
 };
 
 // Builds the model; throws ConfigError when two devices have no route.
-EngineModel BuildEngineModel(const graphs::Graph& graph, const Cluster& cluster, const CostModel& cost_model);
+// `host` fills the host fields (the cost model must price every device's
+// host, CostModel::HostModelled); `eager` adds HostCosts::per_parameter to
+// the first update node of each parameter.
+EngineModel BuildEngineModel(const graphs::Graph& graph, const Cluster& cluster, const CostModel& cost_model,
+                             bool host = false, bool eager = false);
 
 // Throws DecisionError when `decision` does not fit the model: vector sizes,
 // device indices, non-finite priorities, fusion group ids outside [-1, nodes).
@@ -172,8 +191,9 @@ struct Workspace {
   std::vector<int64_t> peak;
   std::vector<int64_t> persistent;
   std::vector<int32_t> running;
-  std::vector<double> busy;      // full runs only
-  std::vector<int32_t> kernels;  // full runs only
+  std::vector<double> busy;       // full runs only: compute stream
+  std::vector<double> comm_busy;  // full runs only: communication stream
+  std::vector<int32_t> kernels;   // full runs only
   // Devices whose stream may pick a new kernel at the current instant, as a
   // bitset ([d / 64] bit d % 64), so that they are visited by index order.
   std::vector<uint64_t> dirty_device_words;
@@ -205,19 +225,61 @@ struct Workspace {
   std::vector<int32_t> live;           // [tensor * D + device] live copies
   std::vector<OpRec> op_recs;
   std::vector<HopRec> hop_recs;
+
+  // The host (execution != none).
+  struct HostRec {
+    int32_t task;  // -1: a captured graph's launch
+    int32_t thread;
+    double start;
+    double end;
+    int32_t cause;  // a cause code (Run::kHostCause), or -1
+  };
+  std::vector<double> host_cost;         // [task] seconds of dispatch
+  std::vector<int32_t> host_pending;     // [task] same-process predecessors not yet dispatched
+  std::vector<int32_t> proc_order;       // tasks by process, in program order (fast path)
+  std::vector<int32_t> proc_off;         // [process + 1] into proc_order
+  std::vector<int32_t> proc_cursor;      // [process]
+  std::vector<ServiceQueue> host_ready;  // [process] dispatchable tasks (heap or FIFO)
+  std::vector<int32_t> thread_task;      // [thread] task being dispatched or waiting to launch, -1
+  std::vector<uint8_t> thread_state;     // [thread] Run::HostState
+  std::vector<double> thread_busy;       // [thread] seconds of dispatch
+  std::vector<int32_t> thread_cause;     // [thread] full runs: cause of its next dispatch
+  std::vector<int32_t> wait_next;        // [thread] next thread waiting on the same device's queue
+  std::vector<uint64_t> dirty_thread_words;
+  std::vector<int32_t> outstanding;    // [device] launched kernels not finished
+  std::vector<int32_t> last_launched;  // [device] the last launched task not finished, -1
+  std::vector<int32_t> wait_head;      // [device] first thread blocked on its launch queue
+  std::vector<int32_t> wait_tail;      // [device]
+  std::vector<int32_t> stream_next;    // [task] the task launched after it on its device, -1
+  std::vector<int32_t> sync_waiter;    // [task] the thread waiting for it to finish, -1
+  std::vector<int32_t> launch_cause;   // [task] full runs: the host record of its launch
+  std::vector<HostRec> host_recs;      // full runs
 };
 
 // What a run produced besides the workspace contents (internal).
 struct RunOutcome {
-  double makespan = 0.0;  // time of the last event processed
-  bool stopped = false;   // stopped at the first out-of-memory event
-  bool fusion = false;    // the decision had fusion groups (Workspace::group_size is valid)
-  OomInfo oom;            // device == -1 when every allocation fitted; `live` only in full runs
+  double makespan = 0.0;       // time of the last event processed
+  bool stopped = false;        // stopped at the first out-of-memory event
+  bool fusion = false;         // the decision had fusion groups (Workspace::group_size is valid)
+  OomInfo oom;                 // device == -1 when every allocation fitted; `live` only in full runs
+  double host_busy = 0.0;      // the busiest host thread's dispatch time (0 without a host)
+  int32_t host_processes = 0;  // processes of the host threads (0 without a host)
 };
 
 // Builds the full result of a finished full run from the workspace.
 SimResult AssembleResult(const EngineModel& model, const Workspace& ws, const RunOutcome& outcome,
                          bool timeline);
+
+// The execution and processes `options` resolve to on this cluster and cost
+// model (kAuto: the cluster's host settings, else eager where the cost model
+// prices every device's host, else none; one process). ConfigError when a
+// host execution is asked for where the cost model does not price the host
+// of every device kind.
+struct HostSetup {
+  Execution execution = Execution::kNone;
+  Processes processes = Processes::kOne;
+};
+HostSetup ResolveHost(const SimOptions& options, const Cluster& cluster, const CostModel& cost_model);
 
 class Engine {
  public:
@@ -226,6 +288,8 @@ class Engine {
          const SimOptions& options);
 
   const EngineModel& model() const { return model_; }
+  // What the options resolved to (ResolveHost).
+  const HostSetup& host() const { return host_; }
 
   // Simulates `decision` and summarizes. Throws DecisionError when the
   // decision does not fit the graph and cluster (sizes, indices, non-finite
@@ -235,13 +299,16 @@ class Engine {
   SimResult Simulate(const Decision& decision, bool timeline, Workspace& ws) const;
 
  private:
-  template <bool kFull, bool kFusion>
+  template <bool kFull, bool kFusion, bool kHost>
   friend class Run;
+  template <bool kFull>
+  RunOutcome Dispatch(const Decision& decision, Workspace& ws) const;
 
   const graphs::Graph& graph_;
   const Cluster& cluster_;
   const CostModel& cost_model_;
   const SimOptions& options_;
+  HostSetup host_;
   EngineModel model_;
 };
 

@@ -24,8 +24,42 @@ std::string LinkName(const Cluster& cluster, int32_t link) {
 
 }  // namespace
 
-EngineModel BuildEngineModel(const graphs::Graph& graph, const Cluster& cluster,
-                             const CostModel& cost_model) {
+HostSetup ResolveHost(const SimOptions& options, const Cluster& cluster, const CostModel& cost_model) {
+  HostSetup setup;
+  std::string unpriced;  // a device kind whose host the cost model does not price
+  for (const DeviceSpec& d : cluster.devices()) {
+    if (!cost_model.HostModelled(d)) {
+      unpriced = d.kind;
+      break;
+    }
+  }
+  Execution e = options.execution;
+  if (e == Execution::kAuto) e = cluster.host().execution;
+  if (e == Execution::kAuto)
+    e = unpriced.empty() && cluster.num_devices() > 0 ? Execution::kEager : Execution::kNone;
+  if (e != Execution::kNone && !unpriced.empty()) {
+    throw ConfigError("execution " + std::string(ExecutionName(e)) +
+                          " needs the host's costs, but cost model '" + cost_model.name() +
+                          "' has no host table for device kind '" + unpriced + "'",
+                      {},
+                      "use a preset whose kind has a calibrated profile with a host table (h100x8_nvswitch, "
+                      "h200x8_nvswitch; docs/CALIBRATION.md), or execution=none (GPU-side only)");
+  }
+  if (options.host_threads < 1) {
+    throw ConfigError("host_threads must be >= 1 (got " + std::to_string(options.host_threads) + ")");
+  }
+  if (options.launch_queue < 1) {
+    throw ConfigError("launch_queue must be >= 1 (got " + std::to_string(options.launch_queue) + ")");
+  }
+  setup.execution = e;
+  Processes p = options.processes;
+  if (p == Processes::kAuto) p = cluster.host().processes;
+  setup.processes = p == Processes::kAuto ? Processes::kOne : p;
+  return setup;
+}
+
+EngineModel BuildEngineModel(const graphs::Graph& graph, const Cluster& cluster, const CostModel& cost_model,
+                             bool host, bool eager) {
   EngineModel m;
   const int32_t n = graph.num_nodes();
   const int32_t num_devices = cluster.num_devices();
@@ -67,6 +101,65 @@ EngineModel BuildEngineModel(const graphs::Graph& graph, const Cluster& cluster,
                           {}, "check the node's FLOPs/bytes and the device's peak figures");
       }
       m.op_time[static_cast<size_t>(v) * static_cast<size_t>(m.num_classes) + static_cast<size_t>(c)] = t;
+    }
+  }
+
+  if (host) {
+    m.host_time.resize(static_cast<size_t>(n) * static_cast<size_t>(m.num_classes));
+    m.host_sync.assign(static_cast<size_t>(n), 0);
+    m.host_has_work.assign(static_cast<size_t>(n), 0);
+    m.host_source.assign(static_cast<size_t>(n), 0);
+    for (int32_t c = 0; c < m.num_classes; ++c) {
+      const HostCosts costs = cost_model.HostCostsOf(cluster.device(class_rep[static_cast<size_t>(c)]));
+      for (const double x :
+           {costs.copy, costs.per_parameter, costs.launch_call, costs.graph_op, costs.graph_view}) {
+        if (!std::isfinite(x) || x < 0.0) {
+          throw ConfigError("cost model '" + cost_model.name() + "' gives a host cost of " +
+                            std::to_string(x) + " s on device '" +
+                            cluster.device(class_rep[static_cast<size_t>(c)]).name + "'");
+        }
+      }
+      m.host_costs.push_back(costs);
+    }
+    // The first update node of each parameter (colocation group; a node
+    // without one counts alone) carries the per-parameter host time.
+    std::vector<uint8_t> group_seen(graph.colocation_groups().size(), 0);
+    for (int32_t v = 0; v < n; ++v) {
+      const graphs::Node& node = graph.node(v);
+      bool first_update = false;
+      if (eager && node.phase == graphs::Phase::kUpdate &&
+          (node.flops > 0.0 || node.bytes_read + node.bytes_written > 0)) {
+        if (node.colocation < 0) {
+          first_update = true;
+        } else if (!group_seen[static_cast<size_t>(node.colocation)]) {
+          group_seen[static_cast<size_t>(node.colocation)] = 1;
+          first_update = true;
+        }
+      }
+      m.host_has_work[static_cast<size_t>(v)] = node.flops > 0.0 || node.bytes_read + node.bytes_written > 0;
+      m.host_source[static_cast<size_t>(v)] =
+          !m.host_has_work[static_cast<size_t>(v)] && graph.in_degree(v) == 0;
+      for (int32_t c = 0; c < m.num_classes; ++c) {
+        const DeviceSpec& device = cluster.device(class_rep[static_cast<size_t>(c)]);
+        const HostWork work = cost_model.HostOf(graph, v, device);
+        if (!std::isfinite(work.seconds) || work.seconds < 0.0) {
+          throw ConfigError("cost model '" + cost_model.name() + "' gives host time " +
+                                std::to_string(work.seconds) + " s for node '" + node.name + "' on device '" +
+                                device.name + "'",
+                            {}, "check the profile's host table");
+        }
+        if (work.sync) m.host_sync[static_cast<size_t>(v)] = 1;
+        m.host_time[static_cast<size_t>(v) * static_cast<size_t>(m.num_classes) + static_cast<size_t>(c)] =
+            work.seconds + (first_update ? m.host_costs[static_cast<size_t>(c)].per_parameter : 0.0);
+      }
+    }
+  }
+
+  m.comm.assign(static_cast<size_t>(n), 0);
+  for (int32_t v = 0; v < n; ++v) {
+    if (graph.op_type_name_of(v).starts_with("nccl:")) {
+      m.comm[static_cast<size_t>(v)] = 1;
+      m.has_comm = true;
     }
   }
 

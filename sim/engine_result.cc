@@ -17,14 +17,20 @@ CriticalPath WalkCriticalPath(const EngineModel& m, const Workspace& ws) {
     if (rec.end > last->end || (rec.end == last->end && rec.task < last->task)) last = &rec;
   }
   const auto reason = [](int32_t cause, bool waited) {
-    if (cause < 0) return CriticalStep::Reason::kStart;
+    if (cause == -1) return CriticalStep::Reason::kStart;
     return waited ? CriticalStep::Reason::kResource : CriticalStep::Reason::kData;
   };
   // Causes always point at records started earlier, so this terminates.
+  // A cause code is a task, num_nodes + a hop record, or -2 - a host record.
   int32_t cur = last->task;
-  while (cur >= 0) {
+  while (cur != -1) {
     CriticalStep step;
-    if (cur < m.num_nodes) {
+    if (cur <= -2) {
+      const Workspace::HostRec& rec = ws.host_recs[static_cast<size_t>(-2 - cur)];
+      step = {CriticalStep::Kind::kHost, reason(rec.cause, false), rec.task, rec.thread, rec.start, rec.end};
+      path.host_time += rec.end - rec.start;
+      cur = rec.cause;
+    } else if (cur < m.num_nodes) {
       const Workspace::OpRec& rec = ws.op_recs[ws.op_rec_of[cur]];
       step = {
           CriticalStep::Kind::kOp, reason(rec.cause, rec.waited), rec.task, rec.device, rec.start, rec.end};
@@ -70,6 +76,7 @@ SimResult AssembleResult(const EngineModel& m, const Workspace& ws, const RunOut
     s.persistent_memory = ws.persistent[d];
     s.peak_memory = ws.peak[d];
     s.busy_time = ws.busy[d];
+    s.comm_busy_time = ws.comm_busy.empty() ? 0.0 : ws.comm_busy[d];
     s.utilization = r.step_time > 0.0 ? s.busy_time / r.step_time : 0.0;
     s.kernels = ws.kernels[d];
   }
@@ -80,6 +87,16 @@ SimResult AssembleResult(const EngineModel& m, const Workspace& ws, const RunOut
     r.resources.push_back(Channel(ws.res_bytes[x], ws.res_busy_time[x], ws.res_hops[x], r.step_time));
   }
   r.critical_path = WalkCriticalPath(m, ws);
+  r.host_busy = out.host_busy;
+  if (!ws.thread_busy.empty() && !m.host_costs.empty()) {
+    const auto threads = static_cast<int32_t>(ws.thread_busy.size());
+    const int32_t processes = out.host_processes > 0 ? out.host_processes : 1;
+    for (int32_t th = 0; th < threads; ++th) {
+      const double busy = ws.thread_busy[static_cast<size_t>(th)];
+      r.host_threads.push_back(HostThreadStats{th / std::max(1, threads / processes), busy,
+                                               r.step_time > 0.0 ? busy / r.step_time : 0.0});
+    }
+  }
 
   if (timeline) {
     r.ops.reserve(ws.op_recs.size());
@@ -93,6 +110,8 @@ SimResult AssembleResult(const EngineModel& m, const Workspace& ws, const RunOut
       r.transfer_hops.push_back(TransferRecord{tr.tensor, tr.src, tr.dst, rec.link, rec.hop, tr.bytes,
                                                rec.queued, rec.start, rec.end});
     }
+    for (const auto& rec : ws.host_recs)
+      r.host_ops.push_back(HostRecord{rec.task, rec.thread, rec.start, rec.end});
   }
   return r;
 }

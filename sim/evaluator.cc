@@ -60,6 +60,22 @@ Evaluator::Evaluator(const graphs::Graph& graph, const Cluster& cluster,
   }
 }
 
+Execution Evaluator::execution() const {
+  return impl_->engine.host().execution;
+}
+Processes Evaluator::processes() const {
+  return impl_->engine.host().processes;
+}
+
+const std::string& Evaluator::cost_model_description() const {
+  std::call_once(describe_once_, [&] { description_ = cost_model_->Describe(graph_, cluster_); });
+  return description_;
+}
+
+std::string Evaluator::host_description() const {
+  return DescribeHostSetup(execution(), processes());
+}
+
 std::optional<ColocationSplit> Evaluator::FindSplit(const std::vector<int32_t>& placement) const {
   if (group_head_.empty() || placement.size() != group_head_.size()) return std::nullopt;
   for (size_t v = 0; v < group_head_.size(); ++v) {
@@ -166,6 +182,7 @@ void Evaluator::EvaluateBatch(std::span<const Decision> decisions, std::span<Eva
 SimResult Evaluator::Simulate(const Decision& decision, bool timeline) const {
   evaluations_.fetch_add(1, std::memory_order_relaxed);
   SimResult result = impl_->engine.Simulate(decision, timeline, impl_->workspaces.local());
+  result.cost_model = cost_model_description();
   result.split = FindSplit(decision.placement);
   if (result.split) result.feasible = false;
   return result;

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -33,6 +34,7 @@ struct Evaluation {
   double peak_memory = 0.0;  // bytes, max over devices of the peak (0 for a split decision not simulated)
   int32_t oom_device = -1;   // first device that ran out of memory, or -1
   int32_t split_group = -1;  // first colocation group found on two devices (enforced only), or -1
+  double host_busy = 0.0;    // seconds the busiest host thread dispatched (0 without a host)
 };
 
 struct Workspace;  // sim/engine.h
@@ -49,6 +51,15 @@ class Evaluator {
   const Cluster& cluster() const { return cluster_; }
   const CostModel& cost_model() const { return *cost_model_; }
   const SimOptions& options() const { return options_; }
+  // What SimOptions::execution and ::processes resolved to (kAuto: the
+  // cluster's host settings, else eager where the cost model prices every
+  // device's host, else none; docs/SIMULATOR.md, "The host").
+  Execution execution() const;
+  Processes processes() const;
+  // CostModel::Describe of this graph and cluster (computed once), and the
+  // host line ("host: execution eager, one process drives every device").
+  const std::string& cost_model_description() const;
+  std::string host_description() const;
 
   // Simulates one decision. Thread-safe. The decision should be valid (see
   // ValidateDecision); cheap structural problems (sizes, device indices,
@@ -94,6 +105,8 @@ class Evaluator {
   // colocation not enforced).
   std::vector<graphs::NodeId> group_head_;
   mutable std::atomic<int64_t> evaluations_{0};
+  mutable std::once_flag describe_once_;
+  mutable std::string description_;
 };
 
 }  // namespace gosim::sim

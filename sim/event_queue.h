@@ -29,16 +29,17 @@
 namespace gosim::sim {
 
 enum class EventKind : uint8_t {
-  kOpFinish,   // id = task (the node id of a kernel, or a fused group's smallest node id)
-  kHopFinish,  // id = transfer; the transfer's current hop ended
+  kOpFinish = 0,    // id = task (the node id of a kernel, or a fused group's smallest node id)
+  kHopFinish = 1,   // id = transfer; the transfer's current hop ended
+  kHostFinish = 2,  // id = host thread; its dispatch of the current op ended
 };
 
 struct Event {
   double time = 0.0;   // seconds, >= 0
-  uint64_t order = 0;  // insertion sequence in the high 32 bits; kind in bit 31, id below
+  uint64_t order = 0;  // insertion sequence in the high 32 bits; kind in bits 30-31, id below
 
-  EventKind kind() const { return (order & 0x80000000u) != 0 ? EventKind::kHopFinish : EventKind::kOpFinish; }
-  int32_t id() const { return static_cast<int32_t>(order & 0x7fffffffu); }
+  EventKind kind() const { return static_cast<EventKind>((order >> 30) & 0x3u); }
+  int32_t id() const { return static_cast<int32_t>(order & 0x3fffffffu); }
 };
 
 class EventQueue {
@@ -60,14 +61,14 @@ class EventQueue {
 
   // Push and Pop are forced inline: they run once per kernel and per hop,
   // and a call costs about as much as a push into a small heap.
-  // `id` >= 0.
+  // 0 <= `id` < 2^30.
   [[gnu::always_inline]] void Push(double time, EventKind kind, int32_t id) {
     assert(time >= now_ && "event scheduled in the past");
-    assert(id >= 0);
+    assert(id >= 0 && id < (1 << 30));
     if (size_ == heap_.size()) [[unlikely]] {
       heap_.resize(std::max<size_t>(16, 2 * size_));  // only if Reserve was too small
     }
-    const uint32_t tag = static_cast<uint32_t>(id) | (kind == EventKind::kHopFinish ? 0x80000000u : 0u);
+    const uint32_t tag = static_cast<uint32_t>(id) | (static_cast<uint32_t>(kind) << 30);
     // + 0.0 turns a -0.0 into +0.0, so that the bit pattern orders like the value.
     const Event e{time + 0.0, (static_cast<uint64_t>(seq_++) << 32) | tag};
     Event* h = heap_.data();

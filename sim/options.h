@@ -3,7 +3,33 @@
 #ifndef GOSIM_SIM_OPTIONS_H_
 #define GOSIM_SIM_OPTIONS_H_
 
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
 namespace gosim::sim {
+
+// How the framework drives the devices (docs/SIMULATOR.md, "The host").
+enum class Execution : uint8_t {
+  kAuto,      // the cluster's `host.execution`, else eager where the cost model prices the host, else none
+  kNone,      // no host: kernels start when their inputs are ready (GPU-side only)
+  kEager,     // PyTorch eager: one host thread per process dispatches every op in program order
+  kGraph,     // a graph executor (TensorFlow): `host_threads` inter-op threads per process
+  kCaptured,  // CUDA graphs: one launch per device per step; kernels keep their stream order
+};
+// Which process drives which device.
+enum class Processes : uint8_t {
+  kAuto,       // the cluster's `host.processes`, else one
+  kOne,        // one process drives every device (naive model parallelism, TensorFlow's single executor)
+  kPerDevice,  // one process per device (DDP, pipeline stages): copies between them are send/recv
+};
+
+std::string_view ExecutionName(Execution execution);
+std::string_view ProcessesName(Processes processes);
+// nullopt for an unknown name.
+std::optional<Execution> ParseExecution(std::string_view text);
+std::optional<Processes> ParseProcesses(std::string_view text);
 
 struct SimOptions {
   // Track per-device memory and mark decisions that exceed capacity infeasible.
@@ -24,6 +50,15 @@ struct SimOptions {
   // like one that runs out of memory (Evaluation::split_group,
   // SimResult::split). false simulates such decisions as they are.
   bool enforce_colocation = true;
+  // The host (docs/SIMULATOR.md, "The host"). The Evaluator resolves kAuto
+  // once (Evaluator::execution()).
+  Execution execution = Execution::kAuto;
+  Processes processes = Processes::kAuto;
+  // Inter-op threads per process under execution graph (>= 1).
+  int host_threads = 4;
+  // Kernels a device may have launched and not finished before a launch
+  // blocks its host thread (CUDA's pending-launch queue; >= 1).
+  int launch_queue = 1024;
 };
 
 }  // namespace gosim::sim

@@ -29,12 +29,39 @@ const char* ReasonName(CriticalStep::Reason reason) {
 }
 
 std::string StepName(const CriticalStep& step, const graphs::Graph& graph) {
-  return step.kind == CriticalStep::Kind::kOp ? graph.node(step.id).name : TensorName(graph, step.id);
+  switch (step.kind) {
+    case CriticalStep::Kind::kOp:
+      return graph.node(step.id).name;
+    case CriticalStep::Kind::kTransfer:
+      return TensorName(graph, step.id);
+    case CriticalStep::Kind::kHost:
+      return step.id >= 0 ? graph.node(step.id).name : "(graph launch)";
+  }
+  return "?";
 }
 
 std::string StepWhere(const CriticalStep& step, const Cluster& cluster) {
-  return step.kind == CriticalStep::Kind::kOp ? cluster.device(step.where).name
-                                              : cluster.links()[step.where].name;
+  switch (step.kind) {
+    case CriticalStep::Kind::kOp:
+      return cluster.device(step.where).name;
+    case CriticalStep::Kind::kTransfer:
+      return cluster.links()[step.where].name;
+    case CriticalStep::Kind::kHost:
+      return HostThreadName(step.where);
+  }
+  return "?";
+}
+
+const char* StepKindName(CriticalStep::Kind kind) {
+  switch (kind) {
+    case CriticalStep::Kind::kOp:
+      return "op";
+    case CriticalStep::Kind::kTransfer:
+      return "transfer";
+    case CriticalStep::Kind::kHost:
+      return "host";
+  }
+  return "?";
 }
 
 json ChannelJson(const ChannelStats& s, const std::string& name) {
@@ -57,6 +84,16 @@ std::string Pad(std::string s, size_t width) {
 }
 
 }  // namespace
+
+std::string HostThreadName(int32_t thread) {
+  return "host" + std::to_string(thread);
+}
+
+std::string DescribeHostSetup(Execution execution, Processes processes) {
+  if (execution == Execution::kNone) return "host not modelled (execution none: GPU-side times only)";
+  return "host: execution " + std::string(ExecutionName(execution)) + ", " +
+         (processes == Processes::kOne ? "one process drives every device" : "one process per device");
+}
 
 std::string DescribeSplit(const ColocationSplit& split, const graphs::Graph& graph, const Cluster& cluster) {
   return "colocation group '" + graph.colocation_groups()[static_cast<size_t>(split.group)] +
@@ -89,6 +126,19 @@ std::string SimResultToJson(const SimResult& r, const graphs::Graph& graph, cons
   j["transfers"] = r.transfers;
   j["transferred_bytes"] = r.transferred_bytes;
   j["peak_memory"] = r.peak_memory();
+  j["cost_model"] = r.cost_model;
+  j["execution"] = std::string(ExecutionName(r.execution));
+  j["processes"] = std::string(ProcessesName(r.processes));
+  j["host_busy_s"] = r.host_busy;
+  json hosts = json::array();
+  for (size_t t = 0; t < r.host_threads.size(); ++t) {
+    const HostThreadStats& h = r.host_threads[t];
+    hosts.push_back(json{{"name", HostThreadName(static_cast<int32_t>(t))},
+                         {"process", h.process},
+                         {"busy_time", h.busy_time},
+                         {"utilization", h.utilization}});
+  }
+  j["host_threads"] = std::move(hosts);
   json devices = json::array();
   for (size_t d = 0; d < r.devices.size(); ++d) {
     const DeviceStats& s = r.devices[d];
@@ -97,6 +147,7 @@ std::string SimResultToJson(const SimResult& r, const graphs::Graph& graph, cons
                            {"peak_memory", s.peak_memory},
                            {"capacity", cluster.device(static_cast<int32_t>(d)).memory_capacity},
                            {"busy_time", s.busy_time},
+                           {"comm_busy_time", s.comm_busy_time},
                            {"utilization", s.utilization},
                            {"kernels", s.kernels}});
   }
@@ -141,7 +192,7 @@ std::string SimResultToJson(const SimResult& r, const graphs::Graph& graph, cons
   }
   json steps = json::array();
   for (const auto& s : r.critical_path.steps) {
-    steps.push_back(json{{"kind", s.kind == CriticalStep::Kind::kOp ? "op" : "transfer"},
+    steps.push_back(json{{"kind", StepKindName(s.kind)},
                          {"name", StepName(s, graph)},
                          {"where", StepWhere(s, cluster)},
                          {"reason", ReasonName(s.reason)},
@@ -151,6 +202,7 @@ std::string SimResultToJson(const SimResult& r, const graphs::Graph& graph, cons
   j["critical_path"] = json{{"length", r.critical_path.length},
                             {"compute_time", r.critical_path.compute_time},
                             {"transfer_time", r.critical_path.transfer_time},
+                            {"host_time", r.critical_path.host_time},
                             {"steps", std::move(steps)}};
   if (!r.ops.empty() || !r.transfer_hops.empty()) {
     json ops = json::array();
@@ -174,7 +226,15 @@ std::string SimResultToJson(const SimResult& r, const graphs::Graph& graph, cons
                           {"start", h.start},
                           {"end", h.end}});
     }
-    j["timeline"] = json{{"ops", std::move(ops)}, {"transfers", std::move(hops)}};
+    json host_ops = json::array();
+    for (const auto& h : r.host_ops) {
+      host_ops.push_back(json{{"node", h.node >= 0 ? json(graph.node(h.node).name) : json(nullptr)},
+                              {"thread", HostThreadName(h.thread)},
+                              {"start", h.start},
+                              {"end", h.end}});
+    }
+    j["timeline"] =
+        json{{"ops", std::move(ops)}, {"transfers", std::move(hops)}, {"host", std::move(host_ops)}};
   }
   return DumpJson(j, 1);
 }
@@ -190,7 +250,13 @@ std::string FormatSimResult(const SimResult& r, const graphs::Graph& graph, cons
                         : "  INFEASIBLE (stopped at out of memory)")
       << "\n";
   out << r.kernels << " kernels, " << r.transfers << " transfers ("
-      << FormatBytes(static_cast<double>(r.transferred_bytes)) << ")\n\n";
+      << FormatBytes(static_cast<double>(r.transferred_bytes)) << ")\n";
+  out << DescribeHostSetup(r.execution, r.processes);
+  if (r.execution != Execution::kNone) {
+    out << "; busiest host thread " << FormatSeconds(r.host_busy) << " ("
+        << Percent(r.step_time > 0.0 ? r.host_busy / r.step_time : 0.0) << " of the step)";
+  }
+  out << "\n\n";
   out << Pad("device", 14) << Pad("peak memory", 14) << Pad("capacity", 14) << Pad("busy", 14)
       << "utilization\n";
   for (size_t d = 0; d < r.devices.size(); ++d) {
@@ -216,13 +282,14 @@ std::string FormatSimResult(const SimResult& r, const graphs::Graph& graph, cons
   const CriticalPath& cp = r.critical_path;
   out << "\ncritical path " << FormatSeconds(cp.length) << ": " << cp.steps.size() << " steps, compute "
       << FormatSeconds(cp.compute_time) << ", transfers " << FormatSeconds(cp.transfer_time)
+      << (r.execution != Execution::kNone ? ", host " + FormatSeconds(cp.host_time) : std::string())
       << (cp.steps.size() > 10 ? "; the last 10:" : "") << "\n";
   const size_t shown = std::min<size_t>(cp.steps.size(), 10);
   for (size_t i = cp.steps.size() - shown; i < cp.steps.size(); ++i) {
     const CriticalStep& s = cp.steps[i];
     out << "  " << Pad(FormatSeconds(s.start), 12) << ".. " << Pad(FormatSeconds(s.end), 12)
-        << (s.kind == CriticalStep::Kind::kOp ? "op       " : "transfer ") << StepName(s, graph) << " on "
-        << StepWhere(s, cluster) << " (" << ReasonName(s.reason) << ")\n";
+        << Pad(StepKindName(s.kind), 9) << StepName(s, graph) << " on " << StepWhere(s, cluster) << " ("
+        << ReasonName(s.reason) << ")\n";
   }
   if (r.split) out << "\ninfeasible: " << DescribeSplit(*r.split, graph, cluster) << "\n";
   if (r.oom) {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "graphs/graph.h"
+#include "sim/options.h"
 
 namespace gosim::sim {
 
@@ -44,10 +45,26 @@ struct TransferRecord {
   double end = 0.0;
 };
 
+// One op dispatched by a host thread (execution eager, graph or captured).
+struct HostRecord {
+  graphs::NodeId node = -1;  // a task's node (a fused group's smallest); -1: a captured graph's launch
+  int32_t thread = -1;       // index into SimResult::host_threads
+  double start = 0.0;
+  double end = 0.0;
+};
+
+// A host thread: process p's threads are consecutive.
+struct HostThreadStats {
+  int32_t process = 0;
+  double busy_time = 0.0;    // seconds dispatching
+  double utilization = 0.0;  // busy_time / step_time
+};
+
 struct DeviceStats {
   int64_t persistent_memory = 0;  // weights and optimizer state placed here
   int64_t peak_memory = 0;        // persistent + live tensors, maximum over time
-  double busy_time = 0.0;         // time spent running kernels
+  double busy_time = 0.0;         // time spent running kernels (the compute stream)
+  double comm_busy_time = 0.0;    // time its communication stream ran collectives (nccl:*)
   double utilization = 0.0;       // busy_time / step_time (0 when step_time is 0)
   int32_t kernels = 0;
 };
@@ -90,14 +107,14 @@ struct ColocationSplit {
 
 // One link of the chain of events that determined the step time.
 struct CriticalStep {
-  enum class Kind : uint8_t { kOp, kTransfer };
+  enum class Kind : uint8_t { kOp, kTransfer, kHost };
   // Why this step started when it did: its last input arrived (kData), or it
   // waited for its device, link or shared resource to become free (kResource).
   enum class Reason : uint8_t { kStart, kData, kResource };
   Kind kind = Kind::kOp;
   Reason reason = Reason::kStart;
-  int32_t id = -1;     // node (kOp; a fused group's smallest node) or tensor (kTransfer)
-  int32_t where = -1;  // device (kOp) or link (kTransfer)
+  int32_t id = -1;     // node (kOp, kHost; a fused group's smallest node; kHost -1: a graph launch) or tensor
+  int32_t where = -1;  // device (kOp), link (kTransfer) or host thread (kHost)
   double start = 0.0;
   double end = 0.0;
 };
@@ -106,6 +123,7 @@ struct CriticalPath {
   double length = 0.0;              // end of the last step - start of the first
   double compute_time = 0.0;        // sum of kernel durations on the path
   double transfer_time = 0.0;       // sum of transfer-hop durations on the path
+  double host_time = 0.0;           // sum of host dispatch durations on the path
   std::vector<CriticalStep> steps;  // in time order
 };
 
@@ -121,14 +139,30 @@ struct SimResult {
   std::vector<ChannelStats> resources;
   std::optional<OomInfo> oom;
   std::optional<ColocationSplit> split;  // the first split colocation group (enforced only)
+  // The host (docs/SIMULATOR.md, "The host"): how the step was driven, and
+  // the busiest host thread's dispatch time (a lower bound of the step).
+  Execution execution = Execution::kNone;
+  Processes processes = Processes::kOne;
+  double host_busy = 0.0;
+  // What priced it: the cost model's description (CostModel::Describe), as
+  // the command line prints it.
+  std::string cost_model;
+  std::vector<HostThreadStats> host_threads;
   CriticalPath critical_path;
   // Filled when a timeline was requested; ops in start order, transfers in
   // hop start order.
   std::vector<OpRecord> ops;
   std::vector<TransferRecord> transfer_hops;
+  std::vector<HostRecord> host_ops;  // in start order
 
   int64_t peak_memory() const;  // maximum over devices
 };
+
+// "host3" for host thread 3.
+std::string HostThreadName(int32_t thread);
+// "host: execution eager, one process drives every device", or that the
+// host is not modelled.
+std::string DescribeHostSetup(Execution execution, Processes processes);
 
 // "producer:k" for output k of node `producer`.
 std::string TensorName(const graphs::Graph& graph, graphs::TensorId tensor);

@@ -14,6 +14,7 @@ using nlohmann::json;
 
 constexpr int kDevicesPid = 1;
 constexpr int kLinksPid = 2;
+constexpr int kHostPid = 3;
 constexpr double kMicros = 1e6;
 
 json Meta(const char* name, int pid, int tid, json args) {
@@ -43,6 +44,26 @@ std::string ChromeTraceJson(const SimResult& r, const graphs::Graph& graph, cons
     const int tid = static_cast<int>(l);
     events.push_back(Meta("thread_name", kLinksPid, tid, {{"name", cluster.links()[l].name}}));
     events.push_back(Meta("thread_sort_index", kLinksPid, tid, {{"sort_index", tid}}));
+  }
+  if (!r.host_threads.empty()) {
+    events.push_back(Meta("process_name", kHostPid, -1, {{"name", "host"}}));
+    events.push_back(Meta("process_sort_index", kHostPid, -1, {{"sort_index", -1}}));
+    for (size_t t = 0; t < r.host_threads.size(); ++t) {
+      const int tid = static_cast<int>(t);
+      events.push_back(Meta(
+          "thread_name", kHostPid, tid,
+          {{"name", HostThreadName(tid) + " (process " + std::to_string(r.host_threads[t].process) + ")"}}));
+      events.push_back(Meta("thread_sort_index", kHostPid, tid, {{"sort_index", tid}}));
+    }
+  }
+  for (const HostRecord& h : r.host_ops) {
+    events.push_back(json{{"ph", "X"},
+                          {"cat", "host"},
+                          {"name", h.node >= 0 ? graph.node(h.node).name : std::string("graph launch")},
+                          {"pid", kHostPid},
+                          {"tid", h.thread},
+                          {"ts", h.start * kMicros},
+                          {"dur", (h.end - h.start) * kMicros}});
   }
   for (const OpRecord& op : r.ops) {
     const graphs::Node& node = graph.node(op.node);
@@ -88,7 +109,11 @@ std::string ChromeTraceJson(const SimResult& r, const graphs::Graph& graph, cons
                {"graph", graph.name()},
                {"cluster", cluster.name()},
                {"step_time_s", r.step_time},
-               {"feasible", r.feasible}}}};
+               {"feasible", r.feasible},
+               {"cost_model", r.cost_model},
+               {"execution", std::string(ExecutionName(r.execution))},
+               {"processes", std::string(ProcessesName(r.processes))},
+               {"host_busy_s", r.host_busy}}}};
   return DumpJson(trace);
 }
 

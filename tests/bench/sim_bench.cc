@@ -113,6 +113,56 @@ Setup& GetSetup(const std::string& key) {
   return *slot;
 }
 
+// Roofline kernels with a host that dispatches every op in 10 us and a copy
+// in 20 us: what the engine's host adds (execution eager, graph) against
+// execution none on the same graphs, decisions and kernel times.
+class HostedRoofline : public CostModel {
+ public:
+  HostedRoofline() : roofline_(MakeCostModel("roofline")) {}
+  std::string name() const override { return "roofline_with_host"; }
+  double NodeTime(const graphs::Graph& g, graphs::NodeId v, const DeviceSpec& d) const override {
+    return roofline_->NodeTime(g, v, d);
+  }
+  double KernelTime(const graphs::Graph& g, const KernelWork& w, const DeviceSpec& d) const override {
+    return roofline_->KernelTime(g, w, d);
+  }
+  bool HostModelled(const DeviceSpec&) const override { return true; }
+  HostWork HostOf(const graphs::Graph&, graphs::NodeId, const DeviceSpec&) const override {
+    return {10e-6, false};
+  }
+  HostCosts HostCostsOf(const DeviceSpec&) const override {
+    HostCosts c;
+    c.copy = 20e-6;
+    c.graph_op = 10e-6;
+    c.graph_view = 5e-6;
+    c.launch_call = 10e-6;
+    return c;
+  }
+
+ private:
+  std::shared_ptr<const CostModel> roofline_;
+};
+
+// The same graphs and decisions as GetSetup, priced by HostedRoofline, under
+// `execution` (one process drives the 8 devices).
+Setup& GetHostSetup(const std::string& key, Execution execution) {
+  static std::map<std::pair<std::string, Execution>, std::unique_ptr<Setup>> cache;
+  auto& slot = cache[{key, execution}];
+  if (!slot) {
+    slot = std::make_unique<Setup>();
+    slot->graph = key == "gnmt" ? GnmtXl() : LayeredGraph(std::stoi(key), 1);
+    slot->cluster = LoadCluster("dgx1_v100");
+    SimOptions options;
+    options.track_memory = true;
+    options.stop_at_oom = false;
+    options.execution = execution;
+    slot->evaluator =
+        std::make_unique<Evaluator>(slot->graph, slot->cluster, std::make_shared<HostedRoofline>(), options);
+    slot->decisions = key == "gnmt" ? LayerDecisions(slot->graph, 16) : BlockDecisions(slot->graph, 16, 7);
+  }
+  return *slot;
+}
+
 void Report(benchmark::State& state, const Setup& s, int64_t evaluations, bool feasible) {
   state.counters["nodes"] = s.graph.num_nodes();
   state.counters["nodes/s"] =
@@ -131,6 +181,22 @@ void BM_Evaluate(benchmark::State& state, const std::string& key) {
   state.counters["step_ms"] = e.step_time * 1e3;
   state.counters["transfers"] = s.evaluator->Simulate(d).transfers;
   state.counters["edges"] = s.graph.num_edges();
+  Report(state, s, state.iterations(), e.feasible);
+}
+
+// One evaluation with and without the host (docs/BENCHMARKS.md, "The
+// host"): the none/eager pair runs in one process, so their ratio is what
+// the host costs.
+void BM_EvaluateHost(benchmark::State& state, const std::string& key, Execution execution) {
+  Setup& s = GetHostSetup(key, execution);
+  const Decision& d = s.decisions[0];
+  Evaluation e = s.evaluator->Evaluate(d);  // warm-up
+  for (auto _ : state) {
+    e = s.evaluator->Evaluate(d);
+    benchmark::DoNotOptimize(e);
+  }
+  state.counters["step_ms"] = e.step_time * 1e3;
+  state.counters["host_ms"] = e.host_busy * 1e3;
   Report(state, s, state.iterations(), e.feasible);
 }
 
@@ -251,6 +317,14 @@ BENCHMARK_CAPTURE(BM_Evaluate, layered1k, std::string("1000"))->Unit(benchmark::
 BENCHMARK_CAPTURE(BM_Evaluate, layered10k, std::string("10000"))->Unit(benchmark::kMicrosecond);
 BENCHMARK_CAPTURE(BM_Evaluate, layered80k, std::string("80000"))->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_Evaluate, gnmt, std::string("gnmt"))->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_EvaluateHost, layered80k_none, std::string("80000"), Execution::kNone)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_EvaluateHost, layered80k_eager, std::string("80000"), Execution::kEager)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_EvaluateHost, gnmt_none, std::string("gnmt"), Execution::kNone)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(BM_EvaluateHost, gnmt_eager, std::string("gnmt"), Execution::kEager)
+    ->Unit(benchmark::kMillisecond);
 // Batches of 16 decisions: nodes/s per wall-clock second (UseRealTime), and
 // per CPU second of the whole process (MeasureProcessCPUTime; equal figures
 // for 1 and 2 threads mean the workers add no overhead, whatever else runs).

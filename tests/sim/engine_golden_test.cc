@@ -489,7 +489,8 @@ TEST_CASE("golden: a calibrated copy fit replaces the link's latency and bandwid
   const DeviceProfile profile = ParseDeviceProfile(
       "format: gosim.device_profile\nversion: 1\ndevice_kind: test\nlaunch_overhead: 0\n"
       "default: {intercept: 0, per_flop: 1.0, per_byte: 0}\n"
-      "links: {memcpy_ptop: {latency: 0.25, bandwidth: 64}, memcpy_htod: {latency: 9, bandwidth: 1}}\n",
+      "links: {memcpy_ptop: {latency: 0.25, bandwidth: 64, samples: 20}, memcpy_htod: {latency: 9, "
+      "bandwidth: 1}}\n",
       "test.yaml");
   const Decision d = Place({0, 1});
   Evaluator calibrated(g, cluster,

@@ -43,8 +43,11 @@ TEST_CASE("event queue: pops by (time, insertion order) under random interleavin
           const double delay =
               rng.Bernoulli(0.1) ? -0.0 : static_cast<double>(rng.UniformInt(uint64_t{4})) * 0.5;
           const double time = now == 0.0 && std::signbit(delay) ? -0.0 : now + delay;
-          const EventKind kind = rng.Bernoulli(0.5) ? EventKind::kOpFinish : EventKind::kHopFinish;
-          const auto id = static_cast<int32_t>(rng.UniformInt(uint64_t{1} << 31));
+          const auto kinds = rng.UniformInt(uint64_t{3});
+          const EventKind kind = kinds == 0   ? EventKind::kOpFinish
+                                 : kinds == 1 ? EventKind::kHopFinish
+                                              : EventKind::kHostFinish;
+          const auto id = static_cast<int32_t>(rng.UniformInt(uint64_t{1} << 30));
           q.Push(time, kind, id);
           ref.push_back(Ref{time, seq++, kind, id});
         } else {

@@ -1,0 +1,48 @@
+#include "sim/options.h"
+
+namespace gosim::sim {
+
+std::string_view ExecutionName(Execution execution) {
+  switch (execution) {
+    case Execution::kAuto:
+      return "auto";
+    case Execution::kNone:
+      return "none";
+    case Execution::kEager:
+      return "eager";
+    case Execution::kGraph:
+      return "graph";
+    case Execution::kCaptured:
+      return "captured";
+  }
+  return "?";
+}
+
+std::string_view ProcessesName(Processes processes) {
+  switch (processes) {
+    case Processes::kAuto:
+      return "auto";
+    case Processes::kOne:
+      return "one";
+    case Processes::kPerDevice:
+      return "per_device";
+  }
+  return "?";
+}
+
+std::optional<Execution> ParseExecution(std::string_view text) {
+  for (const Execution e :
+       {Execution::kAuto, Execution::kNone, Execution::kEager, Execution::kGraph, Execution::kCaptured}) {
+    if (text == ExecutionName(e)) return e;
+  }
+  return std::nullopt;
+}
+
+std::optional<Processes> ParseProcesses(std::string_view text) {
+  for (const Processes p : {Processes::kAuto, Processes::kOne, Processes::kPerDevice}) {
+    if (text == ProcessesName(p)) return p;
+  }
+  return std::nullopt;
+}
+
+}  // namespace gosim::sim
