@@ -180,13 +180,15 @@ sim::DeviceProfile FitProfile(const TraceSamples& samples, const FitOptions& opt
   const std::set<int32_t> chosen(steps.begin(), steps.end());
   return FitProfileIf(
       samples, options, [&](const OpSample& s) { return chosen.empty() || chosen.count(s.step) > 0; },
-      [&](const TransferSample& t) { return chosen.empty() || chosen.count(t.step) > 0; }, step_numbers);
+      [&](const TransferSample& t) { return chosen.empty() || chosen.count(t.step) > 0; }, step_numbers,
+      [&](int32_t step) { return chosen.empty() || chosen.count(step) > 0; });
 }
 
 sim::DeviceProfile FitProfileIf(const TraceSamples& samples, const FitOptions& options,
                                 const std::function<bool(const OpSample&)>& use_op,
                                 const std::function<bool(const TransferSample&)>& use_transfer,
-                                const std::vector<int64_t>& step_numbers) {
+                                const std::vector<int64_t>& step_numbers,
+                                const std::function<bool(int32_t step)>& use_step) {
   std::map<std::string, std::vector<const OpSample*>> by_type;
   // Class fits per precision and kind of convolution: a 16-bit matmul's
   // samples ("aten::mm [bf16]") fit "matmul [bf16]", not "matmul"
@@ -243,6 +245,7 @@ sim::DeviceProfile FitProfileIf(const TraceSamples& samples, const FitOptions& o
     const Eigen::VectorXd x = options.method == FitMethod::kHuber ? SolveHuberNnls(a, b) : SolveNnls(a, b);
     profile.cpu = sim::CpuFit{x(0) / max_calls, x(1) / max_ops, x(2) / max_top, static_cast<int64_t>(rows)};
   }
+  profile.host = FitHost(samples.host, use_step);
   profile.fallback = FitKernelCost(all, options);
   for (const auto& [type, list] : by_type) profile.op_types[type] = FitKernelCost(list, options);
   // Traces of `gosim profile` say which graph op type each op ran for, with

@@ -57,11 +57,12 @@ sim::DeviceProfile FitProfile(const TraceSamples& samples, const FitOptions& opt
                               const std::vector<int64_t>& step_numbers = {});
 
 // The same for the op and transfer samples that `use_op` / `use_transfer`
-// accept.
+// accept, and the host table of the steps `use_step` accepts (all when null).
 sim::DeviceProfile FitProfileIf(const TraceSamples& samples, const FitOptions& options,
                                 const std::function<bool(const OpSample&)>& use_op,
                                 const std::function<bool(const TransferSample&)>& use_transfer,
-                                const std::vector<int64_t>& step_numbers = {});
+                                const std::vector<int64_t>& step_numbers = {},
+                                const std::function<bool(int32_t step)>& use_step = nullptr);
 
 // Predicted kernel time of an op (seconds, launch overhead excluded) and of
 // a transfer, as the simulator's calibrated cost model computes them. A

@@ -69,8 +69,16 @@ TracePrediction PredictTrace(const Trace& trace, const TraceSamples& samples,
   check.measured_gpu = true;
   check.cross_thread_gap = cross_thread_gap;
   std::vector<double> measured, predicted, replay, gpu_measured, gpu_predicted;
+  const std::string file = std::filesystem::path(trace.source).filename().string();
+  if (profile.source && profile.source["trace"]) {
+    for (const std::string& part : Split(profile.source["trace"].as<std::string>(""), '+')) {
+      if (part == file) out.in_sample = true;
+    }
+  }
   for (int32_t i = 0; i < static_cast<int32_t>(trace.steps.size()); ++i) {
     const StepGraph graph = BuildStepGraph(trace, samples, i, &profile, predict);
+    out.cross_thread_edges += static_cast<double>(graph.edges.cross_thread);
+    out.dropped_edges += static_cast<double>(graph.edges.dropped);
     const StepGraph measured_graph = BuildStepGraph(trace, samples, i, nullptr, check);
     StepPrediction s;
     s.step = graph.step_number;
@@ -92,14 +100,24 @@ TracePrediction PredictTrace(const Trace& trace, const TraceSamples& samples,
   out.measured_gpu_busy_s = MedianOf(gpu_measured);
   out.predicted_gpu_busy_s = MedianOf(gpu_predicted);
   std::map<std::string, OpTypeError> by_type;
+  double kernel_time = 0.0, unestimated_time = 0.0;
   for (const OpSample& s : samples.ops) {
     if (s.step < 0) continue;
+    out.kernels += s.kernels;
+    kernel_time += s.time;
+    if (s.has_shapes) out.kernels_with_shapes += s.kernels;
+    if (!s.has_shapes || (s.flops <= 0.0 && s.bytes <= 0.0)) unestimated_time += s.time;
     OpTypeError& e = by_type[s.type];
     e.measured_s += s.time;
     e.predicted_s += PredictSample(profile, s, scale);
     e.count += 1.0;
   }
   const double steps = static_cast<double>(trace.steps.size());
+  out.kernels /= steps;
+  out.kernels_with_shapes /= steps;
+  out.cross_thread_edges /= steps;
+  out.dropped_edges /= steps;
+  out.unestimated_share = kernel_time > 0.0 ? unestimated_time / kernel_time : 0.0;
   for (auto& [type, e] : by_type) {
     e.type = type;
     e.measured_s /= steps;
@@ -124,15 +142,23 @@ std::string PredictionJson(const TracePrediction& p) {
                                  {"measured_step_s", s.measured_step_s},
                                  {"predicted_gpu_busy_s", s.predicted_gpu_busy_s},
                                  {"measured_gpu_busy_s", s.measured_gpu_busy_s},
-                                 {"replay_step_s", s.replay_step_s}};
+                                 {"replay_step_s", s.replay_step_s},
+                                 {"sample", p.in_sample ? "in-sample" : "out-of-sample"},
+                                 {"kernels", p.kernels},
+                                 {"kernels_with_shapes", p.kernels_with_shapes},
+                                 {"unestimated_gpu_share", p.unestimated_share},
+                                 {"cross_thread_edges_from_measured_gaps", p.cross_thread_edges},
+                                 {"edges_dropped_by_measured_times", p.dropped_edges}};
     out += DumpJson(line) + "\n";
   }
   return out;
 }
 
 std::string FormatPrediction(const TracePrediction& p) {
-  std::string out =
-      "prediction of " + p.trace + " (" + p.device_kind + ") with a " + p.profile_kind + " profile";
+  std::string out = "prediction of " + p.trace + " (" + p.device_kind + ") with a " + p.profile_kind +
+                    " profile, " +
+                    (p.in_sample ? "in-sample (the profile was fitted on this trace)"
+                                 : "out-of-sample (the profile was not fitted on this trace)");
   if (p.device_kind != p.profile_kind) {
     char text[160];
     std::snprintf(text, sizeof(text),
@@ -141,7 +167,28 @@ std::string FormatPrediction(const TracePrediction& p) {
     out += text;
   }
   out += "\n";
-  char line[256];
+  char line[512];
+  std::snprintf(
+      line, sizeof(line),
+      "  inputs: %.0f kernels per step, %.0f (%.0f%%) launched by ops with input shapes; %.0f%% of the "
+      "kernel time has no FLOP/byte estimate\n",
+      p.kernels, p.kernels_with_shapes, p.kernels > 0.0 ? 100.0 * p.kernels_with_shapes / p.kernels : 0.0,
+      100.0 * p.unestimated_share);
+  out += line;
+  if (p.unestimated_share > kUnestimatedWarning) {
+    std::snprintf(line, sizeof(line),
+                  "  warning: %.0f%% of the measured kernel time (over %.0f%%) comes from ops without input "
+                  "shapes: the profile prices them by their type's median time, blind to their size; record "
+                  "with record_shapes=True\n",
+                  100.0 * p.unestimated_share, 100.0 * kUnestimatedWarning);
+    out += line;
+  }
+  std::snprintf(line, sizeof(line),
+                "  from the target's measured times: %.1f cross-thread waits per step (gaps >= the "
+                "cross-thread gap), %.1f inferred edges dropped as contradicting them; every duration from "
+                "the profile\n",
+                p.cross_thread_edges, p.dropped_edges);
+  out += line;
   std::snprintf(line, sizeof(line), "  %-8s %12s %12s %8s %12s %12s %12s %8s\n", "step", "measured",
                 "predicted", "error", "GPU meas.", "GPU pred.", "replay", "error");
   out += line;

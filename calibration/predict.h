@@ -63,6 +63,22 @@ struct TracePrediction {
   double predicted_gpu_busy_s = 0.0;
   // Per op type, largest |predicted - measured| first.
   std::vector<OpTypeError> by_type;
+  // What the prediction had to go on (per step, means over the steps).
+  double kernels = 0.0;              // GPU kernels joined to operators
+  double kernels_with_shapes = 0.0;  // of those, launched by an operator whose input shapes were recorded
+  // Share of the measured kernel time whose operators have no FLOP or byte
+  // estimate (no input shapes, or none that op_work.h reads): the profile
+  // prices those by their type's median time, blind to their size.
+  double unestimated_share = 0.0;
+  // Whether the profile was fitted on this very trace (its source names the
+  // file): then the prediction is in-sample.
+  bool in_sample = false;
+  // What the step graph still takes from the target's measured times
+  // (calibration/replay.h): cross-thread waits inferred where a thread's
+  // measured gap is >= the cross-thread gap, and inferred edges dropped
+  // because the measured times contradict them (per step, means).
+  double cross_thread_edges = 0.0;
+  double dropped_edges = 0.0;
 
   double error() const { return measured_step_s > 0.0 ? predicted_step_s / measured_step_s - 1.0 : 0.0; }
   double replay_error() const { return measured_step_s > 0.0 ? replay_step_s / measured_step_s - 1.0 : 0.0; }
@@ -74,6 +90,10 @@ struct TracePrediction {
 TracePrediction PredictTrace(const Trace& trace, const TraceSamples& samples,
                              const sim::DeviceProfile& profile, const DeviceScale& scale = {},
                              double cross_thread_gap = 200.0e-6);
+
+// Share of the measured GPU time above which the prediction warns that the
+// target's kernels lack FLOP/byte estimates.
+inline constexpr double kUnestimatedWarning = 0.2;
 
 // One line of JSON per step with the field names of StepPrediction (and
 // `trace`).

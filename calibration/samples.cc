@@ -29,8 +29,6 @@ std::string LinkNameOf(const Trace& trace, const GpuActivity& a) {
   return "";
 }
 
-namespace {
-
 // A runtime call that may block on the GPU: its CPU time is not dispatch.
 bool MayBlock(const std::string& name) {
   return name == "cudaDeviceSynchronize" || name == "cudaStreamSynchronize" ||
@@ -50,6 +48,8 @@ std::map<std::string, double> RuntimeCaps(const Trace& trace) {
   for (auto& [name, durations] : by_name) caps[name] = 3.0 * Median(durations) + 5.0e-6;
   return caps;
 }
+
+namespace {
 
 // The host side (TraceSamples::cpu_rows): per step and thread, the CPU time
 // of its non-blocking runtime calls since the previous call (or the step
@@ -261,6 +261,7 @@ TraceSamples ExtractSamples(const Trace& trace) {
   out.launch_samples = static_cast<int64_t>(latencies.size());
   out.kernel_gap = Median(queued_gaps);
   FitCpuSide(trace, &out);
+  out.host = ExtractHostSamples(trace);
   return out;
 }
 
@@ -315,6 +316,7 @@ TraceSamples MergeSamples(const std::vector<TraceSamples>& parts) {
     latency += p.launch_latency * static_cast<double>(p.launch_samples);
     gap += p.kernel_gap * static_cast<double>(p.launch_samples);
     out.cpu_rows.insert(out.cpu_rows.end(), p.cpu_rows.begin(), p.cpu_rows.end());
+    AppendHostSamples(p.host, &out.host);
     launches += static_cast<double>(p.launch_samples);
     out.launch_samples += p.launch_samples;
   }

@@ -10,9 +10,11 @@
 #define GOSIM_CALIBRATION_SAMPLES_H_
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
+#include "calibration/host_samples.h"
 #include "calibration/trace.h"
 #include "graphs/op_class.h"
 
@@ -84,6 +86,8 @@ struct TraceSamples {
     double top_ops = 0.0;  // of `ops`, those called from outside any operator (IsTopLevelOp)
   };
   std::vector<CpuRow> cpu_rows;
+  // The host table's samples (host_samples.h), per step.
+  HostSamples host;
 };
 
 // Extracts the samples of every op, memcpy and collective of `trace`.
@@ -104,6 +108,15 @@ void RequireKnownDeviceKind(const TraceSamples& samples, const std::string& opti
 // refer to no single trace and are cleared / -1. TraceError when the device
 // kinds differ.
 TraceSamples MergeSamples(const std::vector<TraceSamples>& parts);
+
+// A runtime call that may wait for the GPU (synchronizations, blocking
+// copies, cudaMalloc / cudaFree): its CPU time is not dispatch.
+bool MayBlock(const std::string& name);
+// Per runtime call name, the most of a call's duration that is the host's
+// own work: 3x the median duration of the name in the trace plus 5 us (a
+// launch takes ~5 us; once the GPU's launch queue is full, a launch blocks
+// for hundreds, which is the GPU's time).
+std::map<std::string, double> RuntimeCaps(const Trace& trace);
 
 // The transfer link name of an activity ("memcpy_htod", "nccl_allreduce"), or
 // "" when it is neither a memcpy nor a collective.
