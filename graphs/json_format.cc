@@ -358,7 +358,7 @@ class Reader {
       t.dtype = ParseDType(text);
       if (t.dtype == DType::kUnknown && text != DTypeName(DType::kUnknown)) {
         std::vector<std::string> names;
-        for (int k = 0; k <= static_cast<int>(DType::kBool); ++k) {
+        for (int k = 0; k <= static_cast<int>(kLastDType); ++k) {
           names.emplace_back(DTypeName(static_cast<DType>(k)));
         }
         Fail(Child(path, "dtype"), node, "unknown dtype '" + text + "'." + DidYouMean(text, names),
