@@ -76,12 +76,14 @@ int64_t SimResult::peak_memory() const {
   return peak;
 }
 
-std::string SimResultToJson(const SimResult& r, const graphs::Graph& graph, const Cluster& cluster) {
+std::string SimResultToJson(const SimResult& r, const graphs::Graph& graph, const Cluster& cluster,
+                            const std::string& cost_model) {
   json j;
   j["format"] = "gosim.sim_result";
   j["version"] = 1;
   j["graph"] = graph.name();
   j["cluster"] = cluster.name();
+  if (!cost_model.empty()) j["cost_model"] = cost_model;
   j["feasible"] = r.feasible;
   j["completed"] = r.completed;
   j["step_time"] = r.step_time;
