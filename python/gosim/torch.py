@@ -118,12 +118,17 @@ class ScopeTracker:
         self.progress = progress
 
     def attach(self):
+        from torch.fx.experimental import proxy_tensor
         from torch.utils._python_dispatch import _get_current_dispatch_mode_stack
-        modes = [m for m in _get_current_dispatch_mode_stack() if isinstance(m, self.mode_type)]
-        if not modes:
+        # PyTorch 2.x keeps the proxy mode apart from the user's modes (get_proxy_mode); 1.13 on the stack.
+        mode = getattr(proxy_tensor, "get_proxy_mode", lambda: None)()
+        if mode is None:
+            modes = [m for m in _get_current_dispatch_mode_stack() if isinstance(m, self.mode_type)]
+            mode = modes[-1] if modes else None
+        if mode is None:
             raise ExportError("gosim.torch.export: make_fx's proxy mode is not active; cannot label nodes "
                               f"(torch {self.torch.__version__})")
-        self.graph = modes[-1].tracer.graph
+        self.graph = mode.tracer.graph
         self.cursor = self.graph._root
 
     def flush(self, scope, colocation=""):
