@@ -160,7 +160,8 @@ std::string LooksLike(const Json& root) {
   if (has("node") && root["node"].is_array()) {
     return "a TensorFlow GraphDef as JSON; give a CostGraphDef .pbtxt, or export with python3 -m gosim.torch";
   }
-  if (has("class_name") && has("config")) return "a Keras model config; export the model with python3 -m gosim.torch";
+  if (has("class_name") && has("config"))
+    return "a Keras model config; export the model with python3 -m gosim.torch";
   if (has("architectures") || has("model_type")) {
     return "a Hugging Face model config; export the model with python3 -m gosim.torch or to ONNX";
   }

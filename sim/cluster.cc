@@ -27,8 +27,9 @@ double DeviceSpec::PeakFlops(graphs::DType dtype) const {
 
 double DeviceSpec::CeilingFlops(graphs::DType dtype) const {
   const double peak = PeakFlops(dtype);
-  return dtype == graphs::DType::kFloat32 || dtype == graphs::DType::kTFloat32 ? std::max(peak, peak_flops_tf32)
-                                                                              : peak;
+  return dtype == graphs::DType::kFloat32 || dtype == graphs::DType::kTFloat32
+             ? std::max(peak, peak_flops_tf32)
+             : peak;
 }
 
 int32_t Cluster::FindDevice(const std::string& name) const {

@@ -136,8 +136,8 @@ class CalibratedCostModel : public CostModel {
   // (DeviceProfile::HasPrecision): roofline prices them (at the dtype's
   // peak, DeviceSpec::PeakFlops), or (fallback: error) they are refused.
   // `example` gets the first's name.
-  int64_t PrecisionMisses(const graphs::Graph& graph, const DeviceSpec& device, std::string* example = nullptr,
-                          bool tf32 = false) const;
+  int64_t PrecisionMisses(const graphs::Graph& graph, const DeviceSpec& device,
+                          std::string* example = nullptr, bool tf32 = false) const;
   // The fit an update node takes as a share of a multi-tensor call
   // (CalibratedOptions::multi_tensor_updates) and the parameters it is
   // shared over; {nullptr, 0} for every other node.

@@ -236,11 +236,12 @@ DeviceProfile ParseDeviceProfile(const std::string& yaml_text, const std::string
     base.resize(base.size() - graphs::ConvKindSuffix(kind).size());
     const std::optional<graphs::OpClass> c = graphs::ParseOpClass(base);
     if (!c) {
-      throw ConfigError("unknown op class '" + base + "'." + DidYouMean(base, class_names),
-                        YamlLocation(m.node(), source, m.path()),
-                        "op classes: " + Join(class_names, ", ") +
-                            ", each optionally with [bf16], [fp16] or [tf32]; conv and conv_backward also with "
-                            "(depthwise) or (grouped) before it");
+      throw ConfigError(
+          "unknown op class '" + base + "'." + DidYouMean(base, class_names),
+          YamlLocation(m.node(), source, m.path()),
+          "op classes: " + Join(class_names, ", ") +
+              ", each optionally with [bf16], [fp16] or [tf32]; conv and conv_backward also with "
+              "(depthwise) or (grouped) before it");
     }
     if (!tag.empty() && tag != "bf16" && tag != "fp16" && tag != "tf32") {
       throw ConfigError("unknown precision '[" + std::string(tag) + "]' of op class '" + base + "'",

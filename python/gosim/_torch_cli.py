@@ -159,8 +159,8 @@ def main(argv=None):
     parser.add_argument("--out", help="output file (.json or .json.gz)")
     parser.add_argument("--name", help="graph name (default: the output file's base name)")
     parser.add_argument("--optimizer", choices=("none", "sgd", "sgd_nesterov", "adam", "adamw"),
-                        help="none (a training step without an update), SGD with momentum 0.9 (the CNNs' default; sgd_nesterov with "
-                             "Nesterov momentum), Adam (the transformer's) or AdamW")
+                        help="none (a training step without an update), SGD with momentum 0.9 (the CNNs' default; "
+                             "sgd_nesterov with Nesterov momentum), Adam (the transformer's) or AdamW")
     parser.add_argument("--lr", type=float, help="learning rate (default: 0.1 SGD, 1e-4 Adam, 1e-3 AdamW)")
     parser.add_argument("--weight-decay", type=float,
                         help="weight decay (default: 1e-4 SGD, 0 Adam, 1e-2 AdamW, decoupled)")

@@ -114,7 +114,8 @@ void BindRun(py::module_& m) {
             sim::SaveDecision(path, r.best, *r.graph, *r.cluster);
           },
           py::arg("path"),
-          "Writes the best decision, all of its parts (placement, priorities, fusion, transfer priorities), as "
+          "Writes the best decision, all of its parts (placement, priorities, fusion, transfer priorities), "
+          "as "
           "a decision JSON file that `gosim simulate --decision` and Simulator.load_decision read.")
       .def_readonly("cost_model", &OptimizeResult::cost_model,
                     "the cost model the agent's simulator used (Simulator.cost_model_used)")

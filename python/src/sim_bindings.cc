@@ -164,9 +164,10 @@ oom_live_tensors).)")
       .def_property_readonly("cluster", &Simulator::cluster)
       .def_property_readonly("cost_model", &Simulator::cost_model_name,
                              "the cost model's name as given (\"auto\", \"roofline\", ...)")
-      .def_property_readonly("cost_model_used", &Simulator::cost_model_used,
-                             "what the cost model uses for this graph and cluster, as the command line prints it "
-                             "(e.g. \"auto (H100: calibrated (configs/calibrated/h100.yaml))\")")
+      .def_property_readonly(
+          "cost_model_used", &Simulator::cost_model_used,
+          "what the cost model uses for this graph and cluster, as the command line prints it "
+          "(e.g. \"auto (H100: calibrated (configs/calibrated/h100.yaml))\")")
       .def_property_readonly("num_nodes", [](const Simulator& s) { return s.graph()->num_nodes(); })
       .def_property_readonly("num_devices", [](const Simulator& s) { return s.cluster()->num_devices(); })
       .def_property_readonly(
@@ -262,7 +263,8 @@ oom_live_tensors).)")
             {
               py::gil_scoped_release release;
               const sim::SimResult r = s.evaluator().Simulate(d, timeline || !trace.empty());
-              if (!trace.empty()) sim::WriteChromeTrace(trace, r, *s.graph(), *s.cluster(), s.cost_model_used());
+              if (!trace.empty())
+                sim::WriteChromeTrace(trace, r, *s.graph(), *s.cluster(), s.cost_model_used());
               if (!trace.empty() && !timeline) {
                 sim::SimResult summary = r;
                 summary.ops.clear();
@@ -306,8 +308,8 @@ oom_live_tensors).)")
           "absent).")
       .def(
           "save_decision",
-          [](const Simulator& s, const std::string& path, const py::object& decision, const py::handle& priority,
-             const py::handle& fusion, const py::handle& transfer_priority) {
+          [](const Simulator& s, const std::string& path, const py::object& decision,
+             const py::handle& priority, const py::handle& fusion, const py::handle& transfer_priority) {
             sim::Decision d;
             // An OptimizeResult, or a dict of the parts (OptimizeResult.decision(),
             // load_decision()): every part it has is written, none dropped.
@@ -316,7 +318,8 @@ oom_live_tensors).)")
                                    : decision;
             if (py::isinstance<py::dict>(parts)) {
               if (!priority.is_none() || !fusion.is_none() || !transfer_priority.is_none())
-                throw DecisionError("save_decision: give a decision (an OptimizeResult or a dict) or arrays, not both");
+                throw DecisionError(
+                    "save_decision: give a decision (an OptimizeResult or a dict) or arrays, not both");
               const py::dict dict = parts;
               for (const auto& [key, value] : dict) {
                 const std::string k = py::cast<std::string>(key);
@@ -324,7 +327,8 @@ oom_live_tensors).)")
                   throw DecisionError("save_decision: unknown decision part '" + k + "'", {},
                                       "the parts are devices, priority, fusion and transfer_priority");
               }
-              if (!dict.contains("devices")) throw DecisionError("save_decision: the decision has no 'devices'");
+              if (!dict.contains("devices"))
+                throw DecisionError("save_decision: the decision has no 'devices'");
               const auto part = [&dict](const char* key) -> py::handle {
                 return dict.contains(key) ? py::handle(dict[key]) : py::handle(py::none());
               };
@@ -335,8 +339,8 @@ oom_live_tensors).)")
             sim::ValidateDecision(d, *s.graph(), *s.cluster());
             sim::SaveDecision(path, d, *s.graph(), *s.cluster());
           },
-          py::arg("path"), py::arg("decision"), py::arg("priority") = py::none(), py::arg("fusion") = py::none(),
-          py::arg("transfer_priority") = py::none(),
+          py::arg("path"), py::arg("decision"), py::arg("priority") = py::none(),
+          py::arg("fusion") = py::none(), py::arg("transfer_priority") = py::none(),
           "Writes a decision JSON file (docs/FORMATS.md) that `gosim simulate --decision` reads: an "
           "OptimizeResult or a dict of parts (all of its parts), or a device array with the optional parts.");
 }

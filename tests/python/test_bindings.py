@@ -293,8 +293,8 @@ def test_simulator_takes_names_and_paths(simulator, graph, tmp_path):
     by_path = gosim.Simulator(tmp_path / "g.json", cluster_file)  # pathlib.Path works too
     assert by_path.evaluate(devices).step_time_s == expected
     assert gosim.load_graph(tmp_path / "g.json").num_nodes == graph.num_nodes
-    with pytest.raises(gosim.ConfigError, match=r"^graph must be a gosim.Graph, a graph file or gen:NAME\[:k=v,\.\.\.\], "
-                                                r"not int$"):
+    with pytest.raises(gosim.ConfigError,
+                       match=r"^graph must be a gosim.Graph, a graph file or gen:NAME\[:k=v,\.\.\.\], not int$"):
         gosim.Simulator(3, CLUSTER)
     with pytest.raises(gosim.ConfigError, match=r"^cluster must be a gosim.Cluster, a preset name or a cluster YAML "
                                                 r"file, not NoneType$"):

@@ -141,7 +141,8 @@ def test_bad_export_arguments():
     with pytest.raises(gosim.ConfigError, match=r"optimizer 'lion' is not supported \(give None, 'sgd'"):
         gosim.torch.export(model, tokens, loss_fn=lambda o: o.sum(), optimizer="lion")
     with pytest.raises(gosim.ConfigError, match=r"nesterov=True needs momentum > 0"):
-        gosim.torch.export(model, tokens, loss_fn=lambda o: o.sum(), optimizer={"kind": "sgd", "nesterov": True, "momentum": 0})
+        gosim.torch.export(model, tokens, loss_fn=lambda o: o.sum(),
+                           optimizer={"kind": "sgd", "nesterov": True, "momentum": 0})
     with pytest.raises(gosim.ConfigError, match=r"tf32='yes' must be True, False or None"):
         gosim.torch.export(model, tokens, tf32="yes")
 

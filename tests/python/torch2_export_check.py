@@ -140,8 +140,9 @@ def _gpt(out, name, device, sdpa, tf32):
     opt = torch.optim.AdamW(model.parameters(), lr=3e-4, weight_decay=0.1)
     ids = torch.randint(0, vocab, (batch, seq), device=device)
     start = time.time()
-    g = gt.export_json(model, ids, loss_fn=gpt_loss(vocab), targets=torch.randint(0, vocab, (batch, seq), device=device),
-                       optimizer=opt, tf32=tf32, progress=False, name=name)
+    targets = torch.randint(0, vocab, (batch, seq), device=device)
+    g = gt.export_json(model, ids, loss_fn=gpt_loss(vocab), targets=targets, optimizer=opt, tf32=tf32, progress=False,
+                       name=name)
     seconds = time.time() - start
     gt.save(g, os.path.join(out, f"{name}.json.gz"))
     meta = g["metadata"]
@@ -215,8 +216,8 @@ def check_data_dependent_control_flow(out):
     except gosim.ExportError as e:
         text = str(e)
         expect("\n" not in text, "a one-line message")
-        expect("module '0' (Gate)" in text and "aten::_local_scalar_dense" in text and "torch2_export_check.py:" in text,
-               f"message {text!r}")
+        expect("module '0' (Gate)" in text and "aten::_local_scalar_dense" in text
+               and "torch2_export_check.py:" in text, f"message {text!r}")
         return {"message": text}
     raise AssertionError("no gosim.ExportError")
 
@@ -280,7 +281,8 @@ def check_resnet18_sgd(out):
     g = gt.export_json(model, torch.randn(2, 3, 64, 64), loss_fn=F.cross_entropy,
                        targets=torch.randint(0, 1000, (2,)), optimizer="sgd", progress=False)
     gt.save(g, os.path.join(out, "resnet18_sgd.json.gz"))
-    expect(g["metadata"]["ops_without_flop_rule"] == {}, f"ops without a FLOP rule {g['metadata']['ops_without_flop_rule']}")
+    missing = g["metadata"]["ops_without_flop_rule"]
+    expect(missing == {}, f"ops without a FLOP rule {missing}")
     conv1 = [n for n in g["nodes"] if n["op"] == "aten::convolution" and n.get("scope") == "conv1"]
     expect(len(conv1) == 1 and conv1[0]["flops"] == 2.0 * 2 * 64 * 32 * 32 * 3 * 7 * 7, f"conv1 {conv1}")
     params = sum(p.numel() for p in model.parameters()) * F32
@@ -303,7 +305,8 @@ def check_mobilenet_v3_inference(out):
     norms = [n for n in g["nodes"] if "batch_norm" in n["op"]]
     expect(norms and all(n["flops"] == 2 * math.prod(n["outputs"][0]["shape"]) for n in norms),
            f"inference batch norms: {sorted({n['op'] for n in norms})}")
-    expect(g["metadata"]["ops_without_flop_rule"] == {}, f"ops without a FLOP rule {g['metadata']['ops_without_flop_rule']}")
+    missing = g["metadata"]["ops_without_flop_rule"]
+    expect(missing == {}, f"ops without a FLOP rule {missing}")
     return {"nodes": len(g["nodes"]), "norm_ops": sorted({n["op"] for n in norms})}
 
 

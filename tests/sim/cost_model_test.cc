@@ -444,7 +444,8 @@ TEST_CASE("TF32 products: the TF32 peak in roofline, a profile's [tf32] fits, el
     CHECK(model.NodeTime(g, N(g, "mmtf"), a100) == launch + 0.25);
     CHECK(model.NodeTime(g, N(g, "mm32"), a100) == launch + std::ldexp(1.0, -17) + 1.0);
     CHECK(model.PrecisionMisses(g, a100, nullptr, true) == 0);
-    CHECK(ParseDeviceProfile(DeviceProfileToYaml(p), "back.yaml").op_class_precisions == p.op_class_precisions);
+    CHECK(ParseDeviceProfile(DeviceProfileToYaml(p), "back.yaml").op_class_precisions ==
+          p.op_class_precisions);
   }
   // Without [tf32] fits, auto prices the product by roofline at the TF32
   // peak (never by the fp32 fit, which is 4x slower here) and says so.
