@@ -13,13 +13,14 @@ GOSIM := $(BUILD_DIR)/bin/gosim
 # libopenblas0-serial: LibTorch's CPU BLAS (Debian's default reference BLAS is several times slower).
 # python3-pandas, python3-matplotlib, python3-yaml: the analysis scripts (analysis/), which make test runs.
 # pybind11-dev, python3-pybind11, python3-numpy, python3-pytest: the Python module (python/) and its tests.
+# python3-venv, python3-pip: `pip install .` into a virtual environment (make test's python_install).
 DEBIAN_PACKAGES := build-essential cmake pkg-config libtorch-dev libboost-graph-dev \
   libeigen3-dev libtbb-dev libyaml-cpp-dev libbenchmark-dev doctest-dev nlohmann-json3-dev \
   libcli11-dev zlib1g-dev libopenmpi-dev openmpi-bin libmetis-dev libscotch-dev \
   coinor-libcbc-dev libonnx-dev libprotobuf-dev protobuf-compiler libopenblas0-serial \
   python3-pandas python3-matplotlib python3-yaml pybind11-dev python3-pybind11 python3-numpy \
-  python3-pytest
-# Exporting real models (gosim.torch, graphs/export/) and its tests, which make test runs.
+  python3-pytest python3-venv python3-pip
+# Exporting real models (gosim.torch, python3 -m gosim.torch) and its tests, which make test runs.
 PYTHON_PACKAGES := python3-torch python3-torchvision
 
 .PHONY: all deps deps-python configure build run test bench sanitize format clean

@@ -95,10 +95,23 @@ void EnsureRegistered(const std::string& name) {
   LoadTorchPlugin();
 }
 
+// Throws the registry's unknown-name error, but listing AgentNames(): the
+// learned agents too, whether or not the plugin is loaded yet.
+void CheckKnown(const std::string& name, const Location& where) {
+  {
+    std::shared_lock lock(RegistryMutex());
+    if (MutableRegistry().Contains(name)) return;
+  }
+  const std::vector<std::string> names = AgentNames();
+  throw ConfigError("unknown agent '" + name + "'." + DidYouMean(name, names), where,
+                    "valid values are: " + Join(names, ", "));
+}
+
 }  // namespace
 
 std::unique_ptr<Agent> MakeAgent(const std::string& name, YamlMap& options) {
   EnsureRegistered(name);
+  CheckKnown(name, options.Where());
   AgentFactory factory;
   {
     std::shared_lock lock(RegistryMutex());
@@ -128,6 +141,7 @@ void RegisterAgent(const std::string& name, AgentFactory factory, std::string de
 
 std::string AgentDescription(const std::string& name) {
   EnsureRegistered(name);
+  CheckKnown(name, {});
   std::shared_lock lock(RegistryMutex());
   return MutableRegistry().Description(name);
 }

@@ -13,10 +13,12 @@ endif()
 # the program, the LibTorch plugin and the Python module all use one copy of
 # each module (one agent registry, one cost-model registry), and so that
 # programs that never touch LibTorch never load it. Libraries go to
-# build/lib.
+# build/lib; the global property GOSIM_MODULES lists them (the Python
+# package installs them, python/CMakeLists.txt).
 function(gosim_module name)
   cmake_parse_arguments(ARG "" "" "SOURCES;DEPS" ${ARGN})
   add_library(gosim_${name} SHARED ${ARG_SOURCES})
+  set_property(GLOBAL APPEND PROPERTY GOSIM_MODULES gosim_${name})
   set_target_properties(gosim_${name} PROPERTIES LIBRARY_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/lib)
   add_library(gosim::${name} ALIAS gosim_${name})
   target_include_directories(gosim_${name} PUBLIC ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR})

@@ -105,7 +105,7 @@ int Optimize(const OptimizeArgs& args) {
               FormatBytes(baseline.peak_memory).c_str(),
               baseline.feasible ? "" : " (infeasible: out of memory)");
   if (!args.trace.empty()) {
-    sim::WriteChromeTrace(args.trace, result, graph, cluster);
+    sim::WriteChromeTrace(args.trace, result, graph, cluster, cost_model->Describe(graph, cluster));
     std::printf("timeline written to %s (open it in https://ui.perfetto.dev)\n", args.trace.c_str());
   }
   if (!solved.final.feasible) {

@@ -85,16 +85,17 @@ int Simulate(const SimulateArgs& args) {
 
   const sim::Evaluator evaluator(graph, cluster, cost_model, options);
   const sim::SimResult result = evaluator.Simulate(decision, !args.trace.empty());
-  if (!args.trace.empty()) sim::WriteChromeTrace(args.trace, result, graph, cluster);
+  const std::string described = cost_model->Describe(graph, cluster);
+  if (!args.trace.empty()) sim::WriteChromeTrace(args.trace, result, graph, cluster, described);
 
   if (args.json) {
-    std::printf("%s\n", sim::SimResultToJson(result, graph, cluster).c_str());
+    std::printf("%s\n", sim::SimResultToJson(result, graph, cluster, described).c_str());
     return 0;
   }
   std::printf(
       "graph %s: %d nodes, %d edges; cluster %s: %d devices; cost model %s; decision %s\n",
       graph.name().c_str(), graph.num_nodes(), graph.num_edges(), cluster.name().c_str(),
-      cluster.num_devices(), cost_model->Describe(graph, cluster).c_str(),
+      cluster.num_devices(), described.c_str(),
       decision_text.empty() ? ("everything on " + cluster.device(0).name).c_str() : decision_text.c_str());
   std::printf("%s", sim::FormatSimResult(result, graph, cluster).c_str());
   if (!args.trace.empty()) {

@@ -86,14 +86,15 @@ graphs::OnnxShapes ParseShapeArguments(const std::vector<std::string>& dims,
   return shapes;
 }
 
-GraphEntry ParseGraphArgument(const std::string& given, const graphs::OnnxShapes& shapes) {
+GraphEntry ParseGraphArgument(const std::string& given, const graphs::OnnxShapes& shapes,
+                              const std::string& argument) {
   // One inline suite entry, so that names, paths and specs follow the suite rules.
   YAML::Node entry(YAML::NodeType::Map);
   const std::string text = StartsWith(given, "gen:") ? given : ResolveDataPath(given);
   if (StartsWith(text, "gen:")) {
     if (!shapes.empty()) {
       throw ConfigError("--dim and --input-shape apply to ONNX files, not to generated graphs",
-                        Location{"--graph"},
+                        Location{argument},
                         "set a generator's sizes in its parameters, e.g. gen:resnet:batch=32");
     }
     auto [name, params] = graphs::ParseGeneratorSpec(text.substr(4));
@@ -101,17 +102,17 @@ GraphEntry ParseGraphArgument(const std::string& given, const graphs::OnnxShapes
     if (params && !params.IsNull()) entry["params"] = params;
   } else {
     if (!std::filesystem::is_regular_file(text)) {
-      throw ConfigError("no graph file '" + given + "'", Location{"--graph"},
+      throw ConfigError("no graph file '" + given + "'", Location{argument},
                         "give a graph file (.json, .json.gz, .pbtxt, .onnx) or gen:NAME[:k=v,...]");
     }
     entry["file"] = text;
   }
   YAML::Node list(YAML::NodeType::Sequence);
   list.push_back(entry);
-  std::vector<GraphEntry> entries = WrapAll(graphs::ParseSuiteEntries(list, "--graph", "graph", "."));
+  std::vector<GraphEntry> entries = WrapAll(graphs::ParseSuiteEntries(list, argument, "graph", "."));
   if (entries.size() != 1) {
     throw ConfigError("'" + text + "' names " + std::to_string(entries.size()) + " graphs",
-                      Location{"--graph"}, "give exactly one graph");
+                      Location{argument}, "give exactly one graph");
   }
   GraphEntry out = std::move(entries.front());
   if (!shapes.empty()) {

@@ -45,8 +45,10 @@ graphs::OnnxShapes ParseShapeArguments(const std::vector<std::string>& dims,
 
 // `gen:NAME[:k=v,...]` or a graph file path (the syntax of `gosim graphs`),
 // found like every file argument (core/data_path.h). `shapes` apply to an
-// ONNX file; with a generator they are an error.
-GraphEntry ParseGraphArgument(const std::string& text, const graphs::OnnxShapes& shapes = {});
+// ONNX file; with a generator they are an error. Errors are located at
+// `argument`: the command line's option, or the Python API's parameter.
+GraphEntry ParseGraphArgument(const std::string& text, const graphs::OnnxShapes& shapes = {},
+                              const std::string& argument = "--graph");
 
 // Builds (generates or loads) the graph of `entry`.
 graphs::Graph MaterializeGraph(const GraphEntry& entry);

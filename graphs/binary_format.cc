@@ -249,7 +249,7 @@ Graph ReadGraphBinary(std::string_view data, const std::string& source) {
     for (TensorInfo& t : s.outputs) {
       t.bytes = in.Get<int64_t>("an output");
       const uint8_t dtype = in.Get<uint8_t>("an output");
-      if (dtype > static_cast<uint8_t>(DType::kBool))
+      if (dtype > static_cast<uint8_t>(kLastDType))
         in.Fail(in.at() - 1, "unknown dtype " + std::to_string(dtype));
       t.dtype = static_cast<DType>(dtype);
       t.shape.resize(in.Count("a shape's rank", 8));

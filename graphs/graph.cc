@@ -13,13 +13,13 @@ struct DTypeEntry {
   int size;
 };
 
-constexpr std::array<DTypeEntry, 11> kDTypes{{
+constexpr std::array<DTypeEntry, 12> kDTypes{{
     {DType::kUnknown, "unknown", 0},   {DType::kFloat32, "float32", 4},
     {DType::kFloat16, "float16", 2},   {DType::kBFloat16, "bfloat16", 2},
     {DType::kFloat64, "float64", 8},   {DType::kInt64, "int64", 8},
     {DType::kInt32, "int32", 4},       {DType::kInt16, "int16", 2},
     {DType::kInt8, "int8", 1},         {DType::kUInt8, "uint8", 1},
-    {DType::kBool, "bool", 1},
+    {DType::kBool, "bool", 1},         {DType::kTFloat32, "tfloat32", 4},
 }};
 
 }  // namespace
@@ -38,6 +38,7 @@ DType ParseDType(std::string_view text) {
   if (t == "float" || t == "f32" || t == "fp32") return DType::kFloat32;
   if (t == "half" || t == "f16" || t == "fp16") return DType::kFloat16;
   if (t == "bf16") return DType::kBFloat16;
+  if (t == "tf32") return DType::kTFloat32;
   if (t == "double" || t == "f64" || t == "fp64") return DType::kFloat64;
   if (t == "long" || t == "i64") return DType::kInt64;
   if (t == "int" || t == "i32") return DType::kInt32;

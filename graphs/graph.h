@@ -40,9 +40,16 @@ enum class DType : uint8_t {
   kInt8,
   kUInt8,
   kBool,
+  // A float32 tensor computed on TF32 tensor cores (a matrix product that
+  // PyTorch runs with allow_tf32): stored as float32, priced at the TF32
+  // peak (DeviceSpec::PeakFlops) or with a profile's "[tf32]" fits. Last, so
+  // that the numbers of the other dtypes (the binary format's) stay.
+  kTFloat32,
 };
-// "float32", "float16", ...; ParseDType accepts those and common aliases
-// ("f32", "float", "half", "torch.float32"); unknown text gives kUnknown.
+inline constexpr DType kLastDType = DType::kTFloat32;
+// "float32", "float16", ..., "tfloat32"; ParseDType accepts those and common
+// aliases ("f32", "float", "half", "tf32", "torch.float32"); unknown text
+// gives kUnknown.
 std::string_view DTypeName(DType dtype);
 DType ParseDType(std::string_view text);
 // Bytes per element (0 for kUnknown).

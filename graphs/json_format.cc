@@ -158,11 +158,12 @@ std::string LooksLike(const Json& root) {
   if (has("ir_version") || has("opset_import"))
     return "an ONNX model written as JSON; give the binary .onnx file";
   if (has("node") && root["node"].is_array()) {
-    return "a TensorFlow GraphDef as JSON; give a CostGraphDef .pbtxt, or export with graphs/export/";
+    return "a TensorFlow GraphDef as JSON; give a CostGraphDef .pbtxt, or export with python3 -m gosim.torch";
   }
-  if (has("class_name") && has("config")) return "a Keras model config; export the model with graphs/export/";
+  if (has("class_name") && has("config"))
+    return "a Keras model config; export the model with python3 -m gosim.torch";
   if (has("architectures") || has("model_type")) {
-    return "a Hugging Face model config; export the model with graphs/export/ or to ONNX";
+    return "a Hugging Face model config; export the model with python3 -m gosim.torch or to ONNX";
   }
   if (has("nodes") && (has("links") || has("edges")) && !has("format")) {
     return "a node-link graph (NetworkX style); convert it to gosim's graph JSON (docs/FORMATS.md)";
@@ -358,7 +359,7 @@ class Reader {
       t.dtype = ParseDType(text);
       if (t.dtype == DType::kUnknown && text != DTypeName(DType::kUnknown)) {
         std::vector<std::string> names;
-        for (int k = 0; k <= static_cast<int>(DType::kBool); ++k) {
+        for (int k = 0; k <= static_cast<int>(kLastDType); ++k) {
           names.emplace_back(DTypeName(static_cast<DType>(k)));
         }
         Fail(Child(path, "dtype"), node, "unknown dtype '" + text + "'." + DidYouMean(text, names),

@@ -18,6 +18,8 @@ double DeviceSpec::PeakFlops(graphs::DType dtype) const {
       return peak_flops_fp16 > 0.0 ? peak_flops_fp16 : peak_flops_fp32;
     case graphs::DType::kFloat64:
       return peak_flops_fp64 > 0.0 ? peak_flops_fp64 : peak_flops_fp32;
+    case graphs::DType::kTFloat32:
+      return peak_flops_tf32 > 0.0 ? peak_flops_tf32 : peak_flops_fp32;
     default:
       return peak_flops_fp32;
   }
@@ -25,7 +27,9 @@ double DeviceSpec::PeakFlops(graphs::DType dtype) const {
 
 double DeviceSpec::CeilingFlops(graphs::DType dtype) const {
   const double peak = PeakFlops(dtype);
-  return dtype == graphs::DType::kFloat32 ? std::max(peak, peak_flops_tf32) : peak;
+  return dtype == graphs::DType::kFloat32 || dtype == graphs::DType::kTFloat32
+             ? std::max(peak, peak_flops_tf32)
+             : peak;
 }
 
 int32_t Cluster::FindDevice(const std::string& name) const {

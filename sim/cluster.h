@@ -32,13 +32,16 @@ struct DeviceSpec {
   double launch_overhead = 0.0;   // seconds per kernel
   double peak_flops_fp64 = 0.0;   // FLOP/s; 0 = same as fp32
   // FLOP/s of fp32 matrix work on tensor cores (TF32, Ampere and later;
-  // cuDNN convolutions use it by default); 0 = none. Only CeilingFlops
-  // reads it: the roofline keeps pricing fp32 ops at peak_flops_fp32.
+  // cuDNN convolutions use it by default); 0 = none. PeakFlops gives it to
+  // tfloat32 nodes (matrix products exported with tf32) and CeilingFlops to
+  // every fp32 node: the roofline keeps pricing float32 ops at
+  // peak_flops_fp32.
   double peak_flops_tf32 = 0.0;
 
   // Peak FLOP/s for ops whose output has `dtype`: fp16 for float16 and
-  // bfloat16, fp64 for float64 (each falling back to fp32 when 0), fp32 for
-  // every other dtype (integer ALUs run at about the fp32 rate).
+  // bfloat16, fp64 for float64, TF32 for tfloat32 (each falling back to
+  // fp32 when 0), fp32 for every other dtype (integer ALUs run at about the
+  // fp32 rate).
   double PeakFlops(graphs::DType dtype) const;
   // The fastest any kernel on `dtype` can compute: PeakFlops, or for
   // float32 the TF32 peak where it is higher (an H200's fp32 convolutions

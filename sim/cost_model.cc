@@ -558,13 +558,14 @@ double CalibratedCostModel::Time(const graphs::Graph& graph, std::string_view op
 }
 
 int64_t CalibratedCostModel::PrecisionMisses(const graphs::Graph& graph, const DeviceSpec& device,
-                                             std::string* example) const {
+                                             std::string* example, bool tf32) const {
   const DeviceProfile* profile = ProfileFor(device.kind);
   if (profile == nullptr) return 0;
   int64_t misses = 0;
   for (graphs::NodeId v = 0; v < graph.num_nodes(); ++v) {
     const graphs::Node& n = graph.node(v);
     const std::string_view type = graph.op_type_name(n.op);
+    if ((NodeDType(n) == graphs::DType::kTFloat32) != tf32) continue;
     if (profile->HasPrecision(type, graphs::ClassifyOp(type), NodeDType(n), NodeConvKind(graph, v))) continue;
     if (misses++ == 0 && example != nullptr) *example = n.name;
   }

@@ -165,6 +165,9 @@ std::string AutoCostModel::Describe(const graphs::Graph& graph, const Cluster& c
       part += "calibrated (" + profile_paths_[i] + ")";
       const int64_t misses = calibrated_.PrecisionMisses(graph, FirstOfKind(cluster, kind));
       if (misses > 0) part += ", roofline for " + std::to_string(misses) + " 16-bit nodes it has no fit for";
+      const int64_t tf32 = calibrated_.PrecisionMisses(graph, FirstOfKind(cluster, kind), nullptr, true);
+      if (tf32 > 0)
+        part += ", roofline at the TF32 peak for " + std::to_string(tf32) + " tf32 nodes it has no fit for";
       const int64_t shares = calibrated_.MultiTensorNodes(graph, FirstOfKind(cluster, kind));
       if (shares > 0) part += ", " + std::to_string(shares) + " update nodes as shares of multi-tensor calls";
     } else {

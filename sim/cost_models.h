@@ -146,11 +146,13 @@ class CalibratedCostModel : public CostModel {
   // The profile of a device kind, or nullptr.
   const DeviceProfile* ProfileFor(std::string_view device_kind) const;
   const std::vector<DeviceProfile>& profiles() const { return profiles_; }
-  // Nodes of `graph` run in 16 bits whose precision the device's profile
-  // has no fit for (DeviceProfile::HasPrecision): roofline prices them, or
-  // (fallback: error) they are refused. `example` gets the first's name.
+  // Nodes of `graph` run in 16 bits (with `tf32`: in tfloat32) whose
+  // precision the device's profile has no fit for
+  // (DeviceProfile::HasPrecision): roofline prices them (at the dtype's
+  // peak, DeviceSpec::PeakFlops), or (fallback: error) they are refused.
+  // `example` gets the first's name.
   int64_t PrecisionMisses(const graphs::Graph& graph, const DeviceSpec& device,
-                          std::string* example = nullptr) const;
+                          std::string* example = nullptr, bool tf32 = false) const;
   // The fit an update node takes as a share of a multi-tensor call
   // (CalibratedOptions::multi_tensor_updates) and the parameters it is
   // shared over; {nullptr, 0} for every other node.

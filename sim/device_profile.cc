@@ -109,6 +109,8 @@ std::string_view PrecisionTag(graphs::DType dtype) {
       return "bf16";
     case graphs::DType::kFloat16:
       return "fp16";
+    case graphs::DType::kTFloat32:
+      return "tf32";
     default:
       return "";
   }
@@ -301,16 +303,17 @@ DeviceProfile ParseDeviceProfile(const std::string& yaml_text, const std::string
     base.resize(base.size() - graphs::ConvKindSuffix(kind).size());
     const std::optional<graphs::OpClass> c = graphs::ParseOpClass(base);
     if (!c) {
-      throw ConfigError("unknown op class '" + base + "'." + DidYouMean(base, class_names),
-                        YamlLocation(m.node(), source, m.path()),
-                        "op classes: " + Join(class_names, ", ") +
-                            ", each optionally with [bf16] or [fp16]; conv and conv_backward also with "
-                            "(depthwise) or (grouped) before it");
+      throw ConfigError(
+          "unknown op class '" + base + "'." + DidYouMean(base, class_names),
+          YamlLocation(m.node(), source, m.path()),
+          "op classes: " + Join(class_names, ", ") +
+              ", each optionally with [bf16], [fp16] or [tf32]; conv and conv_backward also with "
+              "(depthwise) or (grouped) before it");
     }
-    if (!tag.empty() && tag != "bf16" && tag != "fp16") {
+    if (!tag.empty() && tag != "bf16" && tag != "fp16" && tag != "tf32") {
       throw ConfigError("unknown precision '[" + std::string(tag) + "]' of op class '" + base + "'",
                         YamlLocation(m.node(), source, m.path()),
-                        "write '" + base + " [bf16]' or '" + base + " [fp16]'");
+                        "write '" + base + " [bf16]', '" + base + " [fp16]' or '" + base + " [tf32]'");
     }
     if (kind != graphs::ConvKind::kDense) {
       if (*c != graphs::OpClass::kConv && *c != graphs::OpClass::kConvBackward) {

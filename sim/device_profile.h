@@ -13,7 +13,8 @@
 // (PrecisionSensitive) take the fits of their precision first:
 // op_types["t [bf16]"], then op_class_precisions["bf16"][c] (file key
 // "matmul [bf16]"); tensor cores make them several times faster than fp32
-// at equal FLOPs, so the fp32 fits do not price them (HasPrecision).
+// at equal FLOPs, so the fp32 fits do not price them (HasPrecision). A
+// tfloat32 matmul (fp32 on TF32 tensor cores) likewise takes "[tf32]" fits.
 // Depthwise and grouped convolutions (graphs::ConvKind) take the fits of
 // their kind before any other: op_types["t (depthwise)"], then
 // op_class_kinds["conv (depthwise)"] (with the precision's tag for a 16-bit
@@ -118,8 +119,9 @@ struct HostFit {
   const HostOpFit& For(std::string_view op_type, graphs::OpClass op_class, bool has_work) const;
 };
 
-// "bf16" or "fp16" for 16-bit floating point, else "": the tag of the op
-// types and class fits of that precision ("aten::mm [bf16]", "matmul [bf16]").
+// "bf16" or "fp16" for 16-bit floating point, "tf32" for tfloat32 (float32
+// on TF32 tensor cores), else "": the tag of the op types and class fits of
+// that precision ("aten::mm [bf16]", "matmul [tf32]").
 std::string_view PrecisionTag(graphs::DType dtype);
 // Classes whose kernels a profile fits per precision: matrix products,
 // convolutions and their gradients, normalizations (calibration's
@@ -137,7 +139,7 @@ struct DeviceProfile {
   std::optional<HostFit> host;   // the host table; absent: the engine does not model this kind's host
   KernelFit fallback;            // the file's `default`
   std::array<std::optional<KernelFit>, graphs::kNumOpClasses> op_classes;
-  // Class fits of 16-bit kernels, by PrecisionTag ("bf16", "fp16").
+  // Class fits of 16-bit and TF32 kernels, by PrecisionTag ("bf16", "fp16", "tf32").
   std::map<std::string, std::array<std::optional<KernelFit>, graphs::kNumOpClasses>, std::less<>>
       op_class_precisions;
   // Class fits of depthwise and grouped convolutions, by name as the file

@@ -113,12 +113,15 @@ int64_t SimResult::peak_memory() const {
   return peak;
 }
 
-std::string SimResultToJson(const SimResult& r, const graphs::Graph& graph, const Cluster& cluster) {
+std::string SimResultToJson(const SimResult& r, const graphs::Graph& graph, const Cluster& cluster,
+                            const std::string& cost_model) {
   json j;
   j["format"] = "gosim.sim_result";
   j["version"] = 1;
   j["graph"] = graph.name();
   j["cluster"] = cluster.name();
+  if (!cost_model.empty() || !r.cost_model.empty())
+    j["cost_model"] = cost_model.empty() ? r.cost_model : cost_model;
   j["feasible"] = r.feasible;
   j["completed"] = r.completed;
   j["step_time"] = r.step_time;
@@ -126,7 +129,6 @@ std::string SimResultToJson(const SimResult& r, const graphs::Graph& graph, cons
   j["transfers"] = r.transfers;
   j["transferred_bytes"] = r.transferred_bytes;
   j["peak_memory"] = r.peak_memory();
-  j["cost_model"] = r.cost_model;
   j["execution"] = std::string(ExecutionName(r.execution));
   j["processes"] = std::string(ProcessesName(r.processes));
   j["host_busy_s"] = r.host_busy;

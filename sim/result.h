@@ -168,8 +168,10 @@ std::string DescribeHostSetup(Execution execution, Processes processes);
 std::string TensorName(const graphs::Graph& graph, graphs::TensorId tensor);
 
 // The result as JSON (format "gosim.sim_result", version 1), with device,
-// link and node names; the timeline is included when present.
-std::string SimResultToJson(const SimResult& result, const graphs::Graph& graph, const Cluster& cluster);
+// link and node names; the timeline is included when present. A non-empty
+// `cost_model` (CostModel::Describe) is written as "cost_model".
+std::string SimResultToJson(const SimResult& result, const graphs::Graph& graph, const Cluster& cluster,
+                            const std::string& cost_model = {});
 // "colocation group 'G' is split: 'a' is on gpu0 but 'b' is on gpu1".
 std::string DescribeSplit(const ColocationSplit& split, const graphs::Graph& graph, const Cluster& cluster);
 

@@ -25,7 +25,8 @@ json Meta(const char* name, int pid, int tid, json args) {
 
 }  // namespace
 
-std::string ChromeTraceJson(const SimResult& r, const graphs::Graph& graph, const Cluster& cluster) {
+std::string ChromeTraceJson(const SimResult& r, const graphs::Graph& graph, const Cluster& cluster,
+                            const std::string& cost_model) {
   if (r.ops.empty() && r.kernels > 0) {
     throw Error("the simulation result has no timeline", {},
                 "simulate with timeline = true (Evaluator::Simulate)");
@@ -110,16 +111,17 @@ std::string ChromeTraceJson(const SimResult& r, const graphs::Graph& graph, cons
                {"cluster", cluster.name()},
                {"step_time_s", r.step_time},
                {"feasible", r.feasible},
-               {"cost_model", r.cost_model},
                {"execution", std::string(ExecutionName(r.execution))},
                {"processes", std::string(ProcessesName(r.processes))},
                {"host_busy_s", r.host_busy}}}};
+  const std::string& described = cost_model.empty() ? r.cost_model : cost_model;
+  if (!described.empty()) trace["otherData"]["cost_model"] = described;
   return DumpJson(trace);
 }
 
 void WriteChromeTrace(const std::string& path, const SimResult& result, const graphs::Graph& graph,
-                      const Cluster& cluster) {
-  WriteFileAtomic(path, ChromeTraceJson(result, graph, cluster));
+                      const Cluster& cluster, const std::string& cost_model) {
+  WriteFileAtomic(path, ChromeTraceJson(result, graph, cluster, cost_model));
 }
 
 }  // namespace gosim::sim

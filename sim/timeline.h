@@ -18,11 +18,13 @@
 namespace gosim::sim {
 
 // The trace as JSON text. `result` must come from Simulate(..., timeline =
-// true); an Error says so otherwise.
-std::string ChromeTraceJson(const SimResult& result, const graphs::Graph& graph, const Cluster& cluster);
+// true); an Error says so otherwise. A non-empty `cost_model`
+// (CostModel::Describe) is recorded in otherData.
+std::string ChromeTraceJson(const SimResult& result, const graphs::Graph& graph, const Cluster& cluster,
+                            const std::string& cost_model = {});
 // Writes ChromeTraceJson atomically to `path` (gzip'd when it ends in ".gz").
 void WriteChromeTrace(const std::string& path, const SimResult& result, const graphs::Graph& graph,
-                      const Cluster& cluster);
+                      const Cluster& cluster, const std::string& cost_model = {});
 
 }  // namespace gosim::sim
 

@@ -1,7 +1,8 @@
 """gosim from Python: graphs, clusters, the simulator, agents and experiments.
 
 The C++ libraries run in-process (the extension module gosim._core); nothing
-here loads LibTorch. After `make build`:
+here loads LibTorch. Installed with `pip install .` (docs/PYTHON.md), or
+after `make build`:
 
     export PYTHONPATH=$PWD/build/python
     python3 -c "import gosim; print(gosim.load_graph('gen:resnet:depth=18').num_nodes)"
@@ -9,23 +10,50 @@ here loads LibTorch. After `make build`:
 Errors from C++ arrive as gosim.Error subclasses (ConfigError, GraphError,
 TraceError, DecisionError, IoError, StateError) with the command line's
 one-line message. See docs/PYTHON.md.
+
+Without the compiled module (e.g. a checkout that was never built) the
+package still imports: gosim.torch.export_json() works, and every name that
+needs gosim._core raises an ImportError that says why it is missing.
 """
 
 import json as _json
 import os as _os
 
-from ._core import (  # noqa: F401
-    BatchEvaluation, Cluster, ConfigError, DecisionError, Error, Evaluation, Graph, GraphError, IoError,
-    OptimizeResult, Simulator, StateError, Suite, TraceError, agents, cost_models, generate, generators,
-    graph_from_json, load_cluster, load_graph, load_suite, run_experiment, set_num_threads)
-from . import _core
-from . import env  # noqa: F401  (gosim.env.PlacementEnv without a second import)
+from ._errors import (  # noqa: F401
+    ConfigError, DecisionError, Error, ExportError, ExportWarning, GraphError, IoError, StateError, TraceError)
+from ._program import data_home, program_path  # noqa: F401
+
+# An installed package carries the presets, profiles, suites and checkpoints
+# in gosim/data (pip install .); the C++ side finds them through GOSIM_HOME
+# (core/data_path.h) unless the user names another home.
+if data_home() is not None and not _os.environ.get("GOSIM_HOME"):
+    _os.environ["GOSIM_HOME"] = data_home()
+
+_CORE_NAMES = (
+    "BatchEvaluation", "Cluster", "Evaluation", "Graph", "OptimizeResult", "Simulator", "Suite", "agents",
+    "cost_models", "generate", "generators", "graph_from_json", "load_cluster", "load_graph", "load_suite",
+    "run_experiment", "set_num_threads")
+try:
+    from . import _core
+except ImportError as _error:  # not built, or built for another Python
+    _core = None
+    import glob as _glob
+    _built = _glob.glob(_os.path.join(_os.path.dirname(__file__), "_core*"))
+    _CORE_IMPORT_ERROR = (f"{type(_error).__name__}: {_error}" if _built else
+                          f"there is none in {_os.path.dirname(__file__)}")
+else:
+    from ._core import (  # noqa: F401
+        BatchEvaluation, Cluster, Evaluation, Graph, OptimizeResult, Simulator, Suite, agents, cost_models,
+        generate, generators, graph_from_json, load_cluster, load_graph, load_suite, run_experiment,
+        set_num_threads)
+    from . import env  # noqa: F401  (gosim.env.PlacementEnv without a second import)
 
 __all__ = [
-    "BatchEvaluation", "Cluster", "ConfigError", "DecisionError", "Error", "Evaluation", "Graph", "GraphError",
-    "IoError", "OptimizeResult", "Simulator", "StateError", "Suite", "TraceError", "agents", "cost_models",
-    "env", "generate", "generators", "graph_from_json", "load_cluster", "load_graph", "load_suite", "optimize",
-    "read_results", "run_experiment", "set_num_threads"]
+    "BatchEvaluation", "Cluster", "ConfigError", "DecisionError", "Error", "Evaluation", "ExportError",
+    "ExportWarning", "Graph", "GraphError", "IoError", "OptimizeResult", "Simulator", "StateError", "Suite",
+    "TraceError", "agents", "cost_models", "data_home", "env", "generate", "generators", "graph_from_json",
+    "load_cluster", "load_graph", "load_suite", "optimize", "program_path", "read_results", "run_experiment",
+    "set_num_threads"]
 
 
 def optimize(graph, cluster, agent, budget=0, options=None, *, seed=0, objective="step_time",
@@ -43,13 +71,10 @@ def optimize(graph, cluster, agent, budget=0, options=None, *, seed=0, objective
     and cluster win). Returns a gosim.OptimizeResult. The GIL is released
     while the agent runs.
     """
+    _need_core("optimize")
     if simulator is None:
-        if not isinstance(graph, Graph):
-            graph = load_graph(_os.fspath(graph))
-        if not isinstance(cluster, Cluster):
-            cluster = load_cluster(_os.fspath(cluster))
-        simulator = Simulator(graph, cluster, cost_model=cost_model,
-                              cost_model_options=cost_model_options, options=sim_options)
+        simulator = Simulator(graph, cluster, cost_model=cost_model, cost_model_options=cost_model_options,
+                              options=sim_options)
     return _core._optimize(simulator, agent, int(budget), float(wall_seconds), options, int(seed), objective)
 
 
@@ -63,9 +88,18 @@ def read_results(folder):
         raise IoError(f"{path}: no such file (run the experiment first: gosim.run_experiment)") from None
 
 
+def _need_core(name):
+    if _core is None:
+        raise ImportError(
+            f"gosim.{name} needs gosim's compiled module gosim._core, which did not import ({_CORE_IMPORT_ERROR}); "
+            "build it (make build, then PYTHONPATH=build/python) or install gosim (pip install .; docs/PYTHON.md)")
+
+
 def __getattr__(name):
     # gosim.torch imports PyTorch, so it is loaded on first use only.
     if name == "torch":
         import importlib
         return importlib.import_module(".torch", __name__)
+    if name in _CORE_NAMES or name == "env":
+        _need_core(name)
     raise AttributeError(f"module 'gosim' has no attribute {name!r}")

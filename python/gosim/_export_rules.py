@@ -2,8 +2,8 @@
 
 FLOPs and bytes of aten ops, the native-JSON graph layout (docs/FORMATS.md,
 "Graph: native JSON"), writing, reading, checking and summarizing graph
-files. Imported by gosim.torch and by graphs/export/export_torch.py --check,
-which must run without PyTorch.
+files. Imported by gosim.torch and by its command line's --check
+(python -m gosim.torch --check), which must run without PyTorch.
 """
 
 import collections
@@ -18,6 +18,11 @@ DTYPE_NAMES = {  # torch dtype name -> gosim DTypeName (graphs/graph.h)
     "float32": "float32", "float16": "float16", "bfloat16": "bfloat16",
     "float64": "float64", "int64": "int64", "int32": "int32", "int16": "int16",
     "int8": "int8", "uint8": "uint8", "bool": "bool"}
+# gosim's dtype names (graphs/graph.h) with their sizes. "tfloat32" is a
+# float32 tensor computed on TF32 tensor cores (gosim.torch.export(...,
+# tf32=True)): stored as float32, priced at the device's TF32 peak.
+DTYPE_SIZES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8, "int64": 8, "int32": 4, "int16": 2,
+               "int8": 1, "uint8": 1, "bool": 1, "tfloat32": 4}
 PHASES = ("forward", "backward", "update")
 
 # ---------------------------------------------------------------------------
@@ -39,7 +44,7 @@ DATA_OPS = {
     "new_empty", "new_empty_strided", "empty_strided", "full", "full_like",
     "fill", "fill_", "zero_", "scalar_tensor", "index_select", "gather",
     "embedding", "lift_fresh_copy", "constant_pad_nd", "_unsafe_index",
-    "masked_fill", "masked_fill_", "arange", "detach"}
+    "masked_fill", "masked_fill_", "arange", "detach", "triu", "tril", "triu_", "tril_"}
 # Element-wise ops: FLOPs per output element.
 ELEMENTWISE = dict.fromkeys([
     "add", "add_", "sub", "sub_", "mul", "mul_", "div", "div_", "neg", "neg_",
@@ -65,6 +70,18 @@ NORM_BACKWARD = 8   # reductions of dy and dy*xhat 4 + grad input 4
 NORM_INFERENCE = 2  # one multiply-add with per-channel scale and shift
 SOFTMAX_FORWARD = 5  # max, subtract, exp, sum, divide (or log)
 SOFTMAX_BACKWARD = 4
+
+
+# Batch norms by their names in PyTorch 1.13 and 2.x (CPU and cuDNN; 2.3+
+# traces torch.batch_norm as _batch_norm_with_update / _batch_norm_no_update).
+BATCH_NORMS = {"native_batch_norm", "_native_batch_norm_legit", "_native_batch_norm_legit_no_training",
+               "_native_batch_norm_legit_functional", "cudnn_batch_norm", "_batch_norm_with_update",
+               "_batch_norm_with_update_functional", "_batch_norm_no_update"}
+INFERENCE_BATCH_NORMS = {"_native_batch_norm_legit_no_training", "_batch_norm_no_update"}
+# Fused attention kernels (PyTorch 2.x scaled_dot_product_attention).
+ATTENTION = {"_scaled_dot_product_flash_attention", "_scaled_dot_product_efficient_attention",
+             "_scaled_dot_product_cudnn_attention", "_scaled_dot_product_flash_attention_for_cpu"}
+ATTENTION_BACKWARD = {f"{a}_backward" for a in ATTENTION}
 
 
 def numel(shape):
@@ -100,13 +117,23 @@ def op_flops(op, args, ins, outs):
     if op in ("bmm", "baddbmm"):
         a, b = (shape("self"), shape("mat2")) if op == "bmm" else (shape("batch1"), shape("batch2"))
         return 2.0 * a[0] * a[1] * a[2] * b[2] + (a[0] * a[1] * b[2] if op == "baddbmm" else 0)
-    if op == "native_batch_norm":
-        return float((NORM_FORWARD if args["training"] else NORM_INFERENCE) * numel(shape("input")))
+    if op in BATCH_NORMS:
+        training = args.get("training", op not in INFERENCE_BATCH_NORMS)
+        return float((NORM_FORWARD if training else NORM_INFERENCE) * numel(shape("input")))
     if op == "native_layer_norm":
         return float(NORM_FORWARD * numel(shape("input")))
-    if op in ("native_batch_norm_backward", "native_layer_norm_backward"):
+    if op in ("native_batch_norm_backward", "native_layer_norm_backward", "batch_norm_backward"):
         n = numel(shape("input"))
         return float(n * (NORM_BACKWARD if args["output_mask"][0] else NORM_BACKWARD - 4))
+    if op == "cudnn_batch_norm_backward":
+        return float(NORM_BACKWARD * numel(shape("input")))
+    if op in ATTENTION or op in ATTENTION_BACKWARD:
+        q, k, v = shape("query"), shape("key"), shape("value")
+        # Q K^T and P V: 2 * L * S * (E + Ev) per batch and head; the backward
+        # recomputes Q K^T and forms dV, dP, dQ and dK (2.5x the forward).
+        batch = numel(q[:-2])
+        forward = 2.0 * batch * q[-2] * k[-2] * (q[-1] + v[-1])
+        return forward * (2.5 if op in ATTENTION_BACKWARD else 1.0)
     if op in ("_softmax", "_log_softmax"):
         return float(SOFTMAX_FORWARD * out0)
     if op in ("_softmax_backward_data", "_log_softmax_backward_data"):
@@ -244,7 +271,7 @@ def check_graph(graph):
                 errors.append(f"{where}: outputs[{k}] must have only bytes/shape/dtype")
             elif not isinstance(out.get("bytes", 0), int) or out.get("bytes", 0) < 0:
                 errors.append(f"{where}: outputs[{k}].bytes must be an integer >= 0")
-            elif out.get("dtype", "float32") not in DTYPE_NAMES.values():
+            elif out.get("dtype", "float32") not in DTYPE_SIZES:
                 errors.append(f"{where}: outputs[{k}].dtype unknown")
             elif "shape" in out and out.get("dtype") and out["bytes"] != numel(out["shape"]) * dtype_size(out["dtype"]):
                 errors.append(f"{where}: outputs[{k}].bytes disagrees with shape and dtype")
@@ -285,6 +312,5 @@ def check_graph(graph):
 
 
 def dtype_size(name):
-    return {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8, "int64": 8, "int32": 4,
-            "int16": 2, "int8": 1, "uint8": 1, "bool": 1}[name]
+    return DTYPE_SIZES[name]
 

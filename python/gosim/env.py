@@ -20,6 +20,13 @@ Placement"); an infeasible (out-of-memory) decision counts as a step time of
 infeasible_step_time seconds, 100 s as in HRL's reference code.
 reward="neg" gives -step time; a callable gets the info dict and returns the
 reward. See docs/PYTHON.md.
+
+With or without Gymnasium the envs have what its API promises: spec,
+unwrapped, render_mode and metadata, np_random seeded by reset(seed=...),
+and step() refuses to run before reset() or after an episode ended
+(gosim.StateError), as Gymnasium's OrderEnforcing wrapper does.
+tests/python/test_env_checker.py runs the checks of Gymnasium's env checker
+on them.
 """
 
 import math
@@ -27,6 +34,7 @@ import math
 import numpy as np
 
 from . import _core
+from ._errors import ConfigError, DecisionError, StateError
 
 try:  # optional
     import gymnasium as _gym
@@ -35,6 +43,9 @@ except ImportError:  # pragma: no cover - exercised where gymnasium is absent
     _gym = None
     _spaces = None
 
+ENV_ID = "gosim/Placement-v0"
+VECTOR_ENV_ID = "gosim/VectorPlacement-v0"
+
 
 class Box:
     """A box in R^n (the subset of gymnasium.spaces.Box that gosim uses)."""
@@ -42,8 +53,11 @@ class Box:
     def __init__(self, low, high, shape, dtype=np.float32, seed=None):
         self.shape = tuple(shape)
         self.dtype = np.dtype(dtype)
-        self.low = np.full(self.shape, low, dtype=self.dtype)
-        self.high = np.full(self.shape, high, dtype=self.dtype)
+        # Integer boxes hold infinite bounds as the dtype's limits, as gymnasium's do.
+        limits = np.iinfo(self.dtype) if np.issubdtype(self.dtype, np.integer) else None
+        bound = (lambda v: np.clip(v, limits.min, limits.max)) if limits else (lambda v: v)
+        self.low = np.array(np.broadcast_to(bound(np.asarray(low, dtype=np.float64)), self.shape), dtype=self.dtype)
+        self.high = np.array(np.broadcast_to(bound(np.asarray(high, dtype=np.float64)), self.shape), dtype=self.dtype)
         self.np_random = np.random.default_rng(seed)
 
     def seed(self, seed=None):
@@ -57,9 +71,14 @@ class Box:
 
     def contains(self, x):
         x = np.asarray(x)
-        return x.shape == self.shape and bool(np.all(x >= self.low) and np.all(x <= self.high))
+        return (x.shape == self.shape and np.can_cast(x.dtype, self.dtype)
+                and bool(np.all(x >= self.low) and np.all(x <= self.high)))
 
     __contains__ = contains
+
+    def __eq__(self, other):
+        return (isinstance(other, Box) and self.shape == other.shape and self.dtype == other.dtype
+                and np.array_equal(self.low, other.low) and np.array_equal(self.high, other.high))
 
     def __repr__(self):
         return f"Box({self.shape}, {self.dtype})"
@@ -87,6 +106,9 @@ class MultiDiscrete:
                 and bool(np.all(x >= 0) and np.all(x < self.nvec)))
 
     __contains__ = contains
+
+    def __eq__(self, other):
+        return isinstance(other, MultiDiscrete) and np.array_equal(self.nvec, other.nvec)
 
     def __repr__(self):
         return f"MultiDiscrete({self.nvec.tolist() if self.nvec.size <= 8 else self.shape})"
@@ -120,6 +142,9 @@ class Dict:
     def keys(self):
         return self.spaces.keys()
 
+    def __eq__(self, other):
+        return isinstance(other, Dict) and self.spaces == other.spaces
+
     def __repr__(self):
         return f"Dict({self.spaces})"
 
@@ -140,6 +165,94 @@ def _dict(spaces):
     if _spaces is not None:
         return _spaces.Dict(spaces)
     return Dict(spaces)
+
+
+def batch_space(space, n):
+    """`n` copies of `space` stacked on a leading axis (gymnasium.vector.utils.batch_space)."""
+    if _gym is not None:
+        from gymnasium.vector.utils import batch_space as batch
+        return batch(space, n)
+    if isinstance(space, Box):
+        return Box(np.stack([space.low] * n), np.stack([space.high] * n), (n,) + space.shape, space.dtype)
+    if isinstance(space, MultiDiscrete):
+        return MultiDiscrete(np.stack([space.nvec] * n), space.dtype)
+    return Dict({k: batch_space(v, n) for k, v in space.spaces.items()})
+
+
+class EnvSpec:
+    """What built an env (gymnasium.envs.registration.EnvSpec's fields that gosim fills in)."""
+
+    def __init__(self, id, entry_point, kwargs=None, max_episode_steps=None, reward_threshold=None,
+                 nondeterministic=False, order_enforce=True, disable_env_checker=False):
+        self.id, self.entry_point, self.kwargs = id, entry_point, dict(kwargs or {})
+        self.max_episode_steps, self.reward_threshold = max_episode_steps, reward_threshold
+        self.nondeterministic, self.order_enforce = nondeterministic, order_enforce
+        self.disable_env_checker = disable_env_checker
+        self.namespace, _, rest = id.rpartition("/")
+        self.name, _, version = rest.rpartition("-v")
+        self.version = int(version)
+
+    def __repr__(self):
+        return f"EnvSpec(id={self.id!r}, entry_point={self.entry_point!r})"
+
+
+def _spec(env_id, entry_point, kwargs):
+    if _gym is not None:
+        from gymnasium.envs.registration import EnvSpec as GymEnvSpec
+        return GymEnvSpec(id=env_id, entry_point=entry_point, kwargs=kwargs)
+    return EnvSpec(env_id, entry_point, kwargs)
+
+
+class _Env:
+    """The parts of gymnasium.Env that gosim's envs use, for when Gymnasium is not installed."""
+
+    metadata = {"render_modes": []}
+    render_mode = None
+    spec = None
+    _np_random = None
+    _np_random_seed = None
+
+    @property
+    def np_random(self):
+        """The env's numpy.random.Generator: seeded by reset(seed=...), else from fresh entropy on first use."""
+        if self._np_random is None:
+            seed = int(np.random.SeedSequence().generate_state(1)[0])
+            self._np_random, self._np_random_seed = np.random.default_rng(seed), seed
+        return self._np_random
+
+    @np_random.setter
+    def np_random(self, value):
+        self._np_random, self._np_random_seed = value, -1
+
+    @property
+    def np_random_seed(self):
+        if self._np_random is None:
+            self.np_random  # noqa: B018  (creates it)
+        return self._np_random_seed
+
+    def reset(self, *, seed=None, options=None):
+        if seed is not None:
+            self._np_random, self._np_random_seed = np.random.default_rng(seed), seed
+
+    @property
+    def unwrapped(self):
+        return self
+
+    def close(self):
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *args):
+        self.close()
+        return False
+
+    def __str__(self):
+        return f"<{type(self).__name__}<{self.spec.id if self.spec else ''}>>"
+
+
+_Base = _gym.Env if _gym is not None else _Env
 
 
 NODE_FEATURES = ("log_flops", "log_bytes_read", "log_bytes_written", "log_output_bytes",
@@ -172,7 +285,7 @@ def _resolve_groups(graph, groups):
         return None, graph.num_nodes
     if isinstance(groups, str):
         if groups != "colocation":
-            raise _core.ConfigError(f"groups='{groups}' is not known (give 'colocation' or a node -> group array)")
+            raise ConfigError(f"groups='{groups}' is not known (give 'colocation' or a node -> group array)")
         coloc = graph.colocation.astype(np.int64)
         # Nodes without a colocation group form groups of their own.
         lone = coloc < 0
@@ -180,15 +293,12 @@ def _resolve_groups(graph, groups):
         _, groups = np.unique(coloc, return_inverse=True)
     groups = np.asarray(groups)
     if groups.shape != (graph.num_nodes,) or not np.issubdtype(groups.dtype, np.integer):
-        raise _core.ConfigError(f"groups must be an integer array of one group id per node ({graph.num_nodes}), "
+        raise ConfigError(f"groups must be an integer array of one group id per node ({graph.num_nodes}), "
                                 f"not shape {groups.shape} dtype {groups.dtype}")
     if groups.size and groups.min() < 0:
-        raise _core.ConfigError("groups must be >= 0")
+        raise ConfigError("groups must be >= 0")
     uniq, dense = np.unique(groups, return_inverse=True)
     return dense.astype(np.int64), len(uniq)
-
-
-_Base = _gym.Env if _gym is not None else object
 
 
 class PlacementEnv(_Base):
@@ -203,32 +313,34 @@ class PlacementEnv(_Base):
       episode_length=1: decisions per episode (1: each decision is an episode,
         terminated=True; more: truncated=True after that many);
       oom_details=True: info["oom"] holds the simulator's out-of-memory report;
+      render_mode=None | "ansi": render() returns a text summary of the last decision;
       cost_model="auto", cost_model_options=None, sim_options=None: the simulator's;
       simulator=None: a gosim.Simulator to share.
     Observation (a dict of NumPy arrays): node_features (N, F) float32,
     edge_offsets (N + 1) / edge_targets (E) int32 (successors as CSR),
     edge_bytes (E) float32 (log1p), device_features (D, 4) float32,
     last_devices (N) int64 (-1 before the first step), last_step_time_s (1,) float32.
+    step() before reset() or after an episode ended raises gosim.StateError.
     """
 
-    metadata = {"render_modes": []}
+    metadata = {"render_modes": ["ansi"], "render_fps": 1}
 
     def __init__(self, graph, cluster, *, groups=None, schedule=False, reward="neg_sqrt",
-                 infeasible_step_time=100.0, episode_length=1, oom_details=True, cost_model="auto",
-                 cost_model_options=None, sim_options=None, simulator=None):
+                 infeasible_step_time=100.0, episode_length=1, oom_details=True, render_mode=None,
+                 cost_model="auto", cost_model_options=None, sim_options=None, simulator=None):
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ConfigError(f"render_mode={render_mode!r} is not known (give None or one of "
+                              f"{self.metadata['render_modes']})")
         if simulator is None:
-            if not isinstance(graph, _core.Graph):
-                graph = _core.load_graph(str(graph))
-            if not isinstance(cluster, _core.Cluster):
-                cluster = _core.load_cluster(str(cluster))
             options = dict(sim_options or {})
             options.setdefault("infeasible_step_time", float(infeasible_step_time))
             simulator = _core.Simulator(graph, cluster, cost_model=cost_model,
                                         cost_model_options=cost_model_options, options=options)
         if not (reward in ("neg_sqrt", "neg") or callable(reward)):
-            raise _core.ConfigError(f"reward='{reward}' is not known (give 'neg_sqrt', 'neg' or a callable)")
+            raise ConfigError(f"reward='{reward}' is not known (give 'neg_sqrt', 'neg' or a callable)")
         if int(episode_length) < 1:
-            raise _core.ConfigError("episode_length must be >= 1")
+            raise ConfigError("episode_length must be >= 1")
+        self.render_mode = render_mode
         self.simulator = simulator
         self.graph = simulator.graph
         self.cluster = simulator.cluster
@@ -240,6 +352,10 @@ class PlacementEnv(_Base):
         self.infeasible_step_time = float(infeasible_step_time)
         self.episode_length = int(episode_length)
         self.oom_details = bool(oom_details)
+        self.spec = _spec(ENV_ID, "gosim.env:PlacementEnv", {
+            "graph": self.graph.name, "cluster": self.cluster.name, "groups": groups if isinstance(groups, str) else
+            None if groups is None else "array", "schedule": self.schedule, "episode_length": self.episode_length,
+            "cost_model": simulator.cost_model})
 
         out_off, out_ids = self.graph.out_csr()
         edge_dst = np.asarray(self.graph.edge_dst)
@@ -266,21 +382,28 @@ class PlacementEnv(_Base):
         self._steps = 0
         self._last_devices = np.full(n, -1, dtype=np.int64)
         self._last_step_time = 0.0
-        self.np_random = np.random.default_rng()
+        self._last_info = None
+        self._needs_reset = "before reset()"
 
     # -- Gymnasium API -----------------------------------------------------
     def reset(self, *, seed=None, options=None):
         """Starts an episode: (observation, info). `seed` seeds np_random and the action space."""
+        super().reset(seed=seed)
+        if options:
+            raise ConfigError(f"PlacementEnv.reset takes no options (got {sorted(options)})")
         if seed is not None:
-            self.np_random = np.random.default_rng(seed)
             self.action_space.seed(seed)
         self._steps = 0
         self._last_devices = np.full(self.num_nodes, -1, dtype=np.int64)
         self._last_step_time = 0.0
+        self._last_info = None
+        self._needs_reset = None
         return self._observation(), {}
 
     def step(self, action):
         """Simulates the decision `action`: (observation, reward, terminated, truncated, info)."""
+        if self._needs_reset:
+            raise StateError(f"PlacementEnv.step() {self._needs_reset}: call reset() first")
         devices, priority = self.decision(action)
         result = self.simulator.evaluate(devices, priority=priority)
         info = self._info(result, devices, priority)
@@ -288,15 +411,30 @@ class PlacementEnv(_Base):
         self._steps += 1
         self._last_devices = devices.astype(np.int64)
         self._last_step_time = info["step_time_s"]
+        self._last_info = info
         terminated = self.episode_length == 1
         truncated = not terminated and self._steps >= self.episode_length
+        if terminated or truncated:
+            self._needs_reset = f"after the episode ended ({'terminated' if terminated else 'truncated'}=True)"
         return self._observation(), reward, terminated, truncated, info
+
+    def render(self):
+        """render_mode "ansi": the last decision in a few lines (step time, nodes per device); else None."""
+        if self.render_mode != "ansi":
+            return None
+        if self._last_info is None:
+            return f"{self.graph.name} on {self.cluster.name}: no decision yet\n"
+        info = self._last_info
+        counts = np.bincount(self._last_devices, minlength=self.num_devices)
+        lines = [f"{self.graph.name} on {self.cluster.name}, decision {self._steps}: "
+                 + (f"step time {info['step_time_s'] * 1e3:.3f} ms" if info["feasible"] else
+                    f"out of memory on {self.cluster.device_names[info['oom_device']]}")]
+        for name, count, peak in zip(self.cluster.device_names, counts, info["peak_memory_bytes"]):
+            lines.append(f"  {name}: {count} nodes, peak {peak / 2**20:.1f} MiB")
+        return "\n".join(lines) + "\n"
 
     def close(self):
         pass
-
-    def render(self):
-        return None
 
     # -- Helpers -----------------------------------------------------------
     def decision(self, action):
@@ -304,17 +442,17 @@ class PlacementEnv(_Base):
         priority = None
         if self.schedule:
             if not isinstance(action, dict) or set(action) != {"devices", "priority"}:
-                raise _core.DecisionError("with schedule=True an action is {'devices': ..., 'priority': ...}")
+                raise DecisionError("with schedule=True an action is {'devices': ..., 'priority': ...}")
             priority = np.asarray(action["priority"], dtype=np.float64)
             if priority.shape != (self.num_nodes,):
-                raise _core.DecisionError(f"priority must have one value per node ({self.num_nodes}), "
-                                          f"not shape {priority.shape}")
+                raise DecisionError(f"priority must have one value per node ({self.num_nodes}), "
+                                    f"not shape {priority.shape}")
             action = action["devices"]
         action = np.asarray(action)
         if action.shape != (self.num_groups,) or (action.size and not np.issubdtype(action.dtype, np.integer)):
             what = "group" if self.groups is not None else "node"
-            raise _core.DecisionError(f"an action is one device index per {what} ({self.num_groups} integers), "
-                                      f"not shape {action.shape} dtype {action.dtype}")
+            raise DecisionError(f"an action is one device index per {what} ({self.num_groups} integers), "
+                                f"not shape {action.shape} dtype {action.dtype}")
         devices = action if self.groups is None else action[self.groups]
         return devices.astype(np.int32, copy=False), priority
 
@@ -342,41 +480,75 @@ class PlacementEnv(_Base):
 class VectorPlacementEnv:
     """num_envs copies of a PlacementEnv stepped together through Simulator.evaluate_batch.
 
-    step(actions) takes one action per env (a (num_envs, groups) integer
-    array, or a list of dicts with schedule=True) and returns batched
-    (observations, rewards, terminated, truncated, infos), NumPy arrays with
-    a leading num_envs axis; infos is a dict of arrays. An env whose episode
-    ends is reset at once (its observation is the new episode's), as
-    Gymnasium's vector envs did up to 0.29. The batch runs on gosim's thread
-    pool with the GIL released.
+    The API of a Gymnasium vector env: step(actions) takes one action per env
+    (a (num_envs, groups) integer array; with schedule=True a list of dicts
+    or a dict of batched arrays) and returns batched (observations, rewards,
+    terminated, truncated, infos), NumPy arrays with a leading num_envs axis;
+    infos is a dict of arrays. An env whose episode ends is reset at once (its
+    observation is the new episode's; metadata["autoreset_mode"] is
+    "SameStep"), as Gymnasium's vector envs did up to 0.29.
+    observation_space / action_space are the batched spaces,
+    single_observation_space / single_action_space one env's. The batch runs
+    on gosim's thread pool with the GIL released.
     """
+
+    metadata = {"render_modes": [], "autoreset_mode": "SameStep"}
+    render_mode = None
 
     def __init__(self, graph, cluster, num_envs, **options):
         if int(num_envs) < 1:
-            raise _core.ConfigError("num_envs must be >= 1")
+            raise ConfigError("num_envs must be >= 1")
         self.num_envs = int(num_envs)
         self.env = PlacementEnv(graph, cluster, **options)
         self.single_observation_space = self.env.observation_space
         self.single_action_space = self.env.action_space
+        self.observation_space = batch_space(self.single_observation_space, self.num_envs)
+        self.action_space = batch_space(self.single_action_space, self.num_envs)
+        self.spec = _spec(VECTOR_ENV_ID, "gosim.env:VectorPlacementEnv",
+                          {**self.env.spec.kwargs, "num_envs": self.num_envs})
+        if _gym is not None:
+            autoreset = getattr(getattr(_gym.vector, "AutoresetMode", None), "SAME_STEP", "SameStep")
+            self.metadata = {**self.metadata, "autoreset_mode": autoreset}
         self._steps = np.zeros(self.num_envs, dtype=np.int64)
         self._last_devices = np.full((self.num_envs, self.env.num_nodes), -1, dtype=np.int64)
         self._last_step_time = np.zeros((self.num_envs, 1), dtype=np.float32)
+        self._reset_done = False
+
+    @property
+    def np_random(self):
+        return self.env.np_random
+
+    @property
+    def unwrapped(self):
+        return self
 
     def reset(self, *, seed=None, options=None):
-        self.env.reset(seed=seed)
+        """Resets every env: (observations, infos). `seed` (an int or one per env; the first seeds np_random)."""
+        if isinstance(seed, (list, tuple)):
+            if len(seed) != self.num_envs:
+                raise ConfigError(f"reset(seed=...) needs one seed per env ({self.num_envs}), got {len(seed)}")
+            seed = seed[0]
+        self.env.reset(seed=seed, options=options)
+        if seed is not None:
+            self.action_space.seed(seed)
         self._steps[:] = 0
         self._last_devices[:] = -1
         self._last_step_time[:] = 0
+        self._reset_done = True
         return self._observations(), {}
 
     def sample_actions(self):
-        """One random action per env from the action space."""
+        """One random action per env from the single action space."""
         samples = [self.env.action_space.sample() for _ in range(self.num_envs)]
         return samples if self.env.schedule else np.stack(samples)
 
     def step(self, actions):
+        if not self._reset_done:
+            raise StateError("VectorPlacementEnv.step() before reset(): call reset() first")
+        if isinstance(actions, dict):  # a batched Dict action: one dict per env
+            actions = [{k: v[i] for k, v in actions.items()} for i in range(len(actions["devices"]))]
         if len(actions) != self.num_envs:
-            raise _core.DecisionError(f"step() needs {self.num_envs} actions, got {len(actions)}")
+            raise DecisionError(f"step() needs {self.num_envs} actions, got {len(actions)}")
         decisions = [self.env.decision(a) for a in actions]
         devices = [d for d, _ in decisions]
         priorities = [p for _, p in decisions] if self.env.schedule else None
@@ -401,8 +573,18 @@ class VectorPlacementEnv:
         self._last_step_time[done] = 0
         return self._observations(), rewards, terminated, truncated, infos
 
+    def render(self):
+        return None
+
     def close(self):
         pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *args):
+        self.close()
+        return False
 
     def _observations(self):
         static = self.env._static
@@ -410,3 +592,15 @@ class VectorPlacementEnv:
         obs["last_devices"] = self._last_devices.copy()
         obs["last_step_time_s"] = self._last_step_time.copy()
         return obs
+
+
+def _register():
+    """Makes gymnasium.make("gosim/Placement-v0", graph=..., cluster=...) work when Gymnasium is installed."""
+    if _gym is None:
+        return
+    from gymnasium.envs.registration import registry
+    if ENV_ID not in registry:
+        _gym.register(id=ENV_ID, entry_point="gosim.env:PlacementEnv")
+
+
+_register()

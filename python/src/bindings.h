@@ -10,9 +10,19 @@
 #include <pybind11/pybind11.h>
 #include <yaml-cpp/yaml.h>
 
+#include <memory>
 #include <string>
 
+#include "graphs/graph.h"
+#include "sim/cluster.h"
+
 namespace gosim::python {
+
+// A gosim.Graph / gosim.Cluster argument, or what load_graph / load_cluster
+// accept (a str or os.PathLike: a file, gen:NAME..., a preset name), loaded;
+// errors are located at the parameter ("graph: no graph file 'x'").
+std::shared_ptr<graphs::Graph> GraphOf(const pybind11::handle& graph);
+std::shared_ptr<sim::Cluster> ClusterOf(const pybind11::handle& cluster);
 
 // A Python dict / list / scalar (or None) as a YAML node, through JSON
 // (Python's json module), so that options reach the same validating parsers

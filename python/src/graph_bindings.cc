@@ -133,7 +133,35 @@ GraphPtr Own(graphs::Graph g) {
   return std::make_shared<graphs::Graph>(std::move(g));
 }
 
+GraphPtr LoadGraph(const std::string& path_or_spec) {
+  const experiments::GraphEntry entry = experiments::ParseGraphArgument(path_or_spec, {}, "graph");
+  py::gil_scoped_release release;
+  return Own(experiments::MaterializeGraph(entry));
+}
+
+ClusterPtr LoadCluster(const std::string& path_or_preset) {
+  return std::make_shared<sim::Cluster>(experiments::LoadClusterAt(path_or_preset, Location{"cluster"}));
+}
+
+// A str or os.PathLike as a path; a ConfigError naming `what` otherwise.
+std::string PathOf(const py::handle& value, const char* what, const char* expected) {
+  if (py::isinstance<py::str>(value) || py::hasattr(value, "__fspath__"))
+    return py::cast<std::string>(py::module_::import("os").attr("fspath")(value));
+  throw ConfigError(std::string(what) + " must be " + expected + ", not " +
+                    py::cast<std::string>(py::type::of(value).attr("__name__")));
+}
+
 }  // namespace
+
+GraphPtr GraphOf(const py::handle& graph) {
+  if (py::isinstance<graphs::Graph>(graph)) return py::cast<GraphPtr>(graph);
+  return LoadGraph(PathOf(graph, "graph", "a gosim.Graph, a graph file or gen:NAME[:k=v,...]"));
+}
+
+ClusterPtr ClusterOf(const py::handle& cluster) {
+  if (py::isinstance<sim::Cluster>(cluster)) return py::cast<ClusterPtr>(cluster);
+  return LoadCluster(PathOf(cluster, "cluster", "a gosim.Cluster, a preset name or a cluster YAML file"));
+}
 
 void BindGraphs(py::module_& m) {
   py::class_<graphs::Graph, GraphPtr>(m, "Graph",
@@ -253,10 +281,8 @@ void BindGraphs(py::module_& m) {
 
   m.def(
       "load_graph",
-      [](const std::string& path_or_spec) {
-        const experiments::GraphEntry entry = experiments::ParseGraphArgument(path_or_spec);
-        py::gil_scoped_release release;
-        return Own(experiments::MaterializeGraph(entry));
+      [](const py::handle& path_or_spec) {
+        return LoadGraph(PathOf(path_or_spec, "graph", "a graph file or gen:NAME[:k=v,...]"));
       },
       py::arg("path_or_spec"),
       "A graph file (native JSON, ONNX, CostGraphDef; .gz too) or gen:NAME[:k=v,...], as `gosim --graph`.");
@@ -355,9 +381,8 @@ void BindGraphs(py::module_& m) {
       });
   m.def(
       "load_cluster",
-      [](const std::string& path_or_preset) {
-        return std::make_shared<sim::Cluster>(
-            experiments::LoadClusterAt(path_or_preset, Location{"cluster"}));
+      [](const py::handle& path_or_preset) {
+        return LoadCluster(PathOf(path_or_preset, "cluster", "a preset name or a cluster YAML file"));
       },
       py::arg("path_or_preset"), "A preset name (configs/clusters/NAME.yaml) or a cluster YAML file.");
 }

@@ -1,8 +1,9 @@
 // gosim._core: the extension module behind the `gosim` Python package.
 //
-// gosim::Error and its subclasses become Python exceptions of the same
-// kinds (gosim.Error, gosim.ConfigError, ...; I/O errors are also OSErrors)
-// carrying the same one-line message as the command line prints.
+// gosim::Error and its subclasses become the Python exceptions of the same
+// names (gosim/_errors.py: gosim.Error, gosim.ConfigError, ...; I/O errors
+// are also OSErrors) carrying the same one-line message as the command line
+// prints.
 #include <pybind11/pybind11.h>
 
 #include "core/allocator.h"
@@ -40,43 +41,40 @@ PYBIND11_MODULE(_core, m) {
   // GOSIM_NO_ALLOCATOR_TUNING, leaves the process's allocator as it is.
   gosim::TuneAllocator(nullptr);
 
-  static py::exception<gosim::Error> error(m, "Error");
-  static py::exception<gosim::ConfigError> config_error(m, "ConfigError", error.ptr());
-  static py::exception<gosim::GraphError> graph_error(m, "GraphError", error.ptr());
-  static py::exception<gosim::TraceError> trace_error(m, "TraceError", error.ptr());
-  static py::exception<gosim::DecisionError> decision_error(m, "DecisionError", error.ptr());
-  static py::exception<gosim::StateError> state_error(m, "StateError", error.ptr());
-  // I/O errors are also OSErrors, so that `except OSError` catches them.
-  static py::object io_error = [&] {
-    py::object type =
-        py::module_::import("builtins")
-            .attr("type")("IoError", py::make_tuple(error, py::module_::import("builtins").attr("OSError")),
-                          py::dict(py::arg("__module__") = "gosim",
-                                   py::arg("__doc__") = "A file could not be read or written."));
-    m.attr("IoError") = type;
-    return type;
-  }();
-  for (py::handle e :
-       {py::handle(error), py::handle(config_error), py::handle(graph_error), py::handle(trace_error),
-        py::handle(decision_error), py::handle(state_error), py::handle(io_error)})
-    e.attr("__module__") = "gosim";
+  // The exception types are Python classes (gosim/_errors.py), so that they
+  // exist where the compiled module does not (gosim.torch's export).
+  // References kept for the life of the process (never released: the
+  // interpreter may be gone when static destructors run).
+  const py::module_ errors = py::module_::import("gosim._errors");
+  const auto type = [&errors, &m](const char* name) {
+    py::object type_object = errors.attr(name);
+    m.attr(name) = type_object;
+    return type_object.release().ptr();
+  };
+  static PyObject* const error = type("Error");
+  static PyObject* const config_error = type("ConfigError");
+  static PyObject* const graph_error = type("GraphError");
+  static PyObject* const trace_error = type("TraceError");
+  static PyObject* const decision_error = type("DecisionError");
+  static PyObject* const state_error = type("StateError");
+  static PyObject* const io_error = type("IoError");  // also an OSError
   py::register_exception_translator([](std::exception_ptr p) {
     try {
       if (p) std::rethrow_exception(p);
     } catch (const gosim::ConfigError& e) {
-      PyErr_SetString(config_error.ptr(), e.what());
+      PyErr_SetString(config_error, e.what());
     } catch (const gosim::GraphError& e) {
-      PyErr_SetString(graph_error.ptr(), e.what());
+      PyErr_SetString(graph_error, e.what());
     } catch (const gosim::TraceError& e) {
-      PyErr_SetString(trace_error.ptr(), e.what());
+      PyErr_SetString(trace_error, e.what());
     } catch (const gosim::DecisionError& e) {
-      PyErr_SetString(decision_error.ptr(), e.what());
+      PyErr_SetString(decision_error, e.what());
     } catch (const gosim::StateError& e) {
-      PyErr_SetString(state_error.ptr(), e.what());
+      PyErr_SetString(state_error, e.what());
     } catch (const gosim::IoError& e) {
-      PyErr_SetString(io_error.ptr(), e.what());
+      PyErr_SetString(io_error, e.what());
     } catch (const gosim::Error& e) {
-      PyErr_SetString(error.ptr(), e.what());
+      PyErr_SetString(error, e.what());
     }
   });
 

@@ -20,6 +20,7 @@
 #include "experiments/runner.h"
 #include "python/src/bindings.h"
 #include "python/src/simulator.h"
+#include "sim/decision.h"
 
 namespace py = pybind11;
 
@@ -28,6 +29,9 @@ namespace {
 
 struct OptimizeResult {
   std::string agent;
+  GraphPtr graph;  // what the decision is for, to save it
+  ClusterPtr cluster;
+  std::string cost_model;  // Simulator::cost_model_used
   sim::Decision best;
   sim::Evaluation final;  // the best decision, re-simulated
   std::vector<int64_t> peak;
@@ -51,6 +55,9 @@ OptimizeResult Optimize(const Simulator& s, const std::string& agent_name, int64
   }
   OptimizeResult r;
   r.agent = agent_name;
+  r.graph = s.graph();
+  r.cluster = s.cluster();
+  r.cost_model = s.cost_model_used();
   py::gil_scoped_release release;
   const agents::Problem problem{*s.graph(), *s.cluster(),           s.evaluator(),
                                 parsed,     {budget, wall_seconds}, seed};
@@ -101,6 +108,17 @@ void BindRun(py::module_& m) {
             return d;
           },
           "the best decision as keyword arguments of Simulator.evaluate: sim.evaluate(**r.decision())")
+      .def(
+          "save",
+          [](const OptimizeResult& r, const std::string& path) {
+            sim::SaveDecision(path, r.best, *r.graph, *r.cluster);
+          },
+          py::arg("path"),
+          "Writes the best decision, all of its parts (placement, priorities, fusion, transfer priorities), "
+          "as "
+          "a decision JSON file that `gosim simulate --decision` and Simulator.load_decision read.")
+      .def_readonly("cost_model", &OptimizeResult::cost_model,
+                    "the cost model the agent's simulator used (Simulator.cost_model_used)")
       .def_property_readonly("step_time_s", [](const OptimizeResult& r) { return r.final.step_time; })
       .def_property_readonly("feasible", [](const OptimizeResult& r) { return r.final.feasible; })
       .def_property_readonly(

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "core/error.h"
+#include "core/strings.h"
 #include "python/src/bindings.h"
 #include "python/src/simulator.h"
 #include "sim/decision.h"
@@ -79,18 +80,19 @@ sim::Decision MakeDecision(const py::handle& devices, const py::handle& priority
 
 Simulator::Simulator(GraphPtr graph, ClusterPtr cluster, const std::string& cost_model,
                      const py::object& cost_model_options, const py::object& options)
-    : graph_(std::move(graph)), cluster_(std::move(cluster)) {
-  // "auto" is the command line's coming default cost model; until the cost
-  // model registry has it, it means today's default, roofline. This is the
-  // only place that maps it: once MakeCostModel knows "auto" it is used.
+    : graph_(std::move(graph)), cluster_(std::move(cluster)), cost_model_name_(cost_model) {
+  // The name first, located at its own parameter; then the options, located
+  // at theirs (MakeCostModel names `cost_model_options` in its errors).
   const std::vector<std::string> names = sim::CostModelNames();
-  cost_model_name_ = cost_model == "auto" && std::find(names.begin(), names.end(), "auto") == names.end()
-                         ? std::string("roofline")
-                         : cost_model;
-  const auto model = sim::MakeCostModel(cost_model_name_, ToYaml(cost_model_options), "cost_model_options");
+  if (std::find(names.begin(), names.end(), cost_model) == names.end()) {
+    throw ConfigError("unknown cost model '" + cost_model + "'." + DidYouMean(cost_model, names),
+                      Location{"cost_model"}, "valid values are: " + Join(names, ", "));
+  }
+  const auto model = sim::MakeCostModel(cost_model, ToYaml(cost_model_options), "cost_model_options");
   YAML::Node sim_node = ToYaml(options);
   YamlMap sim_map(sim_node, "options", "");
   const sim::SimOptions sim_options = experiments::ParseSimOptions(sim_map);
+  cost_model_used_ = model->Describe(*graph_, *cluster_);
   evaluator_ = std::make_unique<sim::Evaluator>(*graph_, *cluster_, model, sim_options);
 }
 
@@ -151,14 +153,21 @@ cost_model_options (e.g. {"profile": "configs/calibrated/a100.yaml"});
 options: simulator options as in an experiment's `sim:` mapping
 (track_memory, infeasible_step_time, stop_at_oom, reuse_transfers,
 oom_live_tensors).)")
-      .def(py::init<GraphPtr, ClusterPtr, const std::string&, const py::object&, const py::object&>(),
+      .def(py::init([](const py::handle& graph, const py::handle& cluster, const std::string& cost_model,
+                       const py::object& cost_model_options, const py::object& options) {
+             return std::make_unique<Simulator>(GraphOf(graph), ClusterOf(cluster), cost_model,
+                                                cost_model_options, options);
+           }),
            py::arg("graph"), py::arg("cluster"), py::arg("cost_model") = "auto",
-           py::arg("cost_model_options") = py::none(), py::arg("options") = py::none(),
-           py::keep_alive<1, 2>(), py::keep_alive<1, 3>())
+           py::arg("cost_model_options") = py::none(), py::arg("options") = py::none())
       .def_property_readonly("graph", &Simulator::graph)
       .def_property_readonly("cluster", &Simulator::cluster)
       .def_property_readonly("cost_model", &Simulator::cost_model_name,
-                             "the cost model used (\"auto\" resolved)")
+                             "the cost model's name as given (\"auto\", \"roofline\", ...)")
+      .def_property_readonly(
+          "cost_model_used", &Simulator::cost_model_used,
+          "what the cost model uses for this graph and cluster, as the command line prints it "
+          "(e.g. \"auto (H100: calibrated (configs/calibrated/h100.yaml))\")")
       .def_property_readonly("num_nodes", [](const Simulator& s) { return s.graph()->num_nodes(); })
       .def_property_readonly("num_devices", [](const Simulator& s) { return s.cluster()->num_devices(); })
       .def_property_readonly(
@@ -254,22 +263,24 @@ oom_live_tensors).)")
             {
               py::gil_scoped_release release;
               const sim::SimResult r = s.evaluator().Simulate(d, timeline || !trace.empty());
-              if (!trace.empty()) sim::WriteChromeTrace(trace, r, *s.graph(), *s.cluster());
+              if (!trace.empty())
+                sim::WriteChromeTrace(trace, r, *s.graph(), *s.cluster(), s.cost_model_used());
               if (!trace.empty() && !timeline) {
                 sim::SimResult summary = r;
                 summary.ops.clear();
                 summary.transfer_hops.clear();
-                text = sim::SimResultToJson(summary, *s.graph(), *s.cluster());
+                text = sim::SimResultToJson(summary, *s.graph(), *s.cluster(), s.cost_model_used());
               } else {
-                text = sim::SimResultToJson(r, *s.graph(), *s.cluster());
+                text = sim::SimResultToJson(r, *s.graph(), *s.cluster(), s.cost_model_used());
               }
             }
             return py::module_::import("json").attr("loads")(text);
           },
           py::arg("devices"), py::arg("priority") = py::none(), py::arg("fusion") = py::none(),
           py::arg("transfer_priority") = py::none(), py::arg("timeline") = false, py::arg("trace") = "",
-          "The full result as a dict, the JSON of `gosim simulate --json` (with the timeline when asked); "
-          "trace=PATH also writes the Chrome trace (opens in Perfetto).")
+          "The full result as a dict, the JSON of `gosim simulate --json` (with the timeline when asked; "
+          "'cost_model' is Simulator.cost_model_used); trace=PATH also writes the Chrome trace (opens in "
+          "Perfetto; its otherData names the cost model too).")
       .def(
           "load_decision",
           [](const Simulator& s, const std::string& path) {
@@ -297,15 +308,41 @@ oom_live_tensors).)")
           "absent).")
       .def(
           "save_decision",
-          [](const Simulator& s, const std::string& path, const py::handle& devices,
+          [](const Simulator& s, const std::string& path, const py::object& decision,
              const py::handle& priority, const py::handle& fusion, const py::handle& transfer_priority) {
-            const sim::Decision d = MakeDecision(devices, priority, fusion, transfer_priority);
+            sim::Decision d;
+            // An OptimizeResult, or a dict of the parts (OptimizeResult.decision(),
+            // load_decision()): every part it has is written, none dropped.
+            py::object parts = py::hasattr(decision, "decision") && !py::isinstance<py::array>(decision)
+                                   ? decision.attr("decision")()
+                                   : decision;
+            if (py::isinstance<py::dict>(parts)) {
+              if (!priority.is_none() || !fusion.is_none() || !transfer_priority.is_none())
+                throw DecisionError(
+                    "save_decision: give a decision (an OptimizeResult or a dict) or arrays, not both");
+              const py::dict dict = parts;
+              for (const auto& [key, value] : dict) {
+                const std::string k = py::cast<std::string>(key);
+                if (k != "devices" && k != "priority" && k != "fusion" && k != "transfer_priority")
+                  throw DecisionError("save_decision: unknown decision part '" + k + "'", {},
+                                      "the parts are devices, priority, fusion and transfer_priority");
+              }
+              if (!dict.contains("devices"))
+                throw DecisionError("save_decision: the decision has no 'devices'");
+              const auto part = [&dict](const char* key) -> py::handle {
+                return dict.contains(key) ? py::handle(dict[key]) : py::handle(py::none());
+              };
+              d = MakeDecision(part("devices"), part("priority"), part("fusion"), part("transfer_priority"));
+            } else {
+              d = MakeDecision(parts, priority, fusion, transfer_priority);
+            }
             sim::ValidateDecision(d, *s.graph(), *s.cluster());
             sim::SaveDecision(path, d, *s.graph(), *s.cluster());
           },
-          py::arg("path"), py::arg("devices"), py::arg("priority") = py::none(),
+          py::arg("path"), py::arg("decision"), py::arg("priority") = py::none(),
           py::arg("fusion") = py::none(), py::arg("transfer_priority") = py::none(),
-          "Writes a decision JSON file (docs/FORMATS.md) that `gosim simulate --decision` reads.");
+          "Writes a decision JSON file (docs/FORMATS.md) that `gosim simulate --decision` reads: an "
+          "OptimizeResult or a dict of parts (all of its parts), or a device array with the optional parts.");
 }
 
 }  // namespace gosim::python

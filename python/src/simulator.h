@@ -49,6 +49,8 @@ class Simulator {
   const GraphPtr& graph() const { return graph_; }
   const ClusterPtr& cluster() const { return cluster_; }
   const std::string& cost_model_name() const { return cost_model_name_; }
+  // CostModel::Describe for this graph and cluster: what `gosim simulate` prints.
+  const std::string& cost_model_used() const { return cost_model_used_; }
   const sim::Evaluator& evaluator() const { return *evaluator_; }
   // Releases the GIL while simulating.
   EvalResult Evaluate(const sim::Decision& decision) const;
@@ -57,6 +59,7 @@ class Simulator {
   GraphPtr graph_;
   ClusterPtr cluster_;
   std::string cost_model_name_;
+  std::string cost_model_used_;
   std::unique_ptr<sim::Evaluator> evaluator_;
 };
 

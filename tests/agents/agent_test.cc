@@ -93,6 +93,18 @@ TEST_CASE("The learned agents are valid names without loading LibTorch") {
   CHECK(IsLearnedAgent("go"));
   CHECK_FALSE(IsLearnedAgent("brkga"));
   testing::Make("brkga");
+  // An unknown name's error lists them too, before the plugin is loaded.
+  try {
+    testing::Make("regall");
+    FAIL("expected a ConfigError");
+  } catch (const ConfigError& e) {
+    const std::string what = e.what();
+    CHECK(what.find("unknown agent 'regall'. Did you mean 'regal'?") != std::string::npos);
+    for (std::string_view learned : kLearnedAgentNames) {
+      CHECK_MESSAGE(what.find(", " + std::string(learned)) != std::string::npos, what);
+    }
+    CHECK(what.find('\n') == std::string::npos);
+  }
   CHECK_FALSE(TorchPluginLoaded());
 }
 

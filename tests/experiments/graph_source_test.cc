@@ -64,6 +64,11 @@ TEST_CASE(
             "apply to ONNX files, not to generated graphs"));
   CHECK(Has(ErrorOf([] { ParseGraphArgument("graphs/data/no_such_graph.json"); }, "--graph"),
             "no graph file 'graphs/data/no_such_graph.json'"));
+  // The Python API names its parameter instead of the command line's option.
+  const std::string python = ErrorOf([] { ParseGraphArgument("no_such_graph.json", {}, "graph"); }, "graph");
+  CHECK(python.rfind("graph: no graph file 'no_such_graph.json'", 0) == 0);
+  CHECK(Has(ErrorOf([&] { ParseGraphArgument("gen:resnet:depth=18", batch8, "graph"); }, "graph"),
+            "apply to ONNX files"));
 }
 
 }  // namespace gosim::experiments

@@ -59,6 +59,19 @@ TEST_CASE("JSON round trip is exact") {
   CHECK(text.find("\"conv1:2\"") != std::string::npos);
 }
 
+TEST_CASE("dtype names: tfloat32 (alias tf32) is float32 computed on TF32 tensor cores, 4 bytes") {
+  CHECK(ParseDType("tfloat32") == DType::kTFloat32);
+  CHECK(ParseDType("TF32") == DType::kTFloat32);
+  CHECK(DTypeName(DType::kTFloat32) == "tfloat32");
+  CHECK(DTypeSize(DType::kTFloat32) == 4);
+  CHECK(kLastDType == DType::kTFloat32);
+  // Every dtype's name parses back to it.
+  for (int k = 0; k <= static_cast<int>(kLastDType); ++k) {
+    const auto dtype = static_cast<DType>(k);
+    CHECK(ParseDType(DTypeName(dtype)) == dtype);
+  }
+}
+
 TEST_CASE("JSON round trip through a gzip'd file") {
   const Graph g = RichGraph();
   const std::string path =

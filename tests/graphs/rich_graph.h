@@ -55,7 +55,8 @@ inline Graph RichGraph() {
   update.op = "ApplyAdam";
   update.flops = 1.7976931348623157e308;
   update.phase = Phase::kUpdate;
-  update.persistent_bytes = 9007199254740993;  // 2^53 + 1: not exact as a double
+  update.persistent_bytes = 9007199254740993;                   // 2^53 + 1: not exact as a double
+  update.outputs = {TensorInfo{16, {2, 2}, DType::kTFloat32}};  // the last dtype
   const int iupdate = b.AddNode(update);
 
   b.AddEdge(ix, iconv, 0);

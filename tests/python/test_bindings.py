@@ -2,6 +2,8 @@
 # with the command line exactly, errors arrive as gosim exceptions with one
 # line, agents and experiments run from Python.
 import json
+import os
+import re
 import subprocess
 import sys
 
@@ -280,3 +282,128 @@ def test_import_does_not_load_libtorch():
     code = ("import gosim, sys; maps = open('/proc/self/maps').read(); "
             "sys.exit(1 if 'libtorch' in maps or 'torch' in sys.modules else 0)")
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def test_simulator_takes_names_and_paths(simulator, graph, tmp_path):
+    devices = np.arange(simulator.num_nodes, dtype=np.int32) % simulator.num_devices
+    expected = simulator.evaluate(devices).step_time_s
+    assert gosim.Simulator(SMALL_GRAPH, CLUSTER).evaluate(devices).step_time_s == expected
+    graph.save(str(tmp_path / "g.json"))
+    cluster_file = ROOT / "configs/clusters/p100x4_pcie.yaml"
+    by_path = gosim.Simulator(tmp_path / "g.json", cluster_file)  # pathlib.Path works too
+    assert by_path.evaluate(devices).step_time_s == expected
+    assert gosim.load_graph(tmp_path / "g.json").num_nodes == graph.num_nodes
+    with pytest.raises(gosim.ConfigError,
+                       match=r"^graph must be a gosim.Graph, a graph file or gen:NAME\[:k=v,\.\.\.\], not int$"):
+        gosim.Simulator(3, CLUSTER)
+    with pytest.raises(gosim.ConfigError, match=r"^cluster must be a gosim.Cluster, a preset name or a cluster YAML "
+                                                r"file, not NoneType$"):
+        gosim.Simulator(graph, None)
+
+
+@pytest.mark.parametrize("graph_file, cluster", [
+    ("graphs/data/resnet50_train_b32.json.gz", "h100x8_nvswitch:gpus=2"),
+    (SMALL_GRAPH, CLUSTER),
+])
+def test_cost_model_used_is_the_command_lines(graph_file, cluster, tmp_path):
+    sim = gosim.Simulator(graph_file, cluster)
+    out = subprocess.run([gosim_program(), "simulate", "--graph", graph_file, "--cluster", cluster,
+                          "--trace", str(tmp_path / "cli.json")], check=True, capture_output=True, text=True,
+                         cwd=ROOT).stdout
+    printed = re.search(r"; cost model (.*); decision ", out.splitlines()[0]).group(1)
+    assert sim.cost_model == "auto" and sim.cost_model_used == printed
+    assert printed.startswith("auto (") and (
+        "calibrated (configs/calibrated/h100.yaml)" in printed if "h100" in cluster
+        else "P100: measured for 60 of 60 nodes, else roofline" in printed)
+    devices = np.zeros(sim.num_nodes, np.int32)
+    result = sim.simulate(devices, trace=str(tmp_path / "py.json"))
+    assert result["cost_model"] == printed
+    for trace in ("cli.json", "py.json"):
+        assert json.loads((tmp_path / trace).read_text())["otherData"]["cost_model"] == printed
+    cli_json = json.loads(subprocess.run([gosim_program(), "simulate", "--graph", graph_file, "--cluster", cluster,
+                                          "--json"], check=True, capture_output=True, text=True, cwd=ROOT).stdout)
+    assert cli_json["cost_model"] == printed and cli_json == result
+    best = gosim.optimize(None, None, "single_device", simulator=sim)
+    assert best.cost_model == printed
+    roofline = gosim.Simulator(graph_file, cluster, cost_model="roofline")
+    assert roofline.cost_model == roofline.cost_model_used == "roofline"
+
+
+def test_save_decision_keeps_priorities_and_fusion(simulator, tmp_path):
+    r = gosim.optimize(None, None, "brkga", budget=200, seed=3, simulator=simulator)
+    assert r.priority is not None
+    simulator.save_decision(str(tmp_path / "from_result.json"), r)
+    r.save(str(tmp_path / "saved.json"))
+    simulator.save_decision(str(tmp_path / "from_dict.json"), r.decision())
+    texts = {(tmp_path / name).read_text() for name in ("from_result.json", "saved.json", "from_dict.json")}
+    assert len(texts) == 1  # the same file three ways
+    back = simulator.load_decision(str(tmp_path / "saved.json"))
+    assert np.array_equal(back["devices"], r.devices) and np.array_equal(back["priority"], r.priority)
+    if r.transfer_priority is not None:
+        assert np.array_equal(back["transfer_priority"], r.transfer_priority)
+    assert simulator.evaluate(**back).step_time_s == r.step_time_s
+    cli = _cli_simulate_file(tmp_path / "saved.json")
+    assert cli["step_time"] == r.step_time_s  # the command line re-simulates the same step
+    # Fusion groups are kept too, and a load_decision() dict saves back whole.
+    fusion = np.full(simulator.num_nodes, -1, np.int32)
+    fusion[[simulator.graph.edge_src[0], simulator.graph.edge_dst[0]]] = 0  # two nodes joined by an edge
+    simulator.save_decision(str(tmp_path / "fused.json"), r.devices * 0, fusion=fusion)
+    again = simulator.load_decision(str(tmp_path / "fused.json"))
+    assert np.array_equal(again["fusion"], fusion) and again["priority"] is None
+    simulator.save_decision(str(tmp_path / "fused2.json"), again)
+    assert (tmp_path / "fused2.json").read_text() == (tmp_path / "fused.json").read_text()
+    with pytest.raises(gosim.DecisionError, match="not both"):
+        simulator.save_decision(str(tmp_path / "x.json"), r, priority=r.priority)
+    with pytest.raises(gosim.DecisionError, match="unknown decision part 'placement'"):
+        simulator.save_decision(str(tmp_path / "x.json"), {"placement": r.devices})
+
+
+def _cli_simulate_file(decision):
+    out = subprocess.run([gosim_program(), "simulate", "--graph", SMALL_GRAPH, "--cluster", CLUSTER, "--decision",
+                          str(decision), "--json"], check=True, capture_output=True, text=True, cwd=ROOT)
+    return json.loads(out.stdout)
+
+
+def test_errors_name_the_python_parameter(graph, cluster):
+    cases = [
+        (lambda: gosim.load_graph("no_such_graph.json"), "graph: no graph file 'no_such_graph.json' (give a graph"),
+        (lambda: gosim.Simulator("no_such_graph.json", cluster), "graph: no graph file 'no_such_graph.json'"),
+        (lambda: gosim.load_cluster("no_such_preset"), "cluster: "),
+        (lambda: gosim.Simulator(graph, cluster, cost_model="rooflin"),
+         "cost_model: unknown cost model 'rooflin'. Did you mean 'roofline'? (valid values are: auto, "),
+        (lambda: gosim.Simulator(graph, cluster, cost_model="calibrated", cost_model_options={"profil": "x"}),
+         "cost_model_options"),
+    ]
+    for call, start in cases:
+        with pytest.raises(gosim.ConfigError) as info:
+            call()
+        assert str(info.value).startswith(start), str(info.value)
+        assert not str(info.value).startswith("--")
+
+
+def test_agent_names_include_the_plugins_in_a_fresh_process():
+    code = (f"import gosim\ntry:\n    gosim.optimize({SMALL_GRAPH!r}, {CLUSTER!r}, 'regall')\n"
+            "except gosim.ConfigError as e:\n    print(e)\n"
+            "print('libtorch' in open('/proc/self/maps').read())\n")
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    message, loaded = out.splitlines()
+    assert "unknown agent 'regall'. Did you mean 'regal'?" in message
+    valid = message.split("valid values are: ")[1].rstrip(")").split(", ")
+    assert {"go", "regal", "hrl", "colocrl", "brkga", "single_device"} <= set(valid)
+    assert loaded == "False"  # listed without loading LibTorch
+
+
+def test_error_types_are_the_packages():
+    assert issubclass(gosim.IoError, OSError) and issubclass(gosim.IoError, gosim.Error)
+    assert issubclass(gosim.ExportError, gosim.Error) and issubclass(gosim.ExportWarning, UserWarning)
+    assert gosim.ConfigError is gosim._core.ConfigError and gosim.ConfigError.__module__ == "gosim"
+    with pytest.raises(gosim.IoError) as info:
+        gosim.load_graph(SMALL_GRAPH).save("/dev/null/g.json")  # a folder that cannot exist
+    assert isinstance(info.value, OSError)
+
+
+def test_program_from_python():
+    assert os.path.samefile(gosim.program_path(), gosim_program())
+    assert gosim.data_home() is None  # a build tree: the program finds the source tree itself
+    out = subprocess.run([sys.executable, "-m", "gosim", "--version"], check=True, capture_output=True, text=True)
+    assert out.stdout.startswith("gosim ")

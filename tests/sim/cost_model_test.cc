@@ -417,6 +417,56 @@ TEST_CASE(
       Contains(warnings[0], "2 of 4 nodes of graph 'mixed' run in 16 bits, and the A100 profile has no fit"));
 }
 
+// gosim.torch.export(..., tf32=True) records matrix products as tfloat32:
+// float32 tensors computed on TF32 tensor cores.
+TEST_CASE("TF32 products: the TF32 peak in roofline, a profile's [tf32] fits, else roofline at that peak") {
+  graphs::GraphBuilder b("tf32");
+  b.AddNode(Op("mm32", "aten::mm", std::ldexp(1.0, 40), 0, 0, 64));
+  b.AddNode(Op("mmtf", "aten::mm", std::ldexp(1.0, 40), 0, 0, 64, DType::kTFloat32));
+  const graphs::Graph g = b.Build();
+  DeviceSpec a100 = Device("A100");
+  a100.peak_flops_tf32 = std::ldexp(1.0, 42);
+  const double device_launch = std::ldexp(1.0, -16);
+  const auto roofline = Make("roofline", "compute_efficiency: {matmul: 1.0}\n");
+  // Roofline: fp32 at the fp32 peak (1 s), tfloat32 at the TF32 peak (1/4 s);
+  // a device without TF32 runs it at the fp32 peak.
+  CHECK(roofline->NodeTime(g, N(g, "mm32"), a100) == device_launch + 1.0);
+  CHECK(roofline->NodeTime(g, N(g, "mmtf"), a100) == device_launch + 0.25);
+  CHECK(roofline->NodeTime(g, N(g, "mmtf"), Device("A100")) == device_launch + 1.0);
+  CHECK(a100.PeakFlops(DType::kTFloat32) == std::ldexp(1.0, 42));
+  CHECK(a100.CeilingFlops(DType::kTFloat32) == a100.CeilingFlops(DType::kFloat32));
+
+  const std::string base(kProfile);
+  const std::string fp32_only = base.substr(0, base.find("op_types:"));
+  const double launch = std::ldexp(1.0, -18);
+  {
+    // A "matmul [tf32]" class fit (2^-42 per FLOP: 1/4 s) prices the tf32
+    // product; the fp32 one keeps the fp32 class fit (2^-17 + 1 s).
+    const DeviceProfile p = ParseDeviceProfile(
+        fp32_only + "  matmul [tf32]: {intercept: 0.0, per_flop: 2.2737367544323206e-13, per_byte: 0.0}\n",
+        "a100.yaml");
+    const CalibratedCostModel model({p});
+    CHECK(model.NodeTime(g, N(g, "mmtf"), a100) == launch + 0.25);
+    CHECK(model.NodeTime(g, N(g, "mm32"), a100) == launch + std::ldexp(1.0, -17) + 1.0);
+    CHECK(model.PrecisionMisses(g, a100, nullptr, true) == 0);
+    CHECK(ParseDeviceProfile(DeviceProfileToYaml(p), "back.yaml").op_class_precisions ==
+          p.op_class_precisions);
+  }
+  // Without [tf32] fits, auto prices the product by roofline at the TF32
+  // peak (never by the fp32 fit, which is 4x slower here) and says so.
+  const std::filesystem::path dir = std::filesystem::temp_directory_path() / "gosim_auto_tf32";
+  std::filesystem::create_directories(dir);
+  WriteFileAtomic((dir / "a100.yaml").string(), fp32_only);
+  const auto model = Make("auto", "profiles_dir: " + dir.string() + "\n");
+  CHECK(model->NodeTime(g, N(g, "mmtf"), a100) == MakeCostModel("roofline")->NodeTime(g, N(g, "mmtf"), a100));
+  CHECK(model->NodeTime(g, N(g, "mmtf"), a100) < model->NodeTime(g, N(g, "mm32"), a100) / 2);
+  const Cluster cluster = ClusterOf(a100);
+  const std::string described = model->Describe(g, cluster);
+  CHECK(Contains(described, "roofline at the TF32 peak for 1 tf32 nodes it has no fit for"));
+  CHECK(!Contains(described, "16-bit"));
+  CHECK(model->Warnings(g, cluster).empty());
+}
+
 // Depthwise and grouped convolutions (graphs::ConvKind) read from the
 // weight's shape, and priced by their kind's fits before the dense ones.
 TEST_CASE("Calibrated: a convolution's kind from its weight, priced by the kind's fits first") {

@@ -257,6 +257,12 @@ TEST_CASE("The evaluator makes a decision that splits a colocation group infeasi
   CHECK(j.at("colocation_split").at("group") == "w");
   CHECK(j.at("colocation_split").at("other_node") == "d");
   CHECK(j.at("colocation_split").at("other_device") == "gpu1");
+  // The result names the cost model that priced it (the Evaluator's
+  // description); a description given explicitly wins.
+  CHECK(j.at("cost_model") == "roofline");
+  const nlohmann::json named = nlohmann::json::parse(SimResultToJson(full, g, c, "roofline"));
+  CHECK(named.at("cost_model") == "roofline");
+  CHECK(named.at("cluster") == j.at("cluster"));
 
   // With infeasible_step_time <= 0 the simulated step time is kept.
   SimOptions simulated;

@@ -470,6 +470,8 @@ TEST_CASE("golden: the Chrome trace names every kernel and hop") {
   CHECK(trace.find("\"name\":\"a:0\"") != std::string::npos);
   CHECK(trace.find("\"gpu0->gpu1\"") != std::string::npos);
   CHECK(trace.find("\"ts\":1000000.0") != std::string::npos);  // a:0 starts at 1 s
+  CHECK(trace.find("\"cost_model\":\"linear_test\"") != std::string::npos);  // the Evaluator's
+  CHECK(ChromeTraceJson(r, g, cluster, "linear").find("\"cost_model\":\"linear\"") != std::string::npos);
   CHECK_THROWS_AS(ChromeTraceJson(ev.Simulate(Place({0, 1}), false), g, cluster), Error);
   const std::string json = SimResultToJson(r, g, cluster);
   CHECK(json.find("\"step_time\": 3.0") != std::string::npos);  // a [0, 1], a:0 [1, 2], b [2, 3]
