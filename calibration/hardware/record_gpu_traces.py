@@ -409,9 +409,15 @@ def record(name, build, out_dir, prefix, args, log):
     # the end of the trace, so the profiled steps are steady-state steps too.
     for _ in range(args.settle):
         step()
+    # Timed from an idle GPU to an idle GPU: without the synchronizations the
+    # host clock misses the kernels queued before the start (the settle
+    # steps') or after the end, by up to the launch queue's depth (a
+    # GPU-bound step with few kernels, AlexNet's, came out 21% short).
+    torch.cuda.synchronize()
     start = time.perf_counter()
     for _ in range(args.timed):
         step()
+    torch.cuda.synchronize()
     unprofiled = (time.perf_counter() - start) / args.timed
 
     suffix = f"_{args.amp}" if args.amp else ""
@@ -433,7 +439,8 @@ def record(name, build, out_dir, prefix, args, log):
     params = sum(p.numel() for p in model.parameters())
     entry = {"model": name, "file": os.path.basename(path), "bytes": os.path.getsize(path), "sha256": sha256(path),
              "optimizer": opt_name, "parameters": params, "warmup_steps": args.warmup,
-             "settle_steps": args.settle, "unprofiled_steps": args.timed, "unprofiled_step_s": unprofiled, "profiled_steps": args.active,
+             "settle_steps": args.settle, "unprofiled_steps": args.timed, "unprofiled_step_s": unprofiled,
+             "unprofiled_timing": "synchronized before and after", "profiled_steps": args.active,
              "peak_memory_bytes": torch.cuda.max_memory_allocated(), "autocast": args.amp or None,
              "settings": settings}
     log(f"{name}: {params / 1e6:.1f} M parameters, unprofiled step {unprofiled * 1e3:.2f} ms, "

@@ -133,7 +133,19 @@ def op_flops(op, args, ins, outs):
         # recomputes Q K^T and forms dV, dP, dQ and dK (2.5x the forward).
         batch = numel(q[:-2])
         forward = 2.0 * batch * q[-2] * k[-2] * (q[-1] + v[-1])
-        return forward * (2.5 if op in ATTENTION_BACKWARD else 1.0)
+        causal = 0.5 if args.get("is_causal") else 1.0  # the kernel skips the masked half
+        return forward * causal * (2.5 if op in ATTENTION_BACKWARD else 1.0)
+    if op in ("_cudnn_rnn", "_cudnn_rnn_backward"):
+        # The gate products of every step and layer (weight matrices of
+        # 4H rows), 2 FLOPs per multiply-add, plus ~10 element-wise FLOPs
+        # per gate element; the backward twice the products (input and
+        # weight gradients).
+        steps_batch = numel(shape("input")[:-1])
+        products = sum(2.0 * steps_batch * numel(w[0]) for w in args["weight"] if w and len(w[0]) == 2)
+        pointwise = 10.0 * steps_batch * 4 * args["hidden_size"] * args["num_layers"]
+        return (products + pointwise) * (2.0 if op.endswith("_backward") else 1.0)
+    if op in ("_thnn_fused_lstm_cell", "_thnn_fused_lstm_cell_backward"):
+        return 40.0 * numel(shape("cx"))  # ~10 element-wise FLOPs per element of the 4 gates
     if op in ("_softmax", "_log_softmax"):
         return float(SOFTMAX_FORWARD * out0)
     if op in ("_softmax_backward_data", "_log_softmax_backward_data"):

@@ -29,6 +29,7 @@ Written for Debian's python3-torch 1.13 and kept to the APIs that PyTorch
 """
 
 import collections
+import contextlib
 import difflib
 import json
 import math
@@ -40,6 +41,7 @@ import traceback
 import warnings
 
 from . import _export_rules as rules
+from . import _gpu_ops
 from ._errors import ConfigError, ExportError, ExportWarning, GraphError
 
 EXPORTER = "gosim.torch.export (make_fx, real mode)"
@@ -465,9 +467,17 @@ def _data_dependent_error(torch, error, tracker, model):
         "(compute the condition from shapes or Python values, or export each branch as its own model)")
 
 
-def trace(model, example_inputs, loss_fn=None, optimizer=None, targets=None, seed=0, log=None, progress=None):
+TARGETS = ("cuda", "cpu")
+
+
+def trace(model, example_inputs, loss_fn=None, optimizer=None, targets=None, seed=0, log=None, progress=None,
+          target="cuda"):
     """The traced fx graph with its labels: (GraphModule, labels, sources, description)."""
     import torch
+
+    if target not in TARGETS:
+        raise ConfigError(f"gosim.torch.export: target={target!r} is not known (give 'cuda', the ops a GPU "
+                          "runs, or 'cpu', the ops of the CPU the model is traced on)")
 
     inputs = _as_tuple(torch, example_inputs, "example_inputs")
     if not inputs:
@@ -493,6 +503,13 @@ def trace(model, example_inputs, loss_fn=None, optimizer=None, targets=None, see
              for p, t in params.items() for s in state_names}
     tracker = ScopeTracker(torch, progress)
     tracker.hook(model)
+    # nn.LSTM / GRU / RNN read their weights from a list made when the
+    # module was built (_flat_weights), not from the attributes that
+    # functional_call swaps for the traced parameters: refresh it before each
+    # call, or the weights are traced as constants, without gradients.
+    rnn_hooks = [m.register_forward_pre_hook(
+        lambda m, inputs: setattr(m, "_flat_weights", [getattr(m, w) for w in m._flat_weights_names]))
+        for m in model.modules() if isinstance(m, torch.nn.RNNBase)]
     n_in, n_t, n_p, n_b = len(inputs), len(targets), len(params), len(buffers)
 
     def step(*flat):
@@ -516,6 +533,17 @@ def trace(model, example_inputs, loss_fn=None, optimizer=None, targets=None, see
             tracker.phase = "update"
             with torch.no_grad():
                 by_param = dict(zip(map(id, wanted), grads))
+                if target == "cuda" and opt.kind in ("adam", "adamw"):
+                    # torch.optim's multi-tensor Adam (capturable=False) reads
+                    # each step count back twice (.item()) for its bias
+                    # corrections before its kernels: the host waits for the
+                    # GPU there (gosim._gpu_ops).
+                    for name, p in zip(params, ps):
+                        if by_param.get(id(p)) is not None:
+                            step_t = st[f"{name}.step"]
+                            _gpu_ops.sync(torch, step_t)
+                            _gpu_ops.sync(torch, step_t)
+                    tracker.flush("", "")
                 for name, p in zip(params, ps):
                     g = by_param.get(id(p))
                     if g is None:
@@ -533,7 +561,8 @@ def trace(model, example_inputs, loss_fn=None, optimizer=None, targets=None, see
     try:
         t0 = time.time()
         try:
-            with _TupleOutputs(torch):
+            recording = _gpu_ops.recording(torch) if target == "cuda" else contextlib.nullcontext()
+            with _TupleOutputs(torch), recording:
                 if training:
                     gm = _make_fx()(step)(*flat_inputs())
                 else:
@@ -565,6 +594,8 @@ def trace(model, example_inputs, loss_fn=None, optimizer=None, targets=None, see
             shape_prop_s = time.time() - t1
     finally:
         tracker.unhook()
+        for h in rnn_hooks:
+            h.remove()
         model.train(was_training)
     if log:
         log(f"traced {len(gm.graph.nodes)} fx nodes in {t1 - t0:.1f} s"
@@ -574,7 +605,7 @@ def trace(model, example_inputs, loss_fn=None, optimizer=None, targets=None, see
                [(n, "Parameter", n) for n in params] + [(n, "Buffer", n) for n in buffers] +
                [(n, "OptimizerState", n.rsplit(".", 1)[0]) for n in state])
     desc = {"source": f"{type(model).__module__}.{type(model).__name__}",
-            "mode": "training" if training else "inference",
+            "mode": "training" if training else "inference", "target": target,
             "input_shapes": [list(x.shape) for x in inputs],
             "torch_version": torch.__version__, "exporter": EXPORTER, "seed": seed}
     if opt is not None:
@@ -769,7 +800,7 @@ def _resolve_tf32(tf32):
 
 
 def export_json(model, example_inputs, loss_fn=None, optimizer=None, *, targets=None, name=None, seed=0,
-                log=None, tf32=None, progress=None):
+                log=None, tf32=None, progress=None, target="cuda"):
     """As export(), but returns the native-JSON graph as a dict (with its metadata).
 
     Needs only PyTorch: not gosim's compiled module.
@@ -778,7 +809,7 @@ def export_json(model, example_inputs, loss_fn=None, optimizer=None, *, targets=
     name = name or type(model).__name__.lower()
     bar = _Progress(progress, name)
     gm, labels, sources, desc = trace(model, example_inputs, loss_fn=loss_fn, optimizer=optimizer,
-                                      targets=targets, seed=seed, log=log, progress=bar)
+                                      targets=targets, seed=seed, log=log, progress=bar, target=target)
     graph = convert(gm, labels, sources, desc, name, log=log, tf32=tf32, progress=bar)
     errors = rules.check_graph(graph)
     if errors:
@@ -789,7 +820,7 @@ def export_json(model, example_inputs, loss_fn=None, optimizer=None, *, targets=
 
 
 def export(model, example_inputs, loss_fn=None, optimizer=None, *, targets=None, name=None, seed=0, log=None,
-           tf32=None, progress=None):
+           tf32=None, progress=None, target="cuda"):
     """A gosim.Graph of one step of `model` on `example_inputs`.
 
     loss_fn=None: inference (the model in eval mode, no gradients).
@@ -807,11 +838,15 @@ def export(model, example_inputs, loss_fn=None, optimizer=None, *, targets=None,
     progress: None (a line on stderr every few seconds once an export takes
     longer than PROGRESS_AFTER_S), True (from the start), False, or a
     callable that takes the lines. log: a callable taking summary lines.
+    target: "cuda" (default) records the ops a CUDA GPU runs where PyTorch
+    decomposes differently by device (fused dropout and attention, cuDNN
+    LSTM, Adam's step reads; gosim._gpu_ops); "cpu" the ops of the CPU the
+    model is traced on.
     Raises gosim.ExportError for data-dependent control flow; warns
     (gosim.ExportWarning) about ops whose output shapes depend on the data.
     """
     graph = export_json(model, example_inputs, loss_fn=loss_fn, optimizer=optimizer, targets=targets,
-                        name=name, seed=seed, log=log, tf32=tf32, progress=progress)
+                        name=name, seed=seed, log=log, tf32=tf32, progress=progress, target=target)
     from . import graph_from_json
     return graph_from_json(json.dumps(graph), graph["name"])
 
