@@ -103,6 +103,9 @@ def load_results(run_dir):
                 row["code"] = identity.get("code", "unrecorded")
                 model = identity.get("cost_model", {})
                 row["cost_model"] = model.get("name", "unrecorded") if isinstance(model, dict) else str(model)
+                # How the engine ran the host (docs/SIMULATOR.md, "The host");
+                # lines written before it modelled one: none.
+                row["execution"] = r.get("execution") or "none"
                 row["budget_evaluations"] = r.get("budget", {}).get("evaluations", 0)
                 # Lines written before the column existed: unknown (-1), never 0.
                 row["pretrain_evaluations"] = r.get("pretrain_evaluations", -1)
@@ -262,6 +265,12 @@ def provenance(df, run_dirs=()):
     models = df["cost_model"].value_counts()
     lines.append("Cost model: " + ", ".join(f"{m} ({n} cells)" for m, n in sorted(models.items())) +
                  (" -- cells of several cost models" if len(models) > 1 else ""))
+    executions = df["execution"].value_counts() if "execution" in df else {}
+    if len(executions) == 0 or set(executions.keys()) == {"none"}:
+        lines.append("Host: not modelled (execution none: GPU-side step times; the presets of this table have "
+                     "no calibrated host, docs/SIMULATOR.md \"The host\")")
+    else:
+        lines.append("Host: " + ", ".join(f"execution {e} ({n} cells)" for e, n in sorted(executions.items())))
     if run_dirs:
         lines.append(f"Final runs on the test graphs logged in these run folders: {final_runs(run_dirs)}")
     return lines

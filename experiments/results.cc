@@ -65,6 +65,9 @@ nlohmann::ordered_json CellRecord::ToJson() const {
       {"step_time", step_time},
       {"peak_memory", peak_memory},
       {"oom_device", oom_device},
+      {"host_busy_s", host_busy},
+      {"execution", execution},
+      {"cost_model", cost_model},
       {"evaluations", evaluations},
       {"simulations", simulations},
       {"pretrain_evaluations", pretrain_evaluations},
@@ -105,6 +108,9 @@ CellRecord CellRecord::FromJson(const nlohmann::json& json, const std::string& w
     r.step_time = json.at("step_time").get<double>();
     r.peak_memory = json.at("peak_memory").get<double>();
     r.oom_device = json.at("oom_device").get<int32_t>();
+    r.host_busy = json.value("host_busy_s", -1.0);  // lines written before the fields: not recorded
+    r.execution = json.value("execution", "");
+    r.cost_model = json.value("cost_model", "");
     r.evaluations = json.at("evaluations").get<int64_t>();
     r.simulations = json.at("simulations").get<int64_t>();
     // Lines written before the column existed: not recorded.

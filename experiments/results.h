@@ -44,6 +44,13 @@ struct CellRecord {
   double step_time = 0.0;       // seconds (the simulator's value, also when infeasible)
   double peak_memory = 0.0;     // bytes, max over devices
   int32_t oom_device = -1;
+  // The host (docs/SIMULATOR.md, "The host") in the final re-simulation:
+  // the busiest host thread's dispatch time (-1: not recorded, lines
+  // written before the field), the execution it resolved to, and the cost
+  // model's description as the command line prints it.
+  double host_busy = -1.0;
+  std::string execution;
+  std::string cost_model;
   int64_t evaluations = 0;  // as reported by the agent
   int64_t simulations = 0;  // simulator calls counted by the evaluator, final re-simulation excluded
   // Evaluations that produced the checkpoint the agent starts from

@@ -174,6 +174,9 @@ CellOutput ComputeCell(const RunState& state, const Cell& cell, size_t position,
   record.step_time = solved.final.step_time;
   record.peak_memory = solved.final.peak_memory;
   record.oom_device = solved.final.oom_device;
+  record.host_busy = solved.final.host_busy;
+  record.execution = std::string(sim::ExecutionName(evaluator.execution()));
+  record.cost_model = evaluator.cost_model_description();
   record.evaluations = solved.result.evaluations;
   record.simulations = solved.simulations;
   const PretrainCost pretrain = FindPretrainCost(spec.name, YamlToJson(spec.options));

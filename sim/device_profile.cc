@@ -133,6 +133,23 @@ namespace {
 // nullptr where the op has a precision to look for (a 16-bit op of a
 // PrecisionSensitive class, or a tagged type) and the profile no fit of
 // it. With `precision` false, tags are ignored: the fp32 fits, never null.
+}  // namespace
+
+std::string_view OpTypeAlias(std::string_view op_type, int k, char* buffer, size_t size) {
+  constexpr std::string_view kAten = "aten::";
+  if (!op_type.starts_with(kAten)) return {};
+  std::string_view base = op_type.substr(kAten.size());
+  if (base.starts_with("native_")) base.remove_prefix(7);
+  const std::string_view prefix = k == 0 ? "aten::" : "aten::cudnn_";
+  if (prefix.size() + base.size() > size) return {};
+  std::copy(prefix.begin(), prefix.end(), buffer);
+  std::copy(base.begin(), base.end(), buffer + prefix.size());
+  const std::string_view alias(buffer, prefix.size() + base.size());
+  return alias == op_type ? std::string_view() : alias;
+}
+
+namespace {
+
 const KernelFit* Lookup(const DeviceProfile& p, std::string_view op_type, graphs::OpClass op_class,
                         graphs::DType dtype, graphs::ConvKind kind, bool precision) {
   std::string_view tag = precision ? TypePrecisionTag(op_type) : std::string_view();
@@ -170,6 +187,19 @@ const KernelFit* Lookup(const DeviceProfile& p, std::string_view op_type, graphs
   const KernelFit* typed_fit =
       tag.empty() || tagged ? type_fit(op_type) : type_fit(std::string(op_type) + suffix);
   if (typed_fit != nullptr) return typed_fit;
+  // The GPU's name of a CPU decomposition (OpTypeAlias): an exporter on the
+  // CPU records aten::native_batch_norm where the trace fitted
+  // aten::batch_norm (and its backward as aten::cudnn_batch_norm_backward).
+  for (int k = 0; k < 2; ++k) {
+    char buffer[160];
+    const std::string_view alias = OpTypeAlias(bare, k, buffer, sizeof(buffer));
+    if (alias.empty()) continue;
+    if (suffix.empty()) {
+      if (const KernelFit* fit = type_fit(alias)) return fit;
+    } else if (const KernelFit* fit = type_fit(std::string(alias) + suffix)) {
+      return fit;
+    }
+  }
   if (tag.empty()) {
     const std::optional<KernelFit>& by_class = p.op_classes[static_cast<size_t>(op_class)];
     return by_class ? &*by_class : &p.fallback;
@@ -213,14 +243,11 @@ const HostOpFit& HostFit::For(std::string_view op_type, graphs::OpClass op_class
   // GPU trace has aten::batch_norm (and aten::cudnn_batch_norm below it),
   // aten::native_batch_norm_backward where it has
   // aten::cudnn_batch_norm_backward.
-  constexpr std::string_view kAten = "aten::";
-  if (op_type.starts_with(kAten)) {
-    std::string_view base = op_type.substr(kAten.size());
-    if (base.starts_with("native_")) base.remove_prefix(7);
-    for (const std::string& alias : {"aten::" + std::string(base), "aten::cudnn_" + std::string(base)}) {
-      if (alias == op_type) continue;
-      if (const auto it = op_types.find(alias); it != op_types.end()) return it->second;
-    }
+  for (int k = 0; k < 2; ++k) {
+    char buffer[160];
+    const std::string_view alias = OpTypeAlias(op_type, k, buffer, sizeof(buffer));
+    if (alias.empty()) continue;
+    if (const auto it = op_types.find(alias); it != op_types.end()) return it->second;
   }
   if (!has_work) return view;
   if (const auto& fit = op_classes[static_cast<size_t>(op_class)]; fit) return *fit;

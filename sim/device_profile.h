@@ -119,6 +119,12 @@ struct HostFit {
   const HostOpFit& For(std::string_view op_type, graphs::OpClass op_class, bool has_work) const;
 };
 
+// The k-th (0, 1) name a GPU trace may give an op an exporter traced on the
+// CPU as `op_type`: "aten::native_X" -> "aten::X", "aten::cudnn_X"; "" when
+// there is none. Written into `buffer` (no allocation); fits fall back to
+// these names before their class.
+std::string_view OpTypeAlias(std::string_view op_type, int k, char* buffer, size_t size);
+
 // "bf16" or "fp16" for 16-bit floating point, "tf32" for tfloat32 (float32
 // on TF32 tensor cores), else "": the tag of the op types and class fits of
 // that precision ("aten::mm [bf16]", "matmul [tf32]").

@@ -134,6 +134,9 @@ void BindSim(py::module_& m) {
       .def_property_readonly(
           "oom_device", [](const EvalResult& r) { return r.eval.oom_device; },
           "first device that ran out of memory, or -1")
+      .def_property_readonly(
+          "host_busy_s", [](const EvalResult& r) { return r.eval.host_busy; },
+          "seconds the busiest host thread dispatched (0 when the host is not modelled)")
       .def("__repr__", [](const EvalResult& r) {
         return "<gosim.Evaluation step_time_s=" + std::to_string(r.eval.step_time) +
                " feasible=" + (r.eval.feasible ? "True" : "False") + ">";
