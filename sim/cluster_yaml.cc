@@ -406,8 +406,8 @@ Cluster LoadCluster(const std::string& given) {
   }
   if (gpus) return ScaleCluster(LoadCluster(path_or_preset), *gpus, Location{given});
   std::string path = path_or_preset;
-  const bool bare =
-      path.find('/') == std::string::npos && !EndsWith(path, ".yaml") && !EndsWith(path, ".yml");
+  const bool bare = path.find('/') == std::string::npos && !EndsWith(path, ".yaml") &&
+                    !EndsWith(path, ".yml") && !EndsWith(path, ".yaml.gz") && !EndsWith(path, ".yml.gz");
   if (bare) path = std::string(kPresetDir) + "/" + path_or_preset + ".yaml";
   path = ResolveDataPath(path);
   if (!FileExists(path)) {
