@@ -95,10 +95,11 @@ std::string Gunzip(std::string_view data, const std::string& name) {
     if (total > limit) {
       fail("gzip data inflates to more than " + OverLimit(limit), consumed, kRaiseLimit);
     }
-    // A "zip bomb" (deflate reaches 1032:1 on repeated bytes; text and
-    // graphs 5-50:1): at its rate so far it would pass the limit, and its
-    // trailer says so too; or it would pass twice the limit (ISIZE is mod
-    // 2^32). The rate is an estimate: a file at the limit must still read.
+    // A "zip bomb" (deflate reaches 1032:1 on repeated bytes; the committed
+    // graphs and traces 13-30:1): at its rate so far it would pass the
+    // limit, and its trailer says so too; or it would pass twice the limit
+    // (ISIZE is mod 2^32). The rate is an estimate: a file at the limit
+    // must still read.
     if (total > kBombCheckBytes && consumed > 0) {
       const double ratio = static_cast<double>(total) / static_cast<double>(consumed);
       const double expected = ratio * static_cast<double>(data.size());

@@ -16,7 +16,7 @@ namespace gosim {
 // Reads a whole file; if it starts with the gzip magic bytes it is inflated.
 // Throws IoError (missing file, corrupt gzip, over the decompression limit).
 // A folder or a device (/dev/zero, /dev/full: endless) is refused at once;
-// a pipe (`<(zcat g.json.gz)`) is read up to MaxInflatedBytes().
+// a pipe (`--cluster <(zcat c.yaml.gz)`) is read up to MaxInflatedBytes().
 std::string ReadFile(const std::string& path);
 // True when `data` begins with the gzip magic bytes.
 bool IsGzip(std::string_view data);
@@ -33,10 +33,10 @@ int64_t MaxInflatedBytes();
 // MaxInflatedBytes() throw IoError with the byte offset. A decompression
 // bomb stops early: as soon as, past 32 MiB of output, the data has inflated
 // more than 500 times the compressed bytes read so far (deflate reaches
-// 1032 on repeated bytes; text and graphs 5-50) at a rate that would pass
-// the limit while the gzip trailer (ISIZE, the last member's size mod 2^32)
-// is above it too, or at a rate that would pass twice the limit. A file
-// that inflates to the limit or less is read.
+// 1032 on repeated bytes; the committed graphs and traces 13-30) at a rate
+// that would pass the limit while the gzip trailer (ISIZE, the last
+// member's size mod 2^32) is above it too, or at a rate that would pass
+// twice the limit. A file that inflates to the limit or less is read.
 std::string Gunzip(std::string_view data, const std::string& name);
 // Deflates to gzip format (level 6).
 std::string Gzip(std::string_view data);
