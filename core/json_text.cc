@@ -43,4 +43,44 @@ std::string JsonErrorText(const std::string& what) {
   return out;
 }
 
+void JsonKeyTracker::Open() {
+  if (depth_ == levels_.size()) levels_.emplace_back();
+  Level& level = levels_[depth_++];
+  level.few.clear();
+  level.many.clear();
+}
+
+void JsonKeyTracker::Close() {
+  if (depth_ > 0) --depth_;
+}
+
+bool JsonKeyTracker::Add(const std::string& key) {
+  if (depth_ == 0) return true;
+  Level& level = levels_[depth_ - 1];
+  if (!level.many.empty()) return level.many.insert(key).second;
+  if (std::find(level.few.begin(), level.few.end(), key) != level.few.end()) return false;
+  if (level.few.size() < kFew) {
+    level.few.push_back(key);
+    return true;
+  }
+  level.many.insert(level.few.begin(), level.few.end());
+  level.many.insert(key);
+  return true;
+}
+
+size_t KeyStart(std::string_view text, size_t read) {
+  // The lexer has read the key's closing quote (and maybe one byte more).
+  size_t end = std::min(read, text.size());
+  while (end > 0 && text[end - 1] != '"') --end;
+  if (end < 2) return 0;
+  size_t at = end - 2;
+  while (at > 0 && !(text[at] == '"' && text[at - 1] != '\\')) --at;
+  return at;
+}
+
+std::string DuplicateKeyMessage(const std::string& key) {
+  std::string shown = key.size() > 60 ? key.substr(0, 60) + "..." : key;
+  return "key \"" + shown + "\" appears twice in one object";
+}
+
 }  // namespace gosim

@@ -6,14 +6,18 @@
 // with no position at all. ParseJsonText reads through TrackingIterator, which
 // publishes how far the lexer has read, so both become
 //   file:line:col: invalid JSON: ... / number '1e400' is out of range
-// The header needs nlohmann/json.hpp only in the files that include it.
+// A key repeated in one object, which nlohmann (like most parsers) would
+// take silently with the last value winning, is refused the same way.
 #ifndef GOSIM_CORE_JSON_TEXT_H_
 #define GOSIM_CORE_JSON_TEXT_H_
 
 #include <cstddef>
 #include <iterator>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
+#include <unordered_set>
+#include <vector>
 
 #include "core/error.h"
 
@@ -62,10 +66,83 @@ class TrackingIterator {
   const char** read_up_to_ = nullptr;
 };
 
+// The keys of the objects open during a parse, to find a key repeated in one
+// object. Cheap per key: a short linear scan, a hash set for large objects.
+class JsonKeyTracker {
+ public:
+  void Open();   // an object starts
+  void Close();  // the innermost open object ends
+  // False when `key` was already seen in the innermost open object.
+  bool Add(const std::string& key);
+
+ private:
+  struct Level {
+    std::vector<std::string> few;          // up to kFew keys
+    std::unordered_set<std::string> many;  // then all of them
+  };
+  static constexpr size_t kFew = 16;
+  std::vector<Level> levels_;  // reused across objects: no allocation per object
+  size_t depth_ = 0;
+};
+
+// Where a repeated key that the lexer has just read (up to `read`) starts:
+// the offset of its opening quote.
+size_t KeyStart(std::string_view text, size_t read);
+
+// The one-line message for a key repeated in one JSON object.
+std::string DuplicateKeyMessage(const std::string& key);
+
+// nlohmann's SAX DOM builder that refuses a repeated key: `on_duplicate(key)`
+// must throw.
+template <typename Json, typename OnDuplicate>
+class CheckedDomBuilder {
+ public:
+  using number_integer_t = typename Json::number_integer_t;
+  using number_unsigned_t = typename Json::number_unsigned_t;
+  using number_float_t = typename Json::number_float_t;
+  using string_t = typename Json::string_t;
+  using binary_t = typename Json::binary_t;
+
+  CheckedDomBuilder(Json& result, OnDuplicate on_duplicate)
+      : dom_(result, /*allow_exceptions_=*/true), on_duplicate_(std::move(on_duplicate)) {}
+
+  bool null() { return dom_.null(); }
+  bool boolean(bool v) { return dom_.boolean(v); }
+  bool number_integer(number_integer_t v) { return dom_.number_integer(v); }
+  bool number_unsigned(number_unsigned_t v) { return dom_.number_unsigned(v); }
+  bool number_float(number_float_t v, const string_t& text) { return dom_.number_float(v, text); }
+  bool string(string_t& v) { return dom_.string(v); }
+  bool binary(binary_t& v) { return dom_.binary(v); }
+  bool start_object(std::size_t n) {
+    keys_.Open();
+    return dom_.start_object(n);
+  }
+  bool end_object() {
+    keys_.Close();
+    return dom_.end_object();
+  }
+  bool start_array(std::size_t n) { return dom_.start_array(n); }
+  bool end_array() { return dom_.end_array(); }
+  bool key(string_t& k) {
+    if (!keys_.Add(k)) on_duplicate_(k);
+    return dom_.key(k);
+  }
+  // A template, so that the parse_error nlohmann throws keeps its type.
+  template <typename Exception>
+  bool parse_error(std::size_t position, const std::string& token, const Exception& e) {
+    return dom_.parse_error(position, token, e);
+  }
+
+ private:
+  nlohmann::detail::json_sax_dom_parser<Json> dom_;
+  OnDuplicate on_duplicate_;
+  JsonKeyTracker keys_;
+};
+
 // Parses `text` (from `file`) into a Json (nlohmann::json or ordered_json).
 // Any failure throws ErrorT at its line and column (or, with `lines` false,
 // for files that are often one long line, at its byte offset); `hint` says how
-// to fix a syntax error.
+// to fix a syntax error. A key repeated in one object is an error.
 template <typename ErrorT, typename Json>
 Json ParseJsonText(std::string_view text, const std::string& file, const std::string& hint,
                    bool lines = true) {
@@ -75,9 +152,16 @@ Json ParseJsonText(std::string_view text, const std::string& file, const std::st
     return where;
   };
   const char* read_up_to = text.data();
+  const auto on_duplicate = [&](const std::string& key) {
+    throw ErrorT(DuplicateKeyMessage(key), at(KeyStart(text, static_cast<size_t>(read_up_to - text.data()))),
+                 "remove one of the two: a JSON reader would silently keep only one value");
+  };
   try {
-    return Json::parse(TrackingIterator(text.data(), &read_up_to),
-                       TrackingIterator(text.data() + text.size(), &read_up_to));
+    Json result;
+    CheckedDomBuilder<Json, decltype(on_duplicate)> builder(result, on_duplicate);
+    Json::sax_parse(TrackingIterator(text.data(), &read_up_to),
+                    TrackingIterator(text.data() + text.size(), &read_up_to), &builder);
+    return result;
   } catch (const typename Json::parse_error& e) {
     const size_t offset = e.byte > 0 ? e.byte - 1 : 0;
     const bool truncated = e.byte >= text.size();

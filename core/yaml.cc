@@ -1,28 +1,69 @@
 #include "core/yaml.h"
 
 #include <charconv>
-#include <fstream>
-#include <sstream>
 
+#include "core/io.h"
 #include "core/strings.h"
 
 namespace gosim {
 
-YAML::Node LoadYamlString(const std::string& text, const std::string& name) {
-  try {
-    return YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    Location where{name, e.mark.line + 1, e.mark.column + 1};
-    throw ConfigError("invalid YAML: " + e.msg, where, "fix the YAML syntax at this position");
+namespace {
+
+// Throws when the last value of `node` (the last entry of the last mapping
+// or list, recursively) is a null that YAML inferred at the very end of
+// `text`: a key (or a `-`) with nothing after it, as a truncated file ends.
+// `key` is the key of `node` in its mapping (nullptr: a list entry, or the
+// root). Recursive, without Node assignment: yaml-cpp's operator= rebinds
+// the node inside its tree.
+void CheckEndsInValue(const YAML::Node& node, const YAML::Node* key, const std::string& yaml_path,
+                      const std::string& text, const std::string& file) {
+  if (node.IsMap() && node.size() > 0) {
+    YAML::const_iterator last = node.begin();
+    for (auto it = node.begin(); it != node.end(); ++it) last = it;
+    const std::string name = last->first.Scalar();
+    return CheckEndsInValue(last->second, &last->first, yaml_path.empty() ? name : yaml_path + "." + name,
+                            text, file);
   }
+  if (node.IsSequence() && node.size() > 0) {
+    return CheckEndsInValue(node[node.size() - 1], nullptr,
+                            yaml_path + "[" + std::to_string(node.size() - 1) + "]", text, file);
+  }
+  if (!node.IsNull() || yaml_path.empty()) return;
+  // An implicit null's mark is where YAML looked for the value: past every
+  // byte but trailing blanks and comments. An explicit `~` has its own.
+  const YAML::Mark mark = node.Mark();
+  if (mark.is_null() || mark.pos < 0) return;
+  for (size_t i = static_cast<size_t>(mark.pos); i < text.size(); ++i) {
+    if (text[i] == '#') {
+      while (i + 1 < text.size() && text[i + 1] != '\n') ++i;
+    } else if (text[i] != ' ' && text[i] != '\t' && text[i] != '\n' && text[i] != '\r') {
+      return;  // the value's own text (an explicit ~ or null)
+    }
+  }
+  const std::string what = key != nullptr && key->IsScalar() ? "key '" + key->Scalar() + "'" : "a list entry";
+  throw ConfigError("the file ends in " + what + " without a value (is it truncated?)",
+                    YamlLocation(key != nullptr ? *key : node, file, yaml_path),
+                    "give it a value, or write ~ (or {} / []) for none");
+}
+
+}  // namespace
+
+YAML::Node LoadYamlString(const std::string& text, const std::string& name) {
+  const YAML::Node root = [&] {
+    try {
+      return YAML::Load(text);
+    } catch (const YAML::Exception& e) {
+      Location where{name, e.mark.line + 1, e.mark.column + 1};
+      throw ConfigError("invalid YAML: " + e.msg, where, "fix the YAML syntax at this position");
+    }
+  }();
+  CheckEndsInValue(root, nullptr, "", text, name);
+  return root;
 }
 
 YAML::Node LoadYamlFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw ConfigError("cannot open YAML file", Location{path}, "check the path");
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return LoadYamlString(buffer.str(), path);
+  if (!FileExists(path)) throw ConfigError("cannot open YAML file", Location{path}, "check the path");
+  return LoadYamlString(ReadFile(path), path);
 }
 
 Location YamlLocation(const YAML::Node& node, const std::string& file, const std::string& path) {

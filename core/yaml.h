@@ -24,9 +24,13 @@
 
 namespace gosim {
 
-// Parses a YAML file; a syntax error becomes a ConfigError with its line.
+// Parses a YAML file (gzip'd or not: ReadFile) as LoadYamlString does.
 YAML::Node LoadYamlFile(const std::string& path);
-// Parses YAML text; `name` is used as the file name in errors.
+// Parses YAML text; `name` is used as the file name in errors. A syntax
+// error becomes a ConfigError with its line. So does text that ends in a
+// key (or a `-`) without a value (`budget:`, as a truncated file ends),
+// which YAML would read as null, i.e. as the key left out; an explicit `~`
+// or `{}` is accepted.
 YAML::Node LoadYamlString(const std::string& text, const std::string& name = "<string>");
 
 // The location of `node` (1-based line and column) in `file`, with `path`.

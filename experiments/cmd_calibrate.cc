@@ -317,6 +317,9 @@ int Calibrate(const CalibrateArgs& args) {
     throw ConfigError("nothing to do", Location{"gosim calibrate"},
                       "give --out FILE to write the profile and/or --report to print the accuracy");
   }
+  // Written after the fit: fail before it when they cannot be.
+  if (!args.out.empty()) CheckWritable(args.out, "--out");
+  if (!args.predictions.empty()) CheckWritable(args.predictions, "--predictions");
   calibration::ReadOptions read;
   read.step_pattern = args.step_pattern;
   const Trace trace = calibration::ReadTrace(ResolveDataPath(args.trace), read);

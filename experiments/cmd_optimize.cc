@@ -82,6 +82,10 @@ int Optimize(const OptimizeArgs& args) {
   const agents::Budget budget{experiments::ParseBudgetEvaluations(args.budget, Location{"--budget"}),
                               args.wall_seconds};
   experiments::CheckBudget(budget, Location{"--wall-seconds"});
+  // Outputs are written after the search: a folder that cannot take them
+  // fails now, not after the budget is spent.
+  if (!args.out.empty()) CheckWritable(args.out, "--out");
+  if (!args.trace.empty()) CheckWritable(args.trace, "--trace");
 
   const sim::Cluster cluster = experiments::LoadClusterAt(args.cluster, Location{"--cluster"});
   const graphs::Graph graph = experiments::MaterializeGraph(entry);

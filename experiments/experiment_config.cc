@@ -136,8 +136,11 @@ sim::Cluster LoadClusterAt(const std::string& preset_or_path, const Location& wh
   try {
     return sim::LoadCluster(preset_or_path);
   } catch (const ConfigError& e) {
-    // Not found: sim names only the bare name; errors inside the file keep their own line.
-    if (e.where().file == preset_or_path && e.where().line == 0)
+    // Not found (or bad :parameters): sim names only the bare name. Errors
+    // inside a file name the file, with a line where they have one (an
+    // empty or truncated file's may not).
+    if (e.where().file == preset_or_path && e.where().line == 0 &&
+        !FileExists(ResolveDataPath(preset_or_path)))
       throw ConfigError(e.message(), where, e.hint());
     throw;
   }
@@ -231,7 +234,10 @@ ExperimentConfig ParseExperiment(const YAML::Node& root, const std::string& sour
   config.resolved = YAML::Clone(root);
   YamlMap map = YamlMap::Root(root, source);
 
-  const std::string stem = source.empty() ? "experiment" : fs::path(source).stem().string();
+  // The file name without .yaml (and .gz: an experiment may be gzip'd).
+  fs::path file = fs::path(source).filename();
+  if (file.extension() == ".gz") file = file.stem();
+  const std::string stem = source.empty() ? "experiment" : file.stem().string();
   config.name = map.Get<std::string>("name", stem);
   if (config.name.empty() || SafeFileName(config.name) != config.name) {
     map.Fail("name", "an experiment name may use only letters, digits, '.', '_' and '-'");

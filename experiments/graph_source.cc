@@ -101,9 +101,15 @@ GraphEntry ParseGraphArgument(const std::string& given, const graphs::OnnxShapes
     entry["generator"] = name;
     if (params && !params.IsNull()) entry["params"] = params;
   } else {
-    if (!std::filesystem::is_regular_file(text)) {
-      throw ConfigError("no graph file '" + given + "'", Location{argument},
-                        "give a graph file (.json, .json.gz, .pbtxt, .onnx) or gen:NAME[:k=v,...]");
+    std::error_code ec;
+    const std::filesystem::file_status status = std::filesystem::status(text, ec);
+    if (!std::filesystem::is_regular_file(status)) {
+      const bool exists = std::filesystem::exists(status);
+      throw ConfigError(
+          (exists ? "'" + given + "' is not a graph file: it is " +
+                        (std::filesystem::is_directory(status) ? "a folder" : "not a regular file")
+                  : "no graph file '" + given + "'"),
+          Location{argument}, "give a graph file (.json, .json.gz, .pbtxt, .onnx) or gen:NAME[:k=v,...]");
     }
     entry["file"] = text;
   }

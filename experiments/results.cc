@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 #include <ctime>
+#include <filesystem>
 #include <limits>
 #include <sstream>
 
@@ -144,6 +145,17 @@ std::vector<agents::CurvePoint> CompressCurve(const std::vector<agents::CurvePoi
 
 ResultsLog::ResultsLog(std::string path, bool repair) : path_(std::move(path)) {
   if (!FileExists(path_)) return;
+  // A link to a device would be read forever (/dev/zero) or take every line
+  // and keep none (/dev/full, /dev/null).
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path_, ec)) {
+    throw StateError(
+        std::string("the results log is not a regular file") +
+            (std::filesystem::is_symlink(path_, ec)
+                 ? " (a symbolic link to " + std::filesystem::read_symlink(path_, ec).string() + ")"
+                 : ""),
+        Location{path_}, "remove it (or set output: to another folder); gosim creates it");
+  }
   const std::string text = ReadFile(path_);
   size_t start = 0;
   int line_number = 0;

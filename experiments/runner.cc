@@ -205,11 +205,26 @@ void WriteCell(RunState& state, const CellOutput& out) {
   state.log.Append(out.record);
 }
 
-// WriteCell, then the derived files. Thread-safe.
+// WriteCell, then the derived files. Thread-safe. A failed write (a full
+// disk) is not a cell's failure: it throws an IoError that ends the run
+// (the other cells would fail the same way), the results log left whole.
 void CommitCell(RunState& state, const CellOutput& out) {
   std::lock_guard<std::mutex> lock(state.write_mutex);
-  WriteCell(state, out);
-  WriteDerivedFiles(state);
+  const auto stopped = [&](const IoError& e, const std::string& what) {
+    return IoError(
+        e.message() + "; the run stopped (cell " + out.record.cell + " " + what + ")", e.where(),
+        "make room on the disk or set output: elsewhere, then run again: the finished cells are kept");
+  };
+  try {
+    WriteCell(state, out);
+  } catch (const IoError& e) {
+    throw stopped(e, "is not recorded");
+  }
+  try {
+    WriteDerivedFiles(state);
+  } catch (const IoError& e) {
+    throw stopped(e, "is recorded; the summaries are not up to date");
+  }
 }
 
 // A results log's cells by their identity without the code version (to
@@ -302,11 +317,6 @@ int64_t ReuseCells(RunState& state, const std::vector<std::string>& folders, boo
   return reused;
 }
 
-void RunCell(RunState& state, const Cell& cell, size_t position, const graphs::Graph& graph,
-             const sim::Evaluator& evaluator, bool show_bar) {
-  CommitCell(state, ComputeCell(state, cell, position, graph, evaluator, show_bar));
-}
-
 // The graph and evaluator of the cells one worker runs, rebuilt only when
 // the graph or the cluster changes (cells come graph by graph).
 class CellWorkspace {
@@ -395,27 +405,39 @@ void DispatchCells(RunState& state, const Communicator& comm, const std::vector<
     return true;
   };
   std::mutex report_mutex;
+  std::exception_ptr error;  // a failed write (e.g. the disk is full): stop handing out cells
+  const auto stop = [&](std::exception_ptr e) {
+    std::lock_guard<std::mutex> lock(queue_mutex);
+    if (!error) error = std::move(e);
+    next = pending.size();
+  };
   std::thread local([&] {
     CellWorkspace workspace(state);
     size_t position = 0;
     while (take(&position)) {
       const Cell& cell = state.cells[position];
+      CellOutput out;
       try {
         workspace.Prepare(cell);
-        CommitCell(state,
-                   ComputeCell(state, cell, position, workspace.graph(), workspace.evaluator(), false));
-        std::lock_guard<std::mutex> guard(report_mutex);
-        ++report->ran;
+        out = ComputeCell(state, cell, position, workspace.graph(), workspace.evaluator(), false);
       } catch (const Error& e) {
         GOSIM_LOG(Error) << "cell " << cell.id << " failed: " << e.kind() << ": " << e.what()
                          << " (it runs again next time)";
         std::lock_guard<std::mutex> guard(report_mutex);
         report->failed.push_back(cell.id + ": " + e.what());
+        continue;
       }
+      try {
+        CommitCell(state, out);
+      } catch (...) {
+        stop(std::current_exception());
+        return;
+      }
+      std::lock_guard<std::mutex> guard(report_mutex);
+      ++report->ran;
     }
   });
   int serving = comm.size() - 1;
-  std::exception_ptr error;
   while (serving > 0) {
     int source = 0, tag = 0;
     const std::string message = comm.Receive(&source, &tag);
@@ -434,9 +456,7 @@ void DispatchCells(RunState& state, const Communicator& comm, const std::vector<
         report->failed.push_back(message);
       }
     } catch (...) {
-      error = std::current_exception();  // e.g. the disk is full: stop handing out cells
-      std::lock_guard<std::mutex> lock(queue_mutex);
-      next = pending.size();
+      stop(std::current_exception());
     }
     size_t position = 0;
     if (take(&position)) {
@@ -605,18 +625,23 @@ RunReport RunExperiment(const ExperimentConfig& config, const RunOptions& option
 
   const bool show_bar = options.progress && !config.parallel_cells;
   std::mutex report_mutex;
+  // A cell's own error is logged and the run goes on; a failed write of its
+  // results (CommitCell) ends the run.
   auto run_guarded = [&](size_t position, const graphs::Graph& graph, const sim::Evaluator& evaluator) {
     const Cell& cell = state.cells[position];
+    CellOutput out;
     try {
-      RunCell(state, cell, position, graph, evaluator, show_bar);
-      std::lock_guard<std::mutex> guard(report_mutex);
-      ++report.ran;
+      out = ComputeCell(state, cell, position, graph, evaluator, show_bar);
     } catch (const Error& e) {
       GOSIM_LOG(Error) << "cell " << cell.id << " failed: " << e.kind() << ": " << e.what()
                        << " (it runs again next time)";
       std::lock_guard<std::mutex> guard(report_mutex);
       report.failed.push_back(cell.id + ": " + e.what());
+      return;
     }
+    CommitCell(state, out);
+    std::lock_guard<std::mutex> guard(report_mutex);
+    ++report.ran;
   };
 
   size_t next = 0;

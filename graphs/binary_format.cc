@@ -206,10 +206,18 @@ Graph ReadGraphBinary(std::string_view data, const std::string& source) {
                      "this gosim reads version " + std::to_string(kBinaryGraphVersion) +
                          "; export the graph again with this gosim, or use its JSON");
   }
-  header.Get<uint32_t>("the header");
+  // Reserved fields are 0 in every version-1 file: anything else is damage
+  // (or a later format this reader does not know).
+  const auto reserved = [&] {
+    const size_t at = header.at();
+    if (header.Get<uint32_t>("the header") != 0) {
+      header.Fail(at, "corrupt header: the reserved bytes at offset " + std::to_string(at) + " are not 0");
+    }
+  };
+  reserved();
   const uint64_t payload_bytes = header.Get<uint64_t>("the header");
   const uint32_t crc = header.Get<uint32_t>("the header");
-  header.Get<uint32_t>("the header");
+  reserved();
   const std::string_view payload = data.substr(kHeaderBytes);
   if (payload.size() != payload_bytes) {
     header.Fail(kHeaderBytes, (payload.size() < payload_bytes ? "truncated: " : "trailing bytes: ") +

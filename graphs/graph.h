@@ -71,7 +71,9 @@ struct TensorInfo {
 
 // A measured execution time of a node on one kind of device.
 struct MeasuredTime {
-  std::string device_kind;  // e.g. "V100", "A100", "cpu"; "any" applies to all kinds
+  // e.g. "V100", "A100", "cpu"; "any" applies to every accelerator, not to
+  // CPU devices (sim::MeasuredTimeFor).
+  std::string device_kind;
   double seconds = 0.0;
 
   bool operator==(const MeasuredTime&) const = default;

@@ -47,13 +47,16 @@ class TrackingDomBuilder {
   using string_t = Json::string_t;
   using binary_t = Json::binary_t;
 
-  // `on_depth_exceeded` throws; `offsets` receives the node start offsets.
+  // `on_depth_exceeded` and `on_duplicate` (a key repeated in one object)
+  // throw; `offsets` receives the node start offsets.
   TrackingDomBuilder(Json& result, const char* const* read_up_to, const char* text_begin,
-                     std::function<void()> on_depth_exceeded, std::vector<size_t>* offsets)
+                     std::function<void()> on_depth_exceeded,
+                     std::function<void(const std::string&)> on_duplicate, std::vector<size_t>* offsets)
       : dom_(result, /*allow_exceptions_=*/true),
         read_up_to_(read_up_to),
         text_begin_(text_begin),
         on_depth_exceeded_(std::move(on_depth_exceeded)),
+        on_duplicate_(std::move(on_duplicate)),
         offsets_(offsets) {}
 
   bool null() { return Value() && dom_.null(); }
@@ -63,9 +66,13 @@ class TrackingDomBuilder {
   bool number_float(number_float_t v, const string_t& text) { return Value() && dom_.number_float(v, text); }
   bool string(string_t& v) { return Value() && dom_.string(v); }
   bool binary(binary_t& v) { return Value() && dom_.binary(v); }
-  bool start_object(std::size_t n) { return Open() && dom_.start_object(n); }
+  bool start_object(std::size_t n) {
+    keys_.Open();
+    return Open() && dom_.start_object(n);
+  }
   bool end_object() {
     --open_;
+    keys_.Close();
     return dom_.end_object();
   }
   bool start_array(std::size_t n) { return Open() && dom_.start_array(n); }
@@ -74,10 +81,8 @@ class TrackingDomBuilder {
     return dom_.end_array();
   }
   bool key(string_t& k) {
-    if (open_ == 1) {
-      in_nodes_ = k == "nodes";
-      if (in_nodes_) offsets_->clear();  // a repeated key: the last one wins
-    }
+    if (!keys_.Add(k)) on_duplicate_(k);
+    if (open_ == 1) in_nodes_ = k == "nodes";
     return dom_.key(k);
   }
   // A template, so that the parse_error nlohmann throws keeps its type.
@@ -104,6 +109,8 @@ class TrackingDomBuilder {
   const char* const* read_up_to_;
   const char* text_begin_;
   std::function<void()> on_depth_exceeded_;
+  std::function<void(const std::string&)> on_duplicate_;
+  JsonKeyTracker keys_;
   std::vector<size_t>* offsets_;
   int open_ = 0;  // containers open around the current event
   bool in_nodes_ = false;
@@ -232,7 +239,13 @@ class Reader {
                        TextLocation(text_, static_cast<size_t>(read_up_to - text_.data()) - 1, source_),
                        "a graph file nests objects and arrays only a few levels deep");
     };
-    TrackingDomBuilder builder(result, &read_up_to, text_.data(), too_deep, &node_offsets_);
+    auto duplicate = [&](const std::string& key) {
+      throw GraphError(
+          DuplicateKeyMessage(key),
+          TextLocation(text_, KeyStart(text_, static_cast<size_t>(read_up_to - text_.data())), source_),
+          "remove one of the two: a JSON reader would silently keep only one value");
+    };
+    TrackingDomBuilder builder(result, &read_up_to, text_.data(), too_deep, duplicate, &node_offsets_);
     try {
       Json::sax_parse(TrackingIterator(text_.data(), &read_up_to),
                       TrackingIterator(text_.data() + text_.size(), &read_up_to), &builder);

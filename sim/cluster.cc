@@ -11,6 +11,10 @@
 
 namespace gosim::sim {
 
+const char* DeviceRoleName(DeviceRole role) {
+  return role == DeviceRole::kCpu ? "cpu" : "accelerator";
+}
+
 double DeviceSpec::PeakFlops(graphs::DType dtype) const {
   switch (dtype) {
     case graphs::DType::kFloat16:
@@ -143,6 +147,16 @@ int32_t ClusterBuilder::AddDevice(DeviceSpec device, Location where) {
   }
   if (num_devices() >= kMaxDevices) {
     throw ConfigError("more than " + std::to_string(kMaxDevices) + " devices", At(where, source_, "name"));
+  }
+  // The role decides which measured times a device takes: one kind, one role.
+  for (size_t i = 0; i < cluster_.devices_.size(); ++i) {
+    const DeviceSpec& other = cluster_.devices_[i];
+    if (other.kind != device.kind || other.role == device.role) continue;
+    throw ConfigError(
+        who + "role " + DeviceRoleName(device.role) + ", but device '" + other.name + "' of the same kind '" +
+            device.kind + "' has role " + DeviceRoleName(other.role),
+        At(where, source_, "role"),
+        "give every device of a kind the same role (cpu or accelerator), or give them different kinds");
   }
   device_index_.emplace(device.name, num_devices());
   cluster_.devices_.push_back(std::move(device));

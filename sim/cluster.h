@@ -22,6 +22,15 @@
 
 namespace gosim::sim {
 
+// What a device is to a graph's measured times (MeasuredTimeFor in
+// sim/cost_model.h). An accelerator takes the times of its own kind, else
+// those for "any" (a profiled or traced graph's times, which are a GPU's);
+// a CPU takes the times of its own kind, else those for "cpu", never those
+// for "any". YAML `role: cpu | accelerator`; the default is cpu for a
+// device of kind "cpu" (any case), accelerator otherwise.
+enum class DeviceRole { kAccelerator, kCpu };
+const char* DeviceRoleName(DeviceRole role);
+
 struct DeviceSpec {
   std::string name;               // unique, e.g. "gpu0"
   std::string kind;               // model, e.g. "V100"; matches graphs' measured times
@@ -37,6 +46,8 @@ struct DeviceSpec {
   // every fp32 node: the roofline keeps pricing float32 ops at
   // peak_flops_fp32.
   double peak_flops_tf32 = 0.0;
+  // Every device of one kind has the same role (ClusterBuilder checks).
+  DeviceRole role = DeviceRole::kAccelerator;
 
   // Peak FLOP/s for ops whose output has `dtype`: fp16 for float16 and
   // bfloat16, fp64 for float64, TF32 for tfloat32 (each falling back to

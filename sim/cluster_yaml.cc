@@ -188,11 +188,25 @@ class ClusterReader {
     endpoint_names_.push_back(host.name);
   }
 
+  // `role: cpu | accelerator`; absent: cpu for kind "cpu" (any case).
+  static DeviceRole ReadRole(YamlMap& m, const std::string& kind) {
+    if (!m.Has("role")) {
+      const bool cpu = kind.size() == 3 && ContainsIgnoreCase(kind, "cpu");
+      return cpu ? DeviceRole::kCpu : DeviceRole::kAccelerator;
+    }
+    const std::string role = m.Get<std::string>("role", "");
+    if (role == "cpu") return DeviceRole::kCpu;
+    if (role == "accelerator") return DeviceRole::kAccelerator;
+    m.Fail("role",
+           "role must be cpu or accelerator, not '" + role + "'." + DidYouMean(role, {"cpu", "accelerator"}),
+           "cpu: the device takes a graph's measured times for \"cpu\", never those for \"any\"");
+  }
+
   // Each reader checks for unknown keys first: a typo is reported as such
   // rather than as the required key it misspells.
   void ReadDevice(YamlMap& m) {
     m.Allow({"name", "count", "kind", "peak_flops_fp32", "peak_flops_fp16", "peak_flops_tf32",
-             "peak_flops_fp64", "memory_bandwidth", "memory_capacity", "launch_overhead"});
+             "peak_flops_fp64", "memory_bandwidth", "memory_capacity", "launch_overhead", "role"});
     m.Finish();
     const std::string pattern = m.Require<std::string>("name");
     // No count: one device named as written. A count of 0 is not "one".
@@ -210,6 +224,7 @@ class ClusterReader {
     spec.memory_bandwidth = ReadQuantity(m, "memory_bandwidth", sim::Quantity::kBandwidth, std::nullopt);
     spec.memory_capacity = ByteCount(m, "memory_capacity", std::nullopt);
     spec.launch_overhead = ReadQuantity(m, "launch_overhead", sim::Quantity::kSeconds, 0.0);
+    spec.role = ReadRole(m, spec.kind);
     const std::vector<std::string> bases = ExpandAt(pattern, m, "name");
     const int64_t copies = count == 0 ? 1 : count;
     if (static_cast<int64_t>(bases.size()) * copies + builder_->num_devices() > ClusterBuilder::kMaxDevices) {
@@ -404,8 +419,8 @@ Cluster LoadCluster(const std::string& given) {
   }
   if (gpus) return ScaleCluster(LoadCluster(path_or_preset), *gpus, Location{given});
   std::string path = path_or_preset;
-  const bool bare =
-      path.find('/') == std::string::npos && !EndsWith(path, ".yaml") && !EndsWith(path, ".yml");
+  const bool bare = path.find('/') == std::string::npos && !EndsWith(path, ".yaml") &&
+                    !EndsWith(path, ".yml") && !EndsWith(path, ".yaml.gz") && !EndsWith(path, ".yml.gz");
   if (bare) path = std::string(kPresetDir) + "/" + path_or_preset + ".yaml";
   path = ResolveDataPath(path);
   if (!FileExists(path)) {

@@ -386,17 +386,48 @@ double RooflineCostModel::KernelTime(const graphs::Graph& graph, const KernelWor
 MeasuredCostModel::MeasuredCostModel(MeasuredOptions options)
     : options_(std::move(options)), roofline_(options_.roofline) {}
 
+const graphs::MeasuredTime* MeasuredTimeFor(const graphs::Node& node, const DeviceSpec& device) {
+  const std::string_view fallback = device.role == DeviceRole::kCpu ? "cpu" : "any";
+  const graphs::MeasuredTime* found = nullptr;
+  for (const graphs::MeasuredTime& m : node.measured) {
+    if (m.device_kind == device.kind) return &m;
+    if (m.device_kind == fallback) found = &m;
+  }
+  return found;
+}
+
 std::optional<double> MeasuredCostModel::Measured(const graphs::Graph& graph, graphs::NodeId node,
                                                   const DeviceSpec& device) const {
-  const double* any = nullptr;
-  for (const graphs::MeasuredTime& m : graph.node(node).measured) {
-    if (m.device_kind == device.kind) {
-      return m.seconds + (options_.add_launch_overhead ? device.launch_overhead : 0.0);
+  const graphs::MeasuredTime* m = MeasuredTimeFor(graph.node(node), device);
+  if (m == nullptr) return std::nullopt;
+  return m->seconds + (options_.add_launch_overhead ? device.launch_overhead : 0.0);
+}
+
+int64_t MeasuredCostModel::MeasuredNodes(const graphs::Graph& graph, const DeviceSpec& device) const {
+  int64_t count = 0;
+  for (graphs::NodeId v = 0; v < graph.num_nodes(); ++v)
+    count += MeasuredTimeFor(graph.node(v), device) != nullptr;
+  return count;
+}
+
+std::string MeasuredCostModel::Describe(const graphs::Graph& graph, const Cluster& cluster) const {
+  std::vector<std::string> parts;
+  std::vector<std::string> kinds;
+  const char* fallback = options_.fallback == Fallback::kError ? "error" : "roofline";
+  for (const DeviceSpec& d : cluster.devices()) {
+    if (std::find(kinds.begin(), kinds.end(), d.kind) != kinds.end()) continue;
+    kinds.push_back(d.kind);
+    const int64_t measured = MeasuredNodes(graph, d);
+    if (measured == 0) {
+      parts.push_back(d.kind + ": " + fallback);
+    } else if (measured == graph.num_nodes()) {
+      parts.push_back(d.kind + ": measured for all " + std::to_string(measured) + " nodes");
+    } else {
+      parts.push_back(d.kind + ": measured for " + std::to_string(measured) + " of " +
+                      std::to_string(graph.num_nodes()) + " nodes, else " + fallback);
     }
-    if (m.device_kind == "any") any = &m.seconds;
   }
-  if (any == nullptr) return std::nullopt;
-  return *any + (options_.add_launch_overhead ? device.launch_overhead : 0.0);
+  return "measured (" + Join(parts, "; ") + ")";
 }
 
 double MeasuredCostModel::NodeTime(const graphs::Graph& graph, graphs::NodeId node,

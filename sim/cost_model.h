@@ -5,13 +5,13 @@
 //
 //   roofline    launch + max(FLOPs / (peak(dtype) x compute_eff(class)),
 //                            bytes / (bandwidth x memory_eff(class)))
-//   measured    the node's measured time for the device kind (else "any"),
+//   measured    the node's measured time for the device (MeasuredTimeFor),
 //               else roofline (or an error)
 //   calibrated  a fitted linear model per op type / op class from a
 //               calibrated device profile (sim/device_profile.h); a device
 //               kind without a profile is an error naming the kinds (or
 //               roofline with fallback: roofline)
-//   auto        (the default) per node: measured for the device kind, else
+//   auto        (the default) per node: measured for the device, else
 //               the committed profile of the kind (configs/calibrated/
 //               <kind>.yaml), else roofline
 //
@@ -73,6 +73,12 @@ double NodeChannelExtent(const graphs::Graph& graph, const graphs::Node& node);
 // weight is an initializer, names its kind in its op type ("Conv
 // (depthwise)", graphs/onnx_format.cc).
 graphs::ConvKind NodeConvKind(const graphs::Graph& graph, graphs::NodeId node);
+
+// The measured time of `node` that `device` takes, or nullptr: the entry of
+// the device's kind; else, by its role (DeviceRole), the entry for "cpu"
+// (a CPU) or for "any" (an accelerator: a profiled or traced graph's times
+// are a GPU's, never a CPU's).
+const graphs::MeasuredTime* MeasuredTimeFor(const graphs::Node& node, const DeviceSpec& device);
 
 // The work of one node, or of a fused group: summed FLOPs, bytes read from
 // outside the group, bytes written that leave the group (a tensor consumed

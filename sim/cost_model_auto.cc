@@ -101,11 +101,8 @@ AutoCostModel::AutoCostModel(const AutoOptions& options,
       profile_paths_(PathsOnly(loaded)) {}
 
 bool AutoCostModel::HasMeasured(const graphs::Graph& graph, graphs::NodeId node,
-                                const std::string& kind) const {
-  for (const graphs::MeasuredTime& m : graph.node(node).measured) {
-    if (m.device_kind == kind || m.device_kind == "any") return true;
-  }
-  return false;
+                                const DeviceSpec& device) const {
+  return MeasuredTimeFor(graph.node(node), device) != nullptr;
 }
 
 double AutoCostModel::Floored(double seconds, double flops, double bytes, graphs::DType dtype, double launch,
@@ -125,7 +122,7 @@ double AutoCostModel::Floored(double seconds, double flops, double bytes, graphs
 
 double AutoCostModel::NodeTime(const graphs::Graph& graph, graphs::NodeId node,
                                const DeviceSpec& device) const {
-  if (HasMeasured(graph, node, device.kind)) return measured_.NodeTime(graph, node, device);
+  if (HasMeasured(graph, node, device)) return measured_.NodeTime(graph, node, device);
   const graphs::Node& n = graph.node(node);
   return Floored(calibrated_.NodeTime(graph, node, device), n.flops,
                  static_cast<double>(n.bytes_read) + static_cast<double>(n.bytes_written),
@@ -136,7 +133,7 @@ double AutoCostModel::NodeTime(const graphs::Graph& graph, graphs::NodeId node,
 double AutoCostModel::KernelTime(const graphs::Graph& graph, const KernelWork& work,
                                  const DeviceSpec& device) const {
   bool measured = !work.nodes.empty();
-  for (const graphs::NodeId v : work.nodes) measured = measured && HasMeasured(graph, v, device.kind);
+  for (const graphs::NodeId v : work.nodes) measured = measured && HasMeasured(graph, v, device);
   if (measured) return measured_.KernelTime(graph, work, device);
   // A fused group is one kernel with a whole launch; one node may share a
   // multi-tensor call's (CalibratedOptions::multi_tensor_updates).
@@ -152,8 +149,8 @@ LinkCost AutoCostModel::LinkCostOf(const Cluster& cluster, const LinkSpec& link)
 std::string AutoCostModel::Describe(const graphs::Graph& graph, const Cluster& cluster) const {
   std::vector<std::string> parts;
   for (const std::string& kind : Kinds(cluster)) {
-    int64_t measured = 0;
-    for (graphs::NodeId v = 0; v < graph.num_nodes(); ++v) measured += HasMeasured(graph, v, kind);
+    // Only the nodes whose measured time this kind takes (by its role).
+    const int64_t measured = measured_.MeasuredNodes(graph, FirstOfKind(cluster, kind));
     std::string part = kind + ": ";
     if (measured > 0)
       part += "measured for " + std::to_string(measured) + " of " + std::to_string(graph.num_nodes()) +
@@ -181,6 +178,7 @@ std::string AutoCostModel::Describe(const graphs::Graph& graph, const Cluster& c
 std::vector<std::string> AutoCostModel::Warnings(const graphs::Graph& graph, const Cluster& cluster) const {
   std::vector<std::string> out = calibrated_.Warnings(graph, cluster);
   for (const std::string& kind : Kinds(cluster)) {
+    const DeviceSpec& device = FirstOfKind(cluster, kind);
     // Nodes that would cost nothing or nearly nothing for want of data: no
     // FLOPs and no measured time for this kind, while they have measured
     // times for another kind or are of a class that computes.
@@ -189,7 +187,7 @@ std::vector<std::string> AutoCostModel::Warnings(const graphs::Graph& graph, con
     std::string example;
     for (graphs::NodeId v = 0; v < graph.num_nodes(); ++v) {
       const graphs::Node& n = graph.node(v);
-      if (n.flops > 0.0 || HasMeasured(graph, v, kind)) continue;
+      if (n.flops > 0.0 || HasMeasured(graph, v, device)) continue;
       const graphs::OpClass c = graphs::ClassifyOp(graph.op_type_name(n.op));
       const bool compute =
           c == graphs::OpClass::kMatMul || c == graphs::OpClass::kConv || c == graphs::OpClass::kConvBackward;
@@ -215,6 +213,9 @@ std::vector<std::string> AutoCostModel::Warnings(const graphs::Graph& graph, con
       line += "; measured times exist for " +
               Join(std::vector<std::string>(other_kinds.begin(), other_kinds.end()), ", ") +
               ": simulate on that kind";
+      // "any" is an accelerator's time, which a CPU device does not take.
+      if (device.role == DeviceRole::kCpu && other_kinds.count("any") > 0)
+        line += " (a CPU device takes times measured for \"" + kind + "\" or \"cpu\", not \"any\")";
     } else {
       line += "; they cost only their bytes (or nothing)";
     }

@@ -71,10 +71,10 @@ struct MeasuredOptions {
   RooflineOptions roofline;
 };
 
-// The node's measured time for the device kind, else for "any", else the
-// fallback. A fused group whose nodes are all measured (KernelWork::nodes)
-// takes sum(measured) * roofline(group) / sum(roofline(node)): the measured
-// level, scaled by what fusion saves under the roofline model.
+// The node's measured time for the device (MeasuredTimeFor: its kind, else
+// "cpu" for a CPU or "any" for an accelerator), else the fallback. A fused group whose nodes are all measured
+// (KernelWork::nodes) takes sum(measured) * roofline(group) / sum(roofline(node)): the measured level, scaled
+// by what fusion saves under the roofline model.
 class MeasuredCostModel : public CostModel {
  public:
   explicit MeasuredCostModel(MeasuredOptions options = {});
@@ -82,9 +82,14 @@ class MeasuredCostModel : public CostModel {
   double NodeTime(const graphs::Graph& graph, graphs::NodeId node, const DeviceSpec& device) const override;
   double KernelTime(const graphs::Graph& graph, const KernelWork& work,
                     const DeviceSpec& device) const override;
+  // Per device kind, how many nodes take a measured time, e.g.
+  // "measured (K80: measured for 32 of 32 nodes; Haswell: roofline)".
+  std::string Describe(const graphs::Graph& graph, const Cluster& cluster) const override;
+  // The nodes of `graph` that take a measured time on `device`.
+  int64_t MeasuredNodes(const graphs::Graph& graph, const DeviceSpec& device) const;
 
  private:
-  // Measured seconds of `node` on `kind` (launch as configured), or nullopt.
+  // Measured seconds of `node` on `device` (launch as configured), or nullopt.
   std::optional<double> Measured(const graphs::Graph& graph, graphs::NodeId node,
                                  const DeviceSpec& device) const;
   MeasuredOptions options_;
@@ -212,8 +217,8 @@ struct AutoOptions {
   bool multi_tensor_updates = true;
 };
 
-// The default cost model. Per node: its measured time for the device kind
-// (or "any") when the graph has one; else the calibrated profile of the
+// The default cost model. Per node: its measured time for the device
+// (MeasuredTimeFor) when the graph has one; else the calibrated profile of the
 // device kind when one is committed, never below the device's roofline at
 // efficiency 1 (plus the profile's launch overhead); else roofline. A fused
 // group is measured only when all its nodes are.
@@ -246,7 +251,7 @@ class AutoCostModel : public CostModel {
 
  private:
   AutoCostModel(const AutoOptions& options, std::vector<std::pair<std::string, DeviceProfile>> loaded);
-  bool HasMeasured(const graphs::Graph& graph, graphs::NodeId node, const std::string& kind) const;
+  bool HasMeasured(const graphs::Graph& graph, graphs::NodeId node, const DeviceSpec& device) const;
   // `launch`: the overhead the work pays (CalibratedCostModel::LaunchOf).
   double Floored(double seconds, double flops, double bytes, graphs::DType dtype, double launch,
                  const DeviceSpec& device) const;

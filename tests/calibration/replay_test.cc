@@ -8,7 +8,7 @@
 #include "calibration/trace_reader.h"
 #include "core/error.h"
 #include "core/io.h"
-#include "gosim_source_dir.h"  // GOSIM_SOURCE_DIR, GOSIM_SHARED_DIR
+#include "tests/shared_data.h"
 
 namespace gosim::calibration {
 namespace {
@@ -223,12 +223,10 @@ TEST_CASE("host side: waiting for another thread or for a full launch queue is n
   CHECK(by_calls[1.0].top_ops == 1.0);
 }
 
-TEST_CASE("real V100 ResNet-50 steps: the steady-state replay fed measured times gives the period") {
-  const std::string path = std::string(GOSIM_SHARED_DIR) + "/data/traces/kineto_v100_resnet50.json.gz";
-  if (!FileExists(path)) {
-    MESSAGE("skipped: " << path << " is absent (the shared traces are not part of a clone)");
-    return;
-  }
+TEST_CASE("real V100 ResNet-50 steps: the steady-state replay fed measured times gives the period" *
+          doctest::test_suite("shared_data")) {
+  const std::string path = gosim::testing::SharedDataFile("traces/kineto_v100_resnet50.json.gz");
+  if (path.empty()) return;
   const Trace trace = ReadTrace(path);
   const TraceSamples samples = ExtractSamples(trace);
   // Fit on steps 16-19, replay held-out step 21.

@@ -2,6 +2,11 @@
 
 #include <doctest/doctest.h>
 
+#include <filesystem>
+#include <string>
+
+#include "core/io.h"
+
 namespace gosim {
 
 TEST_CASE("YamlMap reads typed values with defaults") {
@@ -72,6 +77,48 @@ TEST_CASE("Syntax errors carry the line") {
     CHECK(e.where().file == "bad.yaml");
     CHECK(e.where().line >= 1);
   }
+}
+
+TEST_CASE("Text that ends in a key without a value (a truncated file) is an error at that key") {
+  const auto error_of = [](const std::string& text) -> std::string {
+    try {
+      LoadYamlString(text, "t.yaml");
+    } catch (const ConfigError& e) {
+      return e.what();
+    }
+    return "";
+  };
+  CHECK(error_of("name: x\nbudget:") ==
+        "t.yaml:2:1: [budget]: the file ends in key 'budget' without a value (is it truncated?) (give it a "
+        "value, "
+        "or write ~ (or {} / []) for none)");
+  CHECK(error_of("name: x\nbudget:\n  \n# a comment\n") ==
+        "t.yaml:2:1: [budget]: the file ends in key 'budget' without a value (is it truncated?) (give it a "
+        "value, "
+        "or write ~ (or {} / []) for none)");
+  CHECK(error_of("agents:\n  - name: brkga\n    label:\n") ==
+        "t.yaml:3:5: [agents[0].label]: the file ends in key 'label' without a value (is it truncated?) "
+        "(give it "
+        "a value, or write ~ (or {} / []) for none)");
+  CHECK(error_of("seeds: [1, 2]\nclusters:\n  - a\n  -\n")
+            .find("[clusters[1]]: the file ends in a list entry") != std::string::npos);
+  // An explicit none, or a bare key that is not the last: as written.
+  CHECK(error_of("name: x\nbudget: ~\n").empty());
+  CHECK(error_of("name: x\nbudget: null # none\n").empty());
+  CHECK(error_of("budget: {}\n").empty());
+  CHECK(error_of("budget:\nname: x\n").empty());
+  CHECK(error_of("").empty());
+  CHECK(error_of("# only a comment\n").empty());
+  CHECK(LoadYamlString("a: 1\nb:\n  c: 2\n")["b"]["c"].as<int>() == 2);
+}
+
+TEST_CASE("YAML files may be gzip'd") {
+  const std::string path = std::filesystem::temp_directory_path() / "gosim_yaml_test.yaml.gz";
+  WriteFileAtomic(path, "name: zipped\nseeds: 3\n");
+  CHECK(ReadFile(path) == "name: zipped\nseeds: 3\n");
+  const YAML::Node root = LoadYamlFile(path);
+  CHECK(root["seeds"].as<int>() == 3);
+  std::filesystem::remove(path);
 }
 
 TEST_CASE("ApplyOverride sets nested and indexed keys") {

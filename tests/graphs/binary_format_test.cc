@@ -107,5 +107,20 @@ TEST_CASE("binary reader: a consistent file with a bad index or value is one Gra
   CHECK_THROWS_AS(ReadGraphBinary(reseal(cycle), "y.gosimgraph"), GraphError);
 }
 
+TEST_CASE("binary reader: non-zero reserved header bytes are a corrupt header") {
+  const std::string data = WriteGraphBinary(RichGraph());
+  CHECK(ReadGraphBinary(data, "ok.gosimgraph").num_nodes() == RichGraph().num_nodes());
+  for (const size_t at : {size_t{12}, size_t{28}, size_t{31}}) {
+    std::string bad = data;
+    bad[at] = '\x01';
+    const size_t field = at < 16 ? 12 : 28;
+    const std::string expected = "r.gosimgraph: byte " + std::to_string(field) +
+                                 ": corrupt header: the reserved bytes at offset " + std::to_string(field) +
+                                 " are not 0";
+    CHECK_THROWS_WITH_AS(ReadGraphBinary(bad, "r.gosimgraph"), doctest::Contains(expected.c_str()),
+                         GraphError);
+  }
+}
+
 }  // namespace
 }  // namespace gosim::graphs

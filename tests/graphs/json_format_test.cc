@@ -145,6 +145,21 @@ TEST_CASE("JSON syntax errors give line and column") {
   CHECK(empty.where().line == 1);
 }
 
+TEST_CASE("JSON: a key given twice in one object is an error at the second") {
+  // Last value wins in nlohmann (and Python): a negative FLOP count would
+  // pass unseen behind a valid one.
+  const GraphError e = ErrorOf(OneNode("\"name\": \"a\", \"op\": \"MatMul\", \"flops\": -5, \"flops\": 1e9"));
+  CHECK(std::string(e.what()) ==
+        "g.json:3:46: key \"flops\" appears twice in one object (remove one of the two: a JSON reader would "
+        "silently keep only one value)");
+  CHECK(ErrorOf("{\"format\": \"gosim.graph\", \"format\": \"gosim.graph\"}").where().column == 27);
+  // The same key in different objects is fine.
+  CHECK(ReadGraphJson(OneNode("\"name\": \"a\", \"op\": \"MatMul\", \"measured\": {\"V100\": 1e-3}, "
+                              "\"outputs\": [{\"bytes\": 4}, {\"bytes\": 8}]"),
+                      "g.json")
+            .num_nodes() == 1);
+}
+
 TEST_CASE("JSON unknown keys are errors with a did-you-mean and the node's line") {
   const GraphError e = ErrorOf(OneNode("\"name\": \"a\", \"op\": \"Add\", \"flop\": 3"));
   CHECK(e.where().path == "nodes[0].flop");

@@ -262,6 +262,43 @@ TEST_CASE("k80x4: peer-to-peer on a board, through the host between boards") {
   CHECK(c.device(3).memory_capacity == 12LL << 30);
 }
 
+TEST_CASE("Device roles: cpu for the presets' CPUs and kind cpu, accelerator otherwise; one per kind") {
+  for (const char* preset : {"k80x2_cpu", "k80x4_cpu", "k80x8_cpu"}) {
+    const Cluster c = LoadCluster(preset);
+    for (const DeviceSpec& d : c.devices()) {
+      CHECK_MESSAGE(d.role == (d.kind == "Haswell" ? DeviceRole::kCpu : DeviceRole::kAccelerator),
+                    preset << " " << d.name);
+    }
+  }
+  CHECK(LoadCluster("local").device(0).role == DeviceRole::kCpu);  // kind: cpu
+  CHECK(LoadCluster("dgx1_v100").device(0).role == DeviceRole::kAccelerator);
+  const std::string cpu =
+      "  - name: host_cpu\n"
+      "    kind: Xeon\n"
+      "    peak_flops_fp32: 1 TFLOP/s\n"
+      "    memory_bandwidth: 100 GB/s\n"
+      "    memory_capacity: 64 GiB\n";
+  std::string yaml =
+      Base("  - {src: [gpu0, gpu1], dst: host_cpu, bidirectional: true, bandwidth: 10 GB/s}\n");
+  yaml.insert(yaml.find("links:"), cpu + "    role: cpu\n");
+  CHECK(ParseCluster(yaml, "t.yaml").device(2).role == DeviceRole::kCpu);
+  yaml = Base();
+  yaml.insert(yaml.find("links:"), cpu + "    role: cpus\n");
+  ConfigError e = ErrorOf(yaml);
+  CHECK(std::string(e.what()) ==
+        "bad.yaml:14:11: [devices[1].role]: role must be cpu or accelerator, not 'cpus'. Did you mean 'cpu'? "
+        "(cpu: the device takes a graph's measured times for \"cpu\", never those for \"any\")");
+  // Two roles for one kind: which measured times would the kind take?
+  yaml = Base();
+  yaml.insert(yaml.find("links:"),
+              "  - name: gpu_x\n    kind: V100\n    peak_flops_fp32: 15.7 TFLOP/s\n"
+              "    memory_bandwidth: 900 GB/s\n    memory_capacity: 16 GiB\n    role: cpu\n");
+  e = ErrorOf(yaml);
+  CHECK(Contains(e.what(),
+                 "device 'gpu_x': role cpu, but device 'gpu0' of the same kind 'V100' has role "
+                 "accelerator"));
+}
+
 TEST_CASE("NVSwitch and two-node presets share per-GPU ports and per-node NICs") {
   const Cluster a = LoadCluster("a100x8_nvswitch");
   CHECK(a.num_links() == 56 + 16);

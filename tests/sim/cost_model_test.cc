@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "core/io.h"
@@ -785,6 +786,83 @@ TEST_CASE("Auto prices measured nodes without FLOPs and warns about nodes with n
   CHECK(model->Warnings(g, ck.Build()).empty());
   // A graph with FLOPs everywhere: nothing to say.
   CHECK(model->Warnings(CostGraph(), v100).empty());
+}
+
+TEST_CASE("Measured times by device role: a CPU takes its kind's or \"cpu\" times, never \"any\"") {
+  // a: "any" only (a cost graph's compute_cost); b: "any" and "cpu"; c: its
+  // own kind's as well. Every node also has FLOPs (2^30) for the roofline.
+  graphs::GraphBuilder b("roles");
+  graphs::NodeSpec a = Op("a", "Relu", std::ldexp(1.0, 30), 0, 0, 64);
+  a.measured = {{"any", 1e-3}};
+  graphs::NodeSpec bb = Op("b", "Relu", std::ldexp(1.0, 30), 0, 0, 64);
+  bb.measured = {{"any", 1e-3}, {"cpu", 8e-3}};
+  graphs::NodeSpec c = Op("c", "Relu", std::ldexp(1.0, 30), 0, 0, 64);
+  c.measured = {{"cpu", 8e-3}, {"Haswell", 9e-3}, {"any", 1e-3}};
+  b.AddNode(a);
+  b.AddNode(bb);
+  b.AddNode(c);
+  const graphs::Graph g = b.Build();
+  DeviceSpec gpu = Device("K80");
+  DeviceSpec cpu = Device("Haswell");
+  cpu.name = "cpu0";
+  cpu.role = DeviceRole::kCpu;
+  CHECK(MeasuredTimeFor(g.node(N(g, "a")), gpu)->seconds == 1e-3);
+  CHECK(MeasuredTimeFor(g.node(N(g, "a")), cpu) == nullptr);
+  CHECK(MeasuredTimeFor(g.node(N(g, "b")), gpu)->seconds == 1e-3);
+  CHECK(MeasuredTimeFor(g.node(N(g, "b")), cpu)->seconds == 8e-3);
+  CHECK(MeasuredTimeFor(g.node(N(g, "c")), cpu)->seconds == 9e-3);
+
+  // Roofline of a on the CPU: launch 2^-16 + 2^30 FLOPs / (2^40 x 0.5).
+  const double roofline_a = std::ldexp(1.0, -16) + std::ldexp(1.0, -9);
+  const auto measured = MakeCostModel("measured");
+  const auto automatic = Make("auto", "profiles_dir: /nonexistent\n");
+  for (const auto& model : {measured, automatic}) {
+    CHECK(model->NodeTime(g, N(g, "a"), gpu) == 1e-3);
+    CHECK(model->NodeTime(g, N(g, "a"), cpu) == roofline_a);
+    CHECK(model->NodeTime(g, N(g, "b"), cpu) == 8e-3);
+    CHECK(model->NodeTime(g, N(g, "c"), cpu) == 9e-3);
+  }
+  // A fused group on the CPU is measured only when every member is for it.
+  const std::vector<NodeId> ab{N(g, "a"), N(g, "b")};
+  const std::vector<NodeId> bc{N(g, "b"), N(g, "c")};
+  CHECK(automatic->KernelTime(g, MakeKernelWork(g, ab), cpu) ==
+        MakeCostModel("roofline")->KernelTime(g, MakeKernelWork(g, ab), cpu));
+  CHECK(automatic->KernelTime(g, MakeKernelWork(g, bc), cpu) ==
+        measured->KernelTime(g, MakeKernelWork(g, bc), cpu));
+
+  // The header counts only the nodes whose measured time a kind takes.
+  ClusterBuilder cb("k80_cpu", "test");
+  cb.AddDevice(gpu);
+  cb.AddDevice(cpu);
+  for (const auto& [src, dst] : {std::pair{0, 1}, std::pair{1, 0}}) {
+    LinkSpec link;
+    link.src = src;
+    link.dst = dst;
+    link.bandwidth = 1e9;
+    cb.AddLink(link);
+  }
+  const Cluster cluster = cb.Build();
+  CHECK(automatic->Describe(g, cluster) ==
+        "auto (K80: measured for 3 of 3 nodes, else roofline; Haswell: measured for 2 of 3 nodes, else "
+        "roofline)");
+  CHECK(measured->Describe(g, cluster) ==
+        "measured (K80: measured for all 3 nodes; Haswell: measured for 2 of 3 nodes, else roofline)");
+  graphs::GraphBuilder any_only("any_only");
+  graphs::NodeSpec x = Op("x", "CostGraphNode", 0.0, 0, 0, 64);
+  x.measured = {{"any", 1e-3}};
+  any_only.AddNode(x);
+  const graphs::Graph costgraph = any_only.Build();
+  CHECK(automatic->Describe(costgraph, cluster) ==
+        "auto (K80: measured for 1 of 1 nodes, else roofline; Haswell: roofline)");
+  CHECK(measured->Describe(costgraph, cluster) ==
+        "measured (K80: measured for all 1 nodes; Haswell: roofline)");
+  // ... and warns that the CPU prices them without their times.
+  const std::vector<std::string> warnings = automatic->Warnings(costgraph, cluster);
+  REQUIRE(warnings.size() == 1);
+  CHECK(warnings[0] ==
+        "cost model auto: 1 of 1 nodes of graph 'any_only' have neither FLOPs nor a measured time for device "
+        "kind 'Haswell' (e.g. 'x'); measured times exist for any: simulate on that kind (a CPU device takes "
+        "times measured for \"Haswell\" or \"cpu\", not \"any\")");
 }
 
 TEST_CASE("Bad cost model names, options and profiles are ConfigErrors") {

@@ -332,6 +332,12 @@ TEST_CASE("Bad decision files are DecisionErrors with the file and JSON path") {
     CHECK(Contains(e.what(), "unknown node 'qq2'"));
     CHECK(Contains(e.what(), "Did you mean 'q2'?"));
   }
+  SUBCASE("a node placed twice") {
+    const DecisionError e = JsonError(PlacementJson("    \"q2\": 0,\n    \"a\": 1\n"), g, c);
+    CHECK(std::string(e.what()) ==
+          "d.json:14:5: key \"a\" appears twice in one object (remove one of the two: a JSON reader would "
+          "silently keep only one value)");
+  }
   SUBCASE("unknown device") {
     const DecisionError e = JsonError(PlacementJson("    \"q2\": \"gpu2\"\n"), g, c);
     CHECK(e.where().path == "placement.q2");
@@ -345,7 +351,11 @@ TEST_CASE("Bad decision files are DecisionErrors with the file and JSON path") {
     CHECK(Contains(JsonError(PlacementJson("    \"q2\": true\n"), g, c).what(), "a name or an index"));
   }
   SUBCASE("missing nodes") {
-    const DecisionError e = JsonError(PlacementJson("    \"q1\": 0\n"), g, c);
+    std::string json = PlacementJson();
+    const std::string q2 = "0,\n    \"q2\": \"gpu0\"\n";
+    REQUIRE(json.find(q2) != std::string::npos);
+    json.replace(json.find(q2), q2.size(), "0\n");
+    const DecisionError e = JsonError(json, g, c);
     CHECK(e.where().path == "placement");
     CHECK(Contains(e.what(), "placement misses 1 of 9 nodes: 'q2'"));
   }
