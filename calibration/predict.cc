@@ -16,6 +16,7 @@
 #include "core/stats.h"
 #include "core/strings.h"
 #include "core/yaml.h"
+#include "sim/cost_models.h"
 
 namespace gosim::calibration {
 namespace {
@@ -38,9 +39,44 @@ std::string Pct(double fraction) {
 
 }  // namespace
 
+namespace {
+
+// The profile with the link fits it should not be trusted on replaced by
+// the datasheet's bandwidth (latency kept), or removed when the datasheet
+// is unknown; one note per fit.
+sim::DeviceProfile GuardLinks(const sim::DeviceProfile& profile, const std::string& kind,
+                              const LinkDatasheet& datasheet, std::vector<std::string>* notes) {
+  sim::DeviceProfile out = profile;
+  const sim::CalibratedOptions limits;
+  for (auto it = out.links.begin(); it != out.links.end();) {
+    const double sheet = datasheet ? datasheet(kind, it->first) : 0.0;
+    const std::string why = sim::LinkFitRejection(it->second, sheet, limits);
+    if (why.empty()) {
+      ++it;
+      continue;
+    }
+    char line[256];
+    if (sheet > 0.0) {
+      std::snprintf(line, sizeof(line), "; the datasheet's %.3g GB/s prices it", sheet / 1e9);
+      notes->push_back("the profile's " + it->first + " fit is not used: " + why + line);
+      it->second.bandwidth = sheet;
+      ++it;
+    } else {
+      notes->push_back("the profile's " + it->first + " fit is not used: " + why +
+                       "; no datasheet link for it (the profile's default prices it)");
+      it = out.links.erase(it);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 TracePrediction PredictTrace(const Trace& trace, const TraceSamples& samples,
-                             const sim::DeviceProfile& profile, const DeviceScale& scale,
-                             double cross_thread_gap) {
+                             const sim::DeviceProfile& given_profile, const DeviceScale& scale,
+                             double cross_thread_gap, const LinkDatasheet& datasheet) {
+  std::vector<std::string> link_notes;
+  const sim::DeviceProfile profile = GuardLinks(given_profile, samples.device_kind, datasheet, &link_notes);
   if (trace.steps.empty()) {
     throw TraceError("no profiler steps to predict", Location{trace.source},
                      "give --step-pattern REGEX matching the annotation that delimits a step");
@@ -57,6 +93,7 @@ TracePrediction PredictTrace(const Trace& trace, const TraceSamples& samples,
         "record the trace with CUDA activities (torch.profiler activities=[CPU, CUDA])");
   }
   TracePrediction out;
+  out.link_notes = std::move(link_notes);
   out.trace = trace.source;
   out.device_kind = samples.device_kind;
   out.profile_kind = profile.device_kind;
@@ -175,6 +212,7 @@ std::string FormatPrediction(const TracePrediction& p) {
       p.kernels, p.kernels_with_shapes, p.kernels > 0.0 ? 100.0 * p.kernels_with_shapes / p.kernels : 0.0,
       100.0 * p.unestimated_share);
   out += line;
+  for (const std::string& note : p.link_notes) out += "  " + note + "\n";
   if (p.unestimated_share > kUnestimatedWarning) {
     std::snprintf(line, sizeof(line),
                   "  warning: %.0f%% of the measured kernel time (over %.0f%%) comes from ops without input "
@@ -263,7 +301,7 @@ std::vector<EvaluationTrace> ReadEvaluationManifest(const std::string& path, con
 }
 
 Evaluation EvaluateLeaveOneOut(const std::vector<EvaluationTrace>& traces, const FitOptions& fit,
-                               const ScaleFor& scale_for) {
+                               const ScaleFor& scale_for, const LinkDatasheet& datasheet) {
   if (traces.size() < 2) {
     throw ConfigError("leave-one-trace-out needs two traces or more, not " + std::to_string(traces.size()),
                       {}, "list more traces in the evaluation manifest");
@@ -324,7 +362,7 @@ Evaluation EvaluateLeaveOneOut(const std::vector<EvaluationTrace>& traces, const
       }
       scale = *s;
     }
-    row.prediction = PredictTrace(loaded[i].trace, loaded[i].samples, profile, scale);
+    row.prediction = PredictTrace(loaded[i].trace, loaded[i].samples, profile, scale, 200.0e-6, datasheet);
     errors.push_back(std::fabs(row.prediction.error()));
     if (row.prediction.measured_gpu_busy_s > 0.0) {
       const double g =

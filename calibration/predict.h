@@ -79,17 +79,28 @@ struct TracePrediction {
   // because the measured times contradict them (per step, means).
   double cross_thread_edges = 0.0;
   double dropped_edges = 0.0;
+  // One line per link fit of the profile not used (PredictTrace).
+  std::vector<std::string> link_notes;
 
   double error() const { return measured_step_s > 0.0 ? predicted_step_s / measured_step_s - 1.0 : 0.0; }
   double replay_error() const { return measured_step_s > 0.0 ? replay_step_s / measured_step_s - 1.0 : 0.0; }
 };
 
-// Predicts every step of `trace` with `profile` (scaled by `scale`). Throws
-// TraceError when the trace has no steps, ConfigError when the profile has
-// no cpu fit.
+// The datasheet bandwidth (bytes/s) of the links a profile's fit of `link`
+// ("memcpy_ptop", "nccl_allreduce", "memcpy_htod", ...) describes on a
+// device of `kind`: the kind's cluster preset's device-to-device or host
+// links; 0 when unknown.
+using LinkDatasheet = std::function<double(const std::string& kind, const std::string& link)>;
+
+// Predicts every step of `trace` with `profile` (scaled by `scale`). A link
+// fit of the profile that rests on fewer than 10 samples, or whose
+// bandwidth lies outside [0.05, 1.5] x the datasheet's
+// (sim::LinkFitRejection), is replaced by the datasheet's bandwidth, and
+// TracePrediction::link_notes says so. Throws TraceError when the trace
+// has no steps, ConfigError when the profile has no cpu fit.
 TracePrediction PredictTrace(const Trace& trace, const TraceSamples& samples,
                              const sim::DeviceProfile& profile, const DeviceScale& scale = {},
-                             double cross_thread_gap = 200.0e-6);
+                             double cross_thread_gap = 200.0e-6, const LinkDatasheet& datasheet = nullptr);
 
 // Share of the measured GPU time above which the prediction warns that the
 // target's kernels lack FLOP/byte estimates.
@@ -147,7 +158,7 @@ using ScaleFor = std::function<std::optional<DeviceScale>(const std::string& fro
 // other traces of its device kind, or, when it is the only one of its kind,
 // on the traces of the kind with the most traces, scaled by `scale_for`.
 Evaluation EvaluateLeaveOneOut(const std::vector<EvaluationTrace>& traces, const FitOptions& fit,
-                               const ScaleFor& scale_for);
+                               const ScaleFor& scale_for, const LinkDatasheet& datasheet = nullptr);
 
 // `breakdown`: after the table, each held-out trace's `breakdown` op types
 // with the largest kernel-time errors.

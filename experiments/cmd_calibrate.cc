@@ -176,6 +176,36 @@ void ReportTransfer(const CalibrateArgs& args, const sim::DeviceProfile& profile
   std::printf("%s", calibration::FormatAccuracy(scaled).c_str());
 }
 
+// The datasheet bandwidth of the links a profile's `link` fit describes on
+// a device of `kind`: the fastest device-to-device link (peer copies,
+// collectives) or host link (memcpy_htod / dtoh) of the first preset with
+// that kind; 0 when none.
+double PresetLinkBandwidth(const std::string& kind, const std::string& link) {
+  std::error_code ec;
+  std::vector<std::string> files;
+  for (const auto& entry : std::filesystem::directory_iterator(ResolveDataPath("configs/clusters"), ec)) {
+    if (entry.path().extension() == ".yaml") files.push_back(entry.path().string());
+  }
+  std::sort(files.begin(), files.end());
+  const bool host = link == "memcpy_htod" || link == "memcpy_dtoh";
+  for (const std::string& file : files) {
+    try {
+      const sim::Cluster cluster = sim::LoadCluster(file);
+      if (cluster.num_devices() == 0 || cluster.device(0).kind != kind) continue;
+      double best = 0.0;
+      for (const sim::LinkSpec& l : cluster.links()) {
+        const bool device_pair = l.src >= 0 && l.dst >= 0;
+        if (device_pair != !host) continue;
+        best = std::max(best, l.bandwidth);
+      }
+      if (best > 0.0) return best;
+    } catch (const Error&) {
+      continue;
+    }
+  }
+  return 0.0;
+}
+
 // Scaling between two device kinds from the cluster presets.
 std::optional<DeviceScale> PresetScale(const std::string& from_kind, const std::string& to_kind) {
   const auto from = PresetDevice(from_kind);
@@ -220,7 +250,7 @@ int Predict(const CalibrateArgs& args) {
     scale = *s;
   }
   const calibration::TracePrediction prediction =
-      calibration::PredictTrace(trace, samples, profile, scale, args.cross_thread_gap_us * 1e-6);
+      calibration::PredictTrace(trace, samples, profile, scale, args.cross_thread_gap_us * 1e-6, PresetLinkBandwidth);
   std::printf("%s", args.json ? calibration::PredictionJson(prediction).c_str()
                               : calibration::FormatPrediction(prediction).c_str());
   return 0;
@@ -244,7 +274,8 @@ int Evaluate(const CalibrateArgs& args) {
         traces.size());
     return args.max_median_error >= 0.0 ? 77 : 0;  // 77: CTest's "skipped"
   }
-  const calibration::Evaluation evaluation = calibration::EvaluateLeaveOneOut(traces, fit, PresetScale);
+  const calibration::Evaluation evaluation =
+      calibration::EvaluateLeaveOneOut(traces, fit, PresetScale, PresetLinkBandwidth);
   std::printf("%s", calibration::FormatEvaluation(evaluation, args.breakdown).c_str());
   if (args.max_median_error >= 0.0 && evaluation.median_abs_error > args.max_median_error) {
     std::printf("FAILED: median |error| %.1f%% is above %.1f%%\n", 100.0 * evaluation.median_abs_error,

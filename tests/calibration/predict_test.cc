@@ -51,6 +51,29 @@ TEST_CASE("prediction of the committed A100 trace: period, GPU busy, the replay 
   }
   CHECK(FormatPrediction(p).find("median: measured 36.36 ms") != std::string::npos);
 
+  // Link fits it should not trust: too few samples, or a bandwidth outside
+  // [0.05, 1.5] x the datasheet's, are replaced by the datasheet's
+  // bandwidth (latency kept), one note each; without a datasheet the fit
+  // is dropped. A fit within the band is kept, silently.
+  sim::DeviceProfile links = profile;
+  links.links["nccl_alltoall"] = sim::LinkFit{20e-6, 90e6, 5};         // 5 samples at 90 MB/s
+  links.links["memcpy_ptop"] = sim::LinkFit{10e-6, 200e9, 50};         // within the band
+  links.links["nccl_allreduce"] = sim::LinkFit{10e-6, 1e9, 50};        // 50 samples, 1/300 of the sheet
+  const LinkDatasheet sheet = [](const std::string& kind, const std::string& link) {
+    CHECK(kind == "A100");
+    return link == "memcpy_htod" ? 0.0 : 300e9;
+  };
+  const TracePrediction guarded = PredictTrace(trace, samples, links, {}, 200e-6, sheet);
+  REQUIRE(guarded.link_notes.size() == 2);
+  CHECK(guarded.link_notes[0].find("nccl_allreduce fit is not used") != std::string::npos);
+  CHECK(guarded.link_notes[1].find("nccl_alltoall fit is not used") != std::string::npos);
+  CHECK(guarded.link_notes[1].find("300 GB/s prices it") != std::string::npos);
+  CHECK(FormatPrediction(guarded).find("nccl_alltoall fit is not used") != std::string::npos);
+  const TracePrediction unsheeted = PredictTrace(trace, samples, links, {}, 200e-6,
+                                                 [](const std::string&, const std::string&) { return 0.0; });
+  CHECK(unsheeted.link_notes.size() == 2);
+  CHECK(unsheeted.link_notes[0].find("no datasheet link") != std::string::npos);
+
   // A profile without the host side cannot predict.
   sim::DeviceProfile old = profile;
   old.cpu.reset();
