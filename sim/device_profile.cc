@@ -187,19 +187,6 @@ const KernelFit* Lookup(const DeviceProfile& p, std::string_view op_type, graphs
   const KernelFit* typed_fit =
       tag.empty() || tagged ? type_fit(op_type) : type_fit(std::string(op_type) + suffix);
   if (typed_fit != nullptr) return typed_fit;
-  // The GPU's name of a CPU decomposition (OpTypeAlias): an exporter on the
-  // CPU records aten::native_batch_norm where the trace fitted
-  // aten::batch_norm (and its backward as aten::cudnn_batch_norm_backward).
-  for (int k = 0; k < 2; ++k) {
-    char buffer[160];
-    const std::string_view alias = OpTypeAlias(bare, k, buffer, sizeof(buffer));
-    if (alias.empty()) continue;
-    if (suffix.empty()) {
-      if (const KernelFit* fit = type_fit(alias)) return fit;
-    } else if (const KernelFit* fit = type_fit(std::string(alias) + suffix)) {
-      return fit;
-    }
-  }
   if (tag.empty()) {
     const std::optional<KernelFit>& by_class = p.op_classes[static_cast<size_t>(op_class)];
     return by_class ? &*by_class : &p.fallback;

@@ -121,8 +121,9 @@ struct HostFit {
 
 // The k-th (0, 1) name a GPU trace may give an op an exporter traced on the
 // CPU as `op_type`: "aten::native_X" -> "aten::X", "aten::cudnn_X"; "" when
-// there is none. Written into `buffer` (no allocation); fits fall back to
-// these names before their class.
+// there is none. Written into `buffer` (no allocation); the host table falls
+// back to these names before its class (kernel fits do not: tried, the
+// validation's median moved from 24.9% to 25.1% on the H200).
 std::string_view OpTypeAlias(std::string_view op_type, int k, char* buffer, size_t size);
 
 // "bf16" or "fp16" for 16-bit floating point, "tf32" for tfloat32 (float32
