@@ -465,7 +465,7 @@ std::vector<int64_t> PoolOutput(const std::vector<int64_t>& x, const PoolWindow&
 }
 
 // Pooling, forward and backward, with the same FLOPs as the exporter and
-// the ONNX importer give a graph's pooling nodes (graphs/export/README.md):
+// the ONNX importer give a graph's pooling nodes (docs/EXPORT.md):
 // forward output elements x window elements; backward grad_output elements,
 // x window elements for avg_pool*_backward. The window comes from the
 // profiler's "Concrete Inputs"; without it a forward pool counts its input

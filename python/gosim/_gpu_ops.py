@@ -103,7 +103,7 @@ def _define(torch):
                      ("_cudnn_rnn", rnn), ("_cudnn_rnn_backward", rnn_backward),
                      ("_thnn_fused_lstm_cell", cell), ("_thnn_fused_lstm_cell_backward", cell_backward),
                      ("_local_scalar_dense", scalar)):
-        lib.impl(name, fn, "CPU")
+        lib.impl(name, fn, "CompositeExplicitAutograd")  # any device: exports trace on the GPU too
     _LIB = lib
 
 

@@ -167,6 +167,10 @@ def main(argv=None):
     parser.add_argument("--inference", action="store_true", help="export the forward pass only (eval mode)")
     parser.add_argument("--tf32", action="store_true",
                         help="matrix products on TF32 tensor cores (torch.backends.cuda.matmul.allow_tf32)")
+    parser.add_argument("--target", choices=("cuda", "cpu"), default="cuda",
+                        help="cuda: record the ops a CUDA GPU runs (fused dropout and attention, cuDNN LSTM; "
+                             "gosim._gpu_ops); cpu: the ops of the CPU the model is traced on (for simulating "
+                             "this machine's CPU)")
     parser.add_argument("--aux-logits", action="store_true", help="inception_v3, googlenet: keep the aux heads")
     parser.add_argument("--layers", type=int, default=6)
     parser.add_argument("--d-model", type=int, default=512)
@@ -229,7 +233,7 @@ def main(argv=None):
     try:
         graph = gosim_torch.export_json(model, x, loss_fn=loss_fn, optimizer=optimizer, targets=y,
                                         name=opts.name, seed=opts.seed, log=None if opts.quiet else log, tf32=opts.tf32,
-                                        progress=False if opts.quiet else None)
+                                        progress=False if opts.quiet else None, target=opts.target)
     except Error as e:
         raise SystemExit(f"gosim.torch: {e}") from None
     meta = graph["metadata"]
