@@ -332,6 +332,10 @@ class Run {
           case EventKind::kHostFinish:
             if constexpr (kHost) HostFinish(ev.id());
             break;
+          case EventKind::kLaunch:
+            if constexpr (kHost)
+              MakeReadyNow(ev.id(), kFull ? ws_.launch_cause[static_cast<size_t>(ev.id())] : -1);
+            break;
         }
       } while (!events.empty() && events.top_time() == t);
       Dispatch();
@@ -365,7 +369,19 @@ class Run {
     return comm_ != nullptr && comm_[task] ? tasks_[task].device + nd_ : tasks_[task].device;
   }
 
+  // A task whose inputs are all there: ready now, or, when the host ran
+  // ahead and launches it later, at its launch (a kLaunch event).
   void MakeReady(int32_t task, int32_t cause) {
+    if constexpr (kHost) {
+      if (launch_time_ != nullptr && launch_time_[task] > now_) {
+        ws_.events.Push(launch_time_[task], EventKind::kLaunch, task);
+        return;
+      }
+    }
+    MakeReadyNow(task, cause);
+  }
+
+  void MakeReadyNow(int32_t task, int32_t cause) {
     const int32_t d = Lane(task);
     if (tprio_ != nullptr) {
       ready_[d].PushHeap(tprio_[task], task, now_);
@@ -700,32 +716,42 @@ class Run {
     // graph: a launch or a dispatch; captured: none), plus a copy call for
     // each input it is the first to read on its device from another device,
     // plus, across processes, a send call on the producer's side.
-    ws_.host_cost.assign(static_cast<size_t>(n), 0.0);
-    double* cost = ws_.host_cost.data();
-    if (exec_ != Execution::kCaptured) {
-      for (int32_t v = 0; v < n; ++v) {
-        const int32_t t = Task(v);
-        const int32_t c = nc == 1 ? 0 : device_class[tasks_[t].device];
-        double own = 0.0;
-        if (m_.host_source[static_cast<size_t>(v)]) {
-          own = 0.0;
-        } else if (exec_ == Execution::kEager) {
-          own = m_.host_time[static_cast<size_t>(v) * nc + c];
-        } else {
-          const HostCosts& hc = m_.host_costs[static_cast<size_t>(c)];
-          own = m_.host_has_work[static_cast<size_t>(v)] ? hc.graph_op : hc.graph_view;
+    double* cost = nullptr;
+    if (exec_ == Execution::kEager && !kFusion && nc == 1) {
+      ws_.host_cost.assign(m_.host_time.begin(), m_.host_time.end());  // sources cost 0 (EngineModel)
+      cost = ws_.host_cost.data();
+    } else {
+      ws_.host_cost.assign(static_cast<size_t>(n), 0.0);
+      cost = ws_.host_cost.data();
+      if (exec_ != Execution::kCaptured) {
+        for (int32_t v = 0; v < n; ++v) {
+          const int32_t t = Task(v);
+          const int32_t c = nc == 1 ? 0 : device_class[tasks_[t].device];
+          double own = 0.0;
+          if (exec_ == Execution::kEager) {
+            own = m_.host_time[static_cast<size_t>(v) * nc + c];
+          } else if (!m_.host_source[static_cast<size_t>(v)]) {
+            const HostCosts& hc = m_.host_costs[static_cast<size_t>(c)];
+            own = m_.host_has_work[static_cast<size_t>(v)] ? hc.graph_op : hc.graph_view;
+          }
+          cost[t] = std::max(cost[t], own);  // a fused group: one dispatch, its costliest member's
         }
-        cost[t] = std::max(cost[t], own);  // a fused group: one dispatch, its costliest member's
       }
+    }
+    if (exec_ != Execution::kCaptured && nd_ > 1) {
+      // A task's device is its node's placement (a fused group's members
+      // share one), read from the dense placement rather than the tasks.
+      const int32_t* place = dec_.placement.data();
+      const EngineModel::Consumer* consumers = m_.consumers.data();
       for (int32_t tensor = 0; tensor < m_.num_tensors; ++tensor) {
         const EngineModel::TensorInfo& info = m_.tensors[tensor];
         const int32_t u = info.producer;
-        const int32_t du = tasks_[Task(u)].device;
+        const int32_t du = place[u];
         const int32_t stamp = -1 - tensor;  // FinishNode stamps tensor + 1
         for (int32_t i = info.cons_begin; i < info.cons_end; ++i) {
-          const int32_t c = m_.consumers[i].node;
-          const int32_t dc = tasks_[Task(c)].device;
-          if (dc == du || seen_[dc] == stamp) continue;
+          const int32_t c = consumers[i].node;
+          const int32_t dc = place[c];
+          if (dc == du || seen_[dc] == stamp) [[likely]] continue;
           seen_[dc] = stamp;
           cost[Task(c)] += m_.host_costs[static_cast<size_t>(nc == 1 ? 0 : device_class[dc])].copy;
           if (ProcessOf(dc) != ProcessOf(du)) {
@@ -738,6 +764,9 @@ class Run {
     Fill(ws_.thread_task, nthreads_, -1);
     Fill(ws_.thread_state, nthreads_, uint8_t{kIdle});
     Fill(ws_.thread_busy, nthreads_, 0.0);
+    Fill(ws_.thread_clock, nthreads_, 0.0);
+    ws_.launch_time.resize(static_cast<size_t>(n));  // written at each task's launch, before it is read
+    launch_time_ = exec_ == Execution::kEager ? ws_.launch_time.data() : nullptr;
     Fill(ws_.thread_cause, nthreads_, -1);
     Fill(ws_.wait_next, nthreads_, -1);
     Fill(ws_.dirty_thread_words, (static_cast<size_t>(nthreads_) + 63) / 64, uint64_t{0});
@@ -747,8 +776,10 @@ class Run {
     Fill(ws_.last_launched, nlanes_, -1);
     Fill(ws_.wait_head, nd_, -1);
     Fill(ws_.wait_tail, nd_, -1);
-    Fill(ws_.stream_next, n, -1);
-    Fill(ws_.sync_waiter, n, -1);
+    // stream_next and sync_waiter are written before they are read
+    // (HostOnFinish), so they need no clearing.
+    ws_.stream_next.resize(static_cast<size_t>(n));
+    ws_.sync_waiter.resize(static_cast<size_t>(n));
     if constexpr (kFull) {
       Fill(ws_.launch_cause, n, -1);
       ws_.host_recs.clear();
@@ -762,7 +793,11 @@ class Run {
     // same-device predecessors are dispatched and whose inputs from other
     // devices have arrived (TensorFlow's executor and its Recv).
     ws_.proc_cursor.assign(static_cast<size_t>(nproc_), 0);
-    if (exec_ != Execution::kGraph) {
+    identity_order_ = exec_ != Execution::kGraph && fast_order_ && nproc_ == 1;
+    if (identity_order_) {
+      // One process, node id order, every node a task: the order is 0..n-1.
+      ws_.proc_off.assign({0, n});
+    } else if (exec_ != Execution::kGraph) {
       const int32_t* order = nullptr;
       if (!fast_order_) {
         ListSchedule();
@@ -901,6 +936,7 @@ class Run {
   int32_t NextHostTask(int32_t p) {
     if (exec_ != Execution::kGraph) {
       int32_t& cursor = ws_.proc_cursor[static_cast<size_t>(p)];
+      if (identity_order_) return cursor < ws_.proc_off[1] ? cursor++ : -1;
       return cursor < ws_.proc_off[static_cast<size_t>(p) + 1] ? ws_.proc_order[static_cast<size_t>(cursor++)]
                                                                : -1;
     }
@@ -928,7 +964,11 @@ class Run {
   // has nothing to dispatch. Ops without host cost launch at once.
   void HostRun(int32_t th) {
     if (ws_.thread_state[static_cast<size_t>(th)] != kIdle) return;
-    const int32_t p = th / tpp_;
+    const int32_t p = tpp_ == 1 ? th : th / tpp_;
+    if (launch_time_ != nullptr) {
+      RunAhead(th, p);
+      return;
+    }
     for (;;) {
       const int32_t task = NextHostTask(p);
       if (task < 0) return;  // idle; PushHostReady of this process marks its threads again
@@ -940,8 +980,42 @@ class Run {
       ws_.thread_task[static_cast<size_t>(th)] = task;
       if constexpr (kFull)
         ws_.launch_cause[static_cast<size_t>(task)] = ws_.thread_cause[static_cast<size_t>(th)];
-      if (!Launch(th, task)) return;
+      if (!Launch(th, task, now_)) return;
     }
+  }
+
+  // Eager execution: the thread dispatches in program order on its own
+  // clock, ahead of the event loop, launching each task at the end of its
+  // dispatch (Launch with that time; the task becomes ready no earlier,
+  // MakeReady). It runs ahead as long as what it does is already decided:
+  // it stops at a synchronizing task (until the task finishes) and at a
+  // launch into a queue that is full now. Launches counted ahead only add
+  // to a queue, so a queue with room now has room then; a full one may free
+  // a slot before the dispatch ends, which the device's next kernel finish
+  // tells (HostOnFinish). The result is the event-by-event one's; events
+  // remain only for launches whose inputs are there before them.
+  void RunAhead(int32_t th, int32_t p) {
+    const size_t t = static_cast<size_t>(th);
+    double clock = std::max(ws_.thread_clock[t], now_);
+    double busy = 0.0;
+    for (;;) {
+      const int32_t task = NextHostTask(p);
+      if (task < 0) break;  // done: eager program order never grows
+      const double cost = ws_.host_cost[static_cast<size_t>(task)];
+      if constexpr (kFull) {
+        if (cost > 0.0) {
+          RecordHostOp(th, task, clock, cost);
+        } else {
+          ws_.launch_cause[static_cast<size_t>(task)] = ws_.thread_cause[t];
+        }
+      }
+      clock += cost;
+      busy += cost;
+      ws_.thread_task[t] = task;
+      if (!Launch(th, task, clock)) break;
+    }
+    ws_.thread_clock[t] = clock;
+    ws_.thread_busy[t] += busy;
   }
 
   void StartHostOp(int32_t th, int32_t task, double cost) {
@@ -949,13 +1023,13 @@ class Run {
     ws_.thread_state[static_cast<size_t>(th)] = kBusy;
     ws_.thread_busy[static_cast<size_t>(th)] += cost;
     ws_.events.Push(now_ + cost, EventKind::kHostFinish, th);
-    if constexpr (kFull) RecordHostOp(th, task, cost);
+    if constexpr (kFull) RecordHostOp(th, task, now_, cost);
   }
 
-  void RecordHostOp(int32_t th, int32_t task, double cost) {
+  void RecordHostOp(int32_t th, int32_t task, double start, double cost) {
     const int32_t rec = static_cast<int32_t>(ws_.host_recs.size());
     ws_.host_recs.push_back(
-        Workspace::HostRec{task, th, now_, now_ + cost, ws_.thread_cause[static_cast<size_t>(th)]});
+        Workspace::HostRec{task, th, start, start + cost, ws_.thread_cause[static_cast<size_t>(th)]});
     ws_.thread_cause[static_cast<size_t>(th)] = HostCause(rec);
     if (task >= 0) ws_.launch_cause[static_cast<size_t>(task)] = HostCause(rec);
   }
@@ -964,14 +1038,14 @@ class Run {
     ws_.thread_state[static_cast<size_t>(th)] = kIdle;
     const int32_t task = ws_.thread_task[static_cast<size_t>(th)];
     if (task >= 0) {
-      if (!Launch(th, task)) return;
+      if (!Launch(th, task, now_)) return;
     } else {
       // A captured graph's launch: every task of the process is queued.
       const int32_t p = th / tpp_;
       for (int32_t t = NextHostTask(p); t >= 0; t = NextHostTask(p)) {
         if constexpr (kFull)
           ws_.launch_cause[static_cast<size_t>(t)] = ws_.thread_cause[static_cast<size_t>(th)];
-        LaunchNow(th, t);
+        LaunchNow(th, t, now_);
       }
       return;
     }
@@ -982,9 +1056,10 @@ class Run {
     return tasks_[task].time > 0.0;
   }
 
-  // Thread th launches `task`: false when it blocks (a full launch queue, or
-  // a synchronizing task).
-  bool Launch(int32_t th, int32_t task) {
+  // Thread th launches `task` at time `at` (now, or ahead of the loop in
+  // eager execution): false when it blocks (a full launch queue, or a
+  // synchronizing task).
+  [[gnu::always_inline]] bool Launch(int32_t th, int32_t task, double at) {
     const int32_t d = tasks_[task].device;
     if (InQueue(task) && ws_.outstanding[static_cast<size_t>(d)] >= queue_cap_) {
       ws_.thread_state[static_cast<size_t>(th)] = kBlockedQueue;
@@ -997,7 +1072,7 @@ class Run {
       ws_.wait_tail[static_cast<size_t>(d)] = th;
       return false;
     }
-    LaunchNow(th, task);
+    LaunchNow(th, task, at);
     if (m_.host_sync[static_cast<size_t>(task)] && exec_ != Execution::kCaptured) {
       ws_.thread_state[static_cast<size_t>(th)] = kBlockedSync;
       ws_.sync_waiter[static_cast<size_t>(task)] = th;
@@ -1006,8 +1081,9 @@ class Run {
     return true;
   }
 
-  void LaunchNow(int32_t th, int32_t task) {
+  [[gnu::always_inline]] void LaunchNow(int32_t th, int32_t task, double at) {
     const int32_t d = tasks_[task].device;
+    if (launch_time_ != nullptr) launch_time_[task] = at;
     if (InQueue(task)) ++ws_.outstanding[static_cast<size_t>(d)];
     if (in_order_) {
       const int32_t lane = Lane(task);
@@ -1049,11 +1125,14 @@ class Run {
   // the device's queue or on this task may go on.
   void HostOnFinish(int32_t task, int32_t d) {
     if (in_order_) {
+      // The last launch on its stream has no next yet; any other has one.
       const int32_t lane = Lane(task);
-      if (ws_.last_launched[static_cast<size_t>(lane)] == task)
+      if (ws_.last_launched[static_cast<size_t>(lane)] == task) {
         ws_.last_launched[static_cast<size_t>(lane)] = -1;
-      const int32_t next = ws_.stream_next[static_cast<size_t>(task)];
-      if (next >= 0 && --tasks_[next].pending == 0) MakeReady(next, task);
+      } else {
+        const int32_t next = ws_.stream_next[static_cast<size_t>(task)];
+        if (--tasks_[next].pending == 0) MakeReady(next, task);
+      }
     }
     if (InQueue(task)) {
       --ws_.outstanding[static_cast<size_t>(d)];
@@ -1063,16 +1142,26 @@ class Run {
         if (ws_.wait_head[static_cast<size_t>(d)] < 0) ws_.wait_tail[static_cast<size_t>(d)] = -1;
         ws_.thread_state[static_cast<size_t>(th)] = kIdle;
         const int32_t waiting = ws_.thread_task[static_cast<size_t>(th)];
-        if constexpr (kFull) {  // the launch waited for this kernel's slot
-          ws_.thread_cause[static_cast<size_t>(th)] = task;
-          ws_.launch_cause[static_cast<size_t>(waiting)] = task;
+        // Eager: the thread may still be dispatching `waiting` (it ran
+        // ahead); then the slot is free when the dispatch ends.
+        double at = now_;
+        if (launch_time_ != nullptr) {
+          double& clock = ws_.thread_clock[static_cast<size_t>(th)];
+          at = std::max(clock, now_);
+          clock = at;
         }
-        if (Launch(th, waiting)) MarkThread(th);
+        if constexpr (kFull) {
+          if (at == now_) {  // the launch waited for this kernel's slot
+            ws_.thread_cause[static_cast<size_t>(th)] = task;
+            ws_.launch_cause[static_cast<size_t>(waiting)] = task;
+          }
+        }
+        if (Launch(th, waiting, at)) MarkThread(th);
       }
     }
-    const int32_t waiter = ws_.sync_waiter[static_cast<size_t>(task)];
-    if (waiter >= 0) {
-      ws_.sync_waiter[static_cast<size_t>(task)] = -1;
+    // A synchronizing task always has its launching thread waiting (Launch).
+    if (m_.host_sync[static_cast<size_t>(task)] && exec_ != Execution::kCaptured) {
+      const int32_t waiter = ws_.sync_waiter[static_cast<size_t>(task)];
       ws_.thread_state[static_cast<size_t>(waiter)] = kIdle;
       if constexpr (kFull) ws_.thread_cause[static_cast<size_t>(waiter)] = task;
       MarkThread(waiter);
@@ -1165,6 +1254,8 @@ class Run {
   int32_t tpp_ = 1;
   int32_t nthreads_ = 0;
   int32_t queue_cap_ = 0;
+  bool identity_order_ = false;  // eager/captured program order is 0..n-1 (NextHostTask)
+  double* launch_time_ = nullptr;  // eager execution: Workspace::launch_time; else null
   uint64_t dirty_thread_summary_ = 0;
   double now_ = 0.0;
   int32_t tasks_total_ = 0;

@@ -94,7 +94,7 @@ struct EngineModel {
   // host seconds of dispatching the node (HostOf; a first update node of a
   // parameter also carries HostCosts::per_parameter under eager); per node
   // whether the host then waits for it; per device class the HostCosts.
-  std::vector<double> host_time;       // [node * num_classes + class]
+  std::vector<double> host_time;       // [node * num_classes + class]; 0 for host sources
   std::vector<uint8_t> host_sync;      // [node]
   std::vector<uint8_t> host_has_work;  // [node]: FLOPs or bytes (graph execution prices it as a launch)
   std::vector<uint8_t> host_source;    // [node]: no inputs and no work (nothing dispatches it)
@@ -250,9 +250,12 @@ struct Workspace {
   std::vector<int32_t> last_launched;  // [device] the last launched task not finished, -1
   std::vector<int32_t> wait_head;      // [device] first thread blocked on its launch queue
   std::vector<int32_t> wait_tail;      // [device]
-  std::vector<int32_t> stream_next;    // [task] the task launched after it on its device, -1
-  std::vector<int32_t> sync_waiter;    // [task] the thread waiting for it to finish, -1
+  std::vector<int32_t> stream_next;    // [task] the task launched after it on its stream (once there is one)
+  std::vector<int32_t> sync_waiter;    // [task] synchronizing tasks: the thread waiting for them
   std::vector<int32_t> launch_cause;   // [task] full runs: the host record of its launch
+  // Eager execution runs each host thread ahead of the event loop (Run::HostRun).
+  std::vector<double> launch_time;   // [task] when its launch takes effect (written at its launch)
+  std::vector<double> thread_clock;  // [thread] when it has dispatched everything up to now
   std::vector<HostRec> host_recs;      // full runs
 };
 

@@ -149,8 +149,11 @@ EngineModel BuildEngineModel(const graphs::Graph& graph, const Cluster& cluster,
                             {}, "check the profile's host table");
         }
         if (work.sync) m.host_sync[static_cast<size_t>(v)] = 1;
+        // A source (an input, a parameter) is there before the step: nothing dispatches it.
         m.host_time[static_cast<size_t>(v) * static_cast<size_t>(m.num_classes) + static_cast<size_t>(c)] =
-            work.seconds + (first_update ? m.host_costs[static_cast<size_t>(c)].per_parameter : 0.0);
+            m.host_source[static_cast<size_t>(v)]
+                ? 0.0
+                : work.seconds + (first_update ? m.host_costs[static_cast<size_t>(c)].per_parameter : 0.0);
       }
     }
   }

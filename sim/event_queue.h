@@ -32,6 +32,7 @@ enum class EventKind : uint8_t {
   kOpFinish = 0,    // id = task (the node id of a kernel, or a fused group's smallest node id)
   kHopFinish = 1,   // id = transfer; the transfer's current hop ended
   kHostFinish = 2,  // id = host thread; its dispatch of the current op ended
+  kLaunch = 3,      // id = task; its launch (run ahead by the host, Run::HostRun) takes effect
 };
 
 struct Event {
