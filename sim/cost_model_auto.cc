@@ -202,7 +202,7 @@ std::vector<std::string> AutoCostModel::Warnings(const graphs::Graph& graph, con
                     std::to_string(graph.num_nodes()) + " nodes of graph '" + graph.name() +
                     "' run in 16 bits, and the " + kind +
                     " profile has no fit of their precision for their op class (e.g. '" + example16 +
-                    "'); roofline prices them (docs/CALIBRATION.md, \"Mixed precision\")");
+                    "'); roofline prices them (docs/CALIBRATION.md, \"Fitting\")");
     }
     if (missing == 0) continue;
     std::string line = "cost model auto: " + std::to_string(missing) + " of " +

@@ -4,7 +4,7 @@
 gosim prices an exported graph's per-parameter update ops as shares of one
 `_foreach_*` call per op (CalibratedOptions::multi_tensor_updates, default
 true) or, with `multi_tensor_updates: false`, as one kernel each
-(docs/CALIBRATION.md, "Multi-tensor optimizer updates"). This measures what
+(docs/CALIBRATION.md, "Fitting"). This measures what
 the choice is worth on a real GPU: for each model, the training step and
 `optimizer.step()` alone under SGD (lr 0.01, momentum 0.9, no weight decay:
 record_gpu_traces.py's settings) with foreach=True (PyTorch's default on

@@ -1,6 +1,6 @@
 #!/bin/sh
-# The hardware replay ranking of docs/CALIBRATION.md ("Replaying decisions on
-# this machine"): a `local` profile fitted on the models of
+# The hardware replay ranking of docs/CALIBRATION.md ("Profiling and
+# replaying this machine"): a `local` profile fitted on the models of
 # calibration/evaluation_cpu.yaml other than the replayed ones, then the
 # decisions of make_decisions.py replayed for real and simulated on each
 # replayed graph, and Kendall's tau between measured and simulated step
