@@ -256,12 +256,19 @@ int Predict(const CalibrateArgs& args) {
   return 0;
 }
 
-int Evaluate(const CalibrateArgs& args) {
+// The fit options of the command line (--fit, --weighting, --min-samples,
+// --preserve-total).
+calibration::FitOptions FitOptionsOf(const CalibrateArgs& args) {
   calibration::FitOptions fit;
   fit.method = calibration::ParseFitMethod(args.fit);
   fit.weighting = calibration::ParseWeighting(args.weighting);
   fit.min_samples = args.min_samples;
   fit.preserve_total = args.preserve_total;
+  return fit;
+}
+
+int Evaluate(const CalibrateArgs& args) {
+  const calibration::FitOptions fit = FitOptionsOf(args);
   const std::string manifest = ResolveDataPath(args.manifest);
   std::vector<std::string> missing;
   const std::vector<calibration::EvaluationTrace> traces =
@@ -290,11 +297,7 @@ constexpr double kTargetMedian = 0.08;
 constexpr double kTargetWorst = 0.25;
 
 int Validate(const CalibrateArgs& args) {
-  calibration::FitOptions fit;
-  fit.method = calibration::ParseFitMethod(args.fit);
-  fit.weighting = calibration::ParseWeighting(args.weighting);
-  fit.min_samples = args.min_samples;
-  fit.preserve_total = args.preserve_total;
+  const calibration::FitOptions fit = FitOptionsOf(args);
   std::vector<std::string> missing;
   std::vector<calibration::ValidationGpu> gpus =
       calibration::ReadValidationManifest(ResolveDataPath(args.validation_manifest), &missing);
@@ -338,11 +341,7 @@ int Calibrate(const CalibrateArgs& args) {
     throw ConfigError("give --trace T.json.gz to fit, --predict T.json.gz to predict, or --evaluate",
                       Location{"gosim calibrate"}, "see gosim calibrate --help");
   }
-  calibration::FitOptions fit;
-  fit.method = calibration::ParseFitMethod(args.fit);
-  fit.weighting = calibration::ParseWeighting(args.weighting);
-  fit.min_samples = args.min_samples;
-  fit.preserve_total = args.preserve_total;
+  const calibration::FitOptions fit = FitOptionsOf(args);
   if (args.min_samples < 1) throw ConfigError("--min-samples must be >= 1", Location{"--min-samples"});
   if (args.out.empty() && !args.report && args.predictions.empty()) {
     throw ConfigError("nothing to do", Location{"gosim calibrate"},
