@@ -15,8 +15,15 @@
 namespace gosim::agents {
 
 double Objective::Score(const sim::Evaluation& evaluation, const sim::Cluster& cluster) const {
-  if (!evaluation.feasible) return kInfeasibleBase + evaluation.step_time;
+  if (kind == ObjectiveKind::kMaxLoad && evaluation.max_load < 0.0) {
+    throw ConfigError("the max_load objective got an evaluation without a max-load", {},
+                      "build the Evaluator with SimOptions::max_load = true");
+  }
+  if (!evaluation.feasible)
+    return kInfeasibleBase + (kind == ObjectiveKind::kMaxLoad ? evaluation.max_load : evaluation.step_time);
   switch (kind) {
+    case ObjectiveKind::kMaxLoad:
+      return evaluation.max_load;
     case ObjectiveKind::kStepTime:
       return evaluation.step_time;
     case ObjectiveKind::kPeakMemory:
@@ -40,6 +47,8 @@ std::string Objective::ToString() const {
       return "step_time";
     case ObjectiveKind::kPeakMemory:
       return "peak_memory";
+    case ObjectiveKind::kMaxLoad:
+      return "max_load";
     case ObjectiveKind::kWeighted: {
       std::ostringstream out;
       out << "weighted(memory_weight=" << memory_weight << ", reference_step_time=" << reference_step_time
@@ -54,7 +63,8 @@ ObjectiveKind ParseObjectiveKind(const std::string& text, const Location& where)
   if (text == "step_time") return ObjectiveKind::kStepTime;
   if (text == "peak_memory") return ObjectiveKind::kPeakMemory;
   if (text == "weighted") return ObjectiveKind::kWeighted;
-  const std::vector<std::string> valid = {"step_time", "peak_memory", "weighted"};
+  if (text == "max_load") return ObjectiveKind::kMaxLoad;
+  const std::vector<std::string> valid = {"step_time", "peak_memory", "weighted", "max_load"};
   throw ConfigError("unknown objective '" + text + "'." + DidYouMean(text, valid), where,
                     "valid values are: " + Join(valid, ", "));
 }
@@ -160,6 +170,7 @@ void RegisterBuiltinAgents(const RegisterFn& add) {
   RegisterRoleSweepAgent(add);
   RegisterBrkgaAgents(add);
   RegisterCpAgent(add);
+  RegisterPipelineDpAgent(add);
 }
 
 }  // namespace gosim::agents

@@ -28,7 +28,10 @@
 
 namespace gosim::agents {
 
-enum class ObjectiveKind { kStepTime, kPeakMemory, kWeighted };
+// kMaxLoad: msr-fiddle's max-load (sim/msr.h), the time per sample of a
+// pipeline in steady state under their model; the Evaluator must compute it
+// (SimOptions::max_load).
+enum class ObjectiveKind { kStepTime, kPeakMemory, kWeighted, kMaxLoad };
 
 struct Objective {
   ObjectiveKind kind = ObjectiveKind::kStepTime;
@@ -46,7 +49,7 @@ struct Objective {
   static constexpr double kInfeasibleBase = 1e12;
   std::string ToString() const;
 };
-// "step_time", "peak_memory", "weighted"; ConfigError otherwise.
+// "step_time", "peak_memory", "weighted", "max_load"; ConfigError otherwise.
 ObjectiveKind ParseObjectiveKind(const std::string& text, const Location& where = {});
 
 struct Budget {

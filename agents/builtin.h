@@ -26,6 +26,7 @@ void RegisterLocalSearchAgents(const RegisterFn& add);  // local_search.cc
 void RegisterRoleSweepAgent(const RegisterFn& add);     // role_sweep.cc
 void RegisterBrkgaAgents(const RegisterFn& add);        // brkga/brkga_agent.cc
 void RegisterCpAgent(const RegisterFn& add);            // cp.cc
+void RegisterPipelineDpAgent(const RegisterFn& add);    // pipeline_dp.cc
 
 }  // namespace gosim::agents
 

@@ -67,7 +67,7 @@ int Optimize(const OptimizeArgs& args) {
   YAML::Node sim_node(YAML::NodeType::Map);
   for (const std::string& assignment : args.sim_options) ApplyOverride(sim_node, assignment);
   YamlMap sim_map(sim_node, "--option", "");
-  const sim::SimOptions sim_options = experiments::ParseSimOptions(sim_map);
+  sim::SimOptions sim_options = experiments::ParseSimOptions(sim_map);
   const std::vector<std::string> names = agents::AgentNames();
   if (std::find(names.begin(), names.end(), args.agent) == names.end()) {
     throw ConfigError("unknown agent '" + args.agent + "'." + DidYouMean(args.agent, names),
@@ -76,6 +76,7 @@ int Optimize(const OptimizeArgs& args) {
   std::unique_ptr<agents::Agent> agent = agents::MakeAgent(args.agent, options);
   agents::Objective objective;
   objective.kind = agents::ParseObjectiveKind(args.objective, Location{"--objective"});
+  sim_options.max_load = objective.kind == agents::ObjectiveKind::kMaxLoad;
   if (args.memory_weight >= 0.0) objective.memory_weight = args.memory_weight;
   if (args.reference_step_time > 0.0) objective.reference_step_time = args.reference_step_time;
   // Read as text: CLI11 would clamp a number above 2^63 silently.
@@ -87,8 +88,8 @@ int Optimize(const OptimizeArgs& args) {
   if (!args.out.empty()) CheckWritable(args.out, "--out");
   if (!args.trace.empty()) CheckWritable(args.trace, "--trace");
 
-  const sim::Cluster cluster = experiments::LoadClusterAt(args.cluster, Location{"--cluster"});
   const graphs::Graph graph = experiments::MaterializeGraph(entry);
+  const sim::Cluster cluster = experiments::LoadClusterFor(args.cluster, graph, Location{"--cluster"});
   const sim::Evaluator evaluator(graph, cluster, cost_model, sim_options);
   const sim::Evaluation baseline = evaluator.Evaluate(sim::SingleDeviceDecision(graph));
   const agents::Problem problem{graph, cluster, evaluator, objective, budget, args.seed};
@@ -122,6 +123,11 @@ int Optimize(const OptimizeArgs& args) {
                              : "try repair=true, another agent or a larger budget");
     if (!args.out.empty()) std::printf("no decision written to %s\n", args.out.c_str());
     return kNoFeasibleDecision;
+  }
+  if (objective.kind == agents::ObjectiveKind::kMaxLoad) {
+    std::printf("max-load %s; single device %s (%+.1f%%)\n", FormatSeconds(result.max_load).c_str(),
+                FormatSeconds(baseline.max_load).c_str(),
+                baseline.max_load > 0.0 ? (result.max_load / baseline.max_load - 1.0) * 100.0 : 0.0);
   }
   if (baseline.feasible && solved.final.feasible && baseline.step_time > 0.0) {
     std::printf("step time vs single device: %+.1f%%\n",
@@ -159,7 +165,7 @@ void AddOptimizeCommand(CLI::App& root) {
       ->capture_default_str();
   cmd->add_option("--wall-seconds", args->wall_seconds, "Wall-clock budget in seconds (0 = no limit)");
   cmd->add_option("--seed", args->seed, "Random seed")->capture_default_str();
-  cmd->add_option("--objective", args->objective, "step_time, peak_memory or weighted")
+  cmd->add_option("--objective", args->objective, "step_time, peak_memory, weighted or max_load (msr-fiddle's time per sample of a pipeline)")
       ->capture_default_str();
   cmd->add_option("--memory-weight", args->memory_weight, "Weighted objective: weight of peak / capacity");
   cmd->add_option("--reference-step-time", args->reference_step_time,

@@ -3,10 +3,12 @@
 // simulates one decision (everything on device 0 without --decision) and
 // prints the simulator's summary, or the full result as JSON.
 #include <cstdio>
+#include <nlohmann/json.hpp>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "agents/agent.h"
 #include "core/error.h"
 #include "core/strings.h"
 #include "core/yaml.h"
@@ -36,6 +38,7 @@ struct SimulateArgs {
   std::vector<std::string> sim_options;
   int data_parallel = 0;    // replicas; 0 = off
   double bucket_mb = 25.0;  // DDP's bucket_cap_mb
+  std::string objective;  // "" = step_time, and --json prints no objective fields
 };
 
 int Simulate(const SimulateArgs& args) {
@@ -58,8 +61,14 @@ int Simulate(const SimulateArgs& args) {
   }
   if (!(args.bucket_mb > 0.0)) throw ConfigError("--bucket-mb must be > 0", Location{"--bucket-mb"});
 
-  const sim::Cluster cluster = experiments::LoadClusterAt(args.cluster, Location{"--cluster"});
+  const agents::ObjectiveKind objective =
+      agents::ParseObjectiveKind(args.objective.empty() ? "step_time" : args.objective, Location{"--objective"});
+  if (objective == agents::ObjectiveKind::kWeighted) {
+    throw ConfigError("simulate prints step_time, peak_memory or max_load; weighted needs optimize's reference",
+                      Location{"--objective"}, "use gosim optimize --objective weighted");
+  }
   graphs::Graph graph = experiments::MaterializeGraph(entry);
+  const sim::Cluster cluster = experiments::LoadClusterFor(args.cluster, graph, Location{"--cluster"});
   sim::Decision decision;
   std::string decision_text = args.decision;
   if (args.data_parallel > 0) {
@@ -88,8 +97,19 @@ int Simulate(const SimulateArgs& args) {
   const std::string described = cost_model->Describe(graph, cluster);
   if (!args.trace.empty()) sim::WriteChromeTrace(args.trace, result, graph, cluster, described);
 
+  const double objective_value = objective == agents::ObjectiveKind::kMaxLoad     ? result.max_load
+                                 : objective == agents::ObjectiveKind::kPeakMemory ? result.peak_memory()
+                                                                                    : result.step_time;
   if (args.json) {
-    std::printf("%s\n", sim::SimResultToJson(result, graph, cluster, described).c_str());
+    const std::string text = sim::SimResultToJson(result, graph, cluster, described);
+    if (args.objective.empty()) {
+      std::printf("%s\n", text.c_str());
+      return 0;
+    }
+    nlohmann::ordered_json json = nlohmann::ordered_json::parse(text);
+    json["objective"] = experiments::ObjectiveKindName(objective);
+    json["objective_value"] = objective_value;
+    std::printf("%s\n", json.dump(2).c_str());
     return 0;
   }
   std::printf(
@@ -98,6 +118,7 @@ int Simulate(const SimulateArgs& args) {
       cluster.num_devices(), described.c_str(),
       decision_text.empty() ? ("everything on " + cluster.device(0).name).c_str() : decision_text.c_str());
   std::printf("%s", sim::FormatSimResult(result, graph, cluster).c_str());
+  std::printf("max-load (msr-fiddle's time per sample of a pipeline): %s\n", FormatSeconds(result.max_load).c_str());
   if (!args.trace.empty()) {
     std::printf("timeline written to %s (open it in https://ui.perfetto.dev)\n", args.trace.c_str());
   }
@@ -121,6 +142,9 @@ void AddSimulateCommand(CLI::App& root) {
                             "Decision JSON (docs/FORMATS.md); without it everything runs on device 0"));
   cmd->add_option("--trace", args->trace, "Write the timeline as Chrome trace JSON here (opens in Perfetto)");
   cmd->add_flag("--json", args->json, "Print the full result as JSON instead of the summary");
+  cmd->add_option("--objective", args->objective,
+                  "What --json reports as objective_value: step_time (default), peak_memory or max_load "
+                  "(msr-fiddle's time per sample of a pipeline, seconds)");
   cmd->add_option(
       "--data-parallel", args->data_parallel,
       "Simulate DDP: the graph is one rank's training step, replicated on N devices with bucketed "

@@ -13,6 +13,8 @@
 #include "experiments/splits.h"
 #include "sim/cluster.h"
 #include "sim/cost_model.h"
+#include "sim/msr.h"
+#include "graphs/json_format.h"
 
 namespace gosim::experiments {
 
@@ -132,7 +134,22 @@ AgentSpec ParseAgent(YamlMap& map, const ExperimentConfig& config) {
 
 }  // namespace
 
+sim::Cluster LoadClusterFor(const std::string& preset_or_path, const graphs::Graph& graph, const Location& where) {
+  if (preset_or_path != kClusterFromGraph) return LoadClusterAt(preset_or_path, where);
+  const std::string& file = graph.source();
+  if (file.empty() || !graphs::IsMsrProblem(ReadFile(file))) {
+    throw ConfigError("cluster from-graph needs a graph file that brings its machine, and graph '" + graph.name() +
+                          "' " + (file.empty() ? "was not read from a file" : "(" + file + ") names none"),
+                      where, "give msr-fiddle's problem file as the graph, or name a cluster preset");
+  }
+  return sim::MsrCluster(graphs::ReadMsrProblem(ReadFile(file), file));
+}
+
 sim::Cluster LoadClusterAt(const std::string& preset_or_path, const Location& where) {
+  if (preset_or_path == kClusterFromGraph) {
+    throw ConfigError("cluster from-graph takes its machine from the graph file, which is not known here", where,
+                      "use it with gosim simulate / optimize --graph FILE, or name a cluster preset");
+  }
   try {
     return sim::LoadCluster(preset_or_path);
   } catch (const ConfigError& e) {
@@ -207,6 +224,8 @@ const char* ObjectiveKindName(agents::ObjectiveKind kind) {
       return "peak_memory";
     case agents::ObjectiveKind::kWeighted:
       return "weighted";
+    case agents::ObjectiveKind::kMaxLoad:
+      return "max_load";
   }
   return "step_time";
 }
@@ -218,6 +237,8 @@ DisplayMetric ObjectiveDisplay(const agents::Objective& objective, double step_t
       return {"ms", step_time_s * 1e3};
     case agents::ObjectiveKind::kPeakMemory:
       return {"GiB", peak_memory_bytes / static_cast<double>(1ULL << 30)};
+    case agents::ObjectiveKind::kMaxLoad:
+      return {"ms", score * 1e3};
     case agents::ObjectiveKind::kWeighted:
       break;
   }
@@ -347,6 +368,7 @@ ExperimentConfig ParseExperiment(const YAML::Node& root, const std::string& sour
   YamlMap sim_map = map.Child("sim");
   config.sim = ParseSimOptions(sim_map);
   config.objective = ParseObjective(map.Node("objective"), source, "objective");
+  config.sim.max_load = config.objective.kind == agents::ObjectiveKind::kMaxLoad;
 
   // Budgets, seeds, agents.
   if (map.Has("budget")) config.budget = ParseBudget(map.Node("budget"), source, "budget", config.budget);

@@ -116,6 +116,11 @@ DisplayMetric ObjectiveDisplay(const agents::Objective& objective, double step_t
 // sim::LoadCluster, with a missing preset or file reported at `where` (the
 // entry in the experiment file) instead of at the bare name.
 sim::Cluster LoadClusterAt(const std::string& preset_or_path, const Location& where);
+// The same, and `from-graph`: the machine the graph's file brings (an
+// msr-fiddle problem: sim::MsrCluster); ConfigError at `where` for a graph
+// whose file brings none.
+inline constexpr const char* kClusterFromGraph = "from-graph";
+sim::Cluster LoadClusterFor(const std::string& preset_or_path, const graphs::Graph& graph, const Location& where);
 
 }  // namespace gosim::experiments
 

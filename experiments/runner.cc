@@ -95,6 +95,8 @@ std::string DescribeScore(const agents::Objective& objective, double score) {
       return FormatSeconds(score);
     case agents::ObjectiveKind::kPeakMemory:
       return FormatBytes(score);
+    case agents::ObjectiveKind::kMaxLoad:
+      return FormatSeconds(score) + " max-load";
     case agents::ObjectiveKind::kWeighted:
       break;
   }

@@ -1,12 +1,15 @@
 #include "graphs/json_format.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <cstdio>
 #include <cstdint>
 #include <functional>
 #include <iterator>
 #include <limits>
 #include <nlohmann/json.hpp>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -158,9 +161,8 @@ std::string LooksLike(const Json& root) {
   if (has("format") && root["format"] == "gosim.decision") {
     return "a gosim decision; give it with --decision";
   }
-  if (has("maxSizePerFPGA") || has("maxFPGAs") || has("maxCPUs")) {
-    return "an operator-graph placement problem with device limits (maxSizePerFPGA, maxFPGAs, ...); convert "
-           "its nodes and edges to gosim's graph JSON (docs/FORMATS.md) and its devices to a cluster YAML";
+  if (has("fpgas") && has("cpus")) {
+    return "msr-fiddle's device split (fpgas, cpus); give it with --decision, beside its graph";
   }
   if (has("ir_version") || has("opset_import"))
     return "an ONNX model written as JSON; give the binary .onnx file";
@@ -178,9 +180,24 @@ std::string LooksLike(const Json& root) {
   return "";
 }
 
+// msr-fiddle's problem files are recognised by their machine keys.
+bool IsMsr(const Json& root) {
+  return root.is_object() && !root.contains("format") &&
+         (root.contains("maxSizePerFPGA") || root.contains("maxFPGAs") || root.contains("maxCPUs"));
+}
+
 class Reader {
  public:
   Reader(std::string_view text, const std::string& source) : text_(text), source_(source) {}
+
+  MsrProblem ReadMsrRoot() {
+    const Json root = Parse();
+    if (!IsMsr(root)) {
+      Fail("", -1, "not an msr-fiddle problem: no maxSizePerFPGA, maxFPGAs or maxCPUs",
+           "docs/FORMATS.md, 'msr-fiddle workloads'");
+    }
+    return ReadMsr(root);
+  }
 
   Graph Read() {
     const Json root = Parse();
@@ -190,6 +207,7 @@ class Reader {
       Fail("", -1, "a graph file must be a JSON object, not " + std::string(root.type_name()),
            "see docs/FORMATS.md, 'Graph: native JSON'");
     }
+    if (IsMsr(root)) return ReadMsr(root).graph;
     // Another program's JSON: say what it looks like, not which key is unknown.
     const auto format_it = root.find("format");
     if (format_it == root.end() || *format_it != kFormatName) {
@@ -382,6 +400,131 @@ class Reader {
     return t;
   }
 
+  // --- msr-fiddle's problems (docs/FORMATS.md, "msr-fiddle workloads") ---
+
+  // A 0/1 integer or a boolean (their README allows both).
+  bool GetFlag(const Json& v, const std::string& path, int node) const {
+    if (v.is_boolean()) return v.get<bool>();
+    if (v.is_number_integer() || v.is_number_unsigned()) {
+      const int64_t x = v.get<int64_t>();
+      if (x == 0 || x == 1) return x == 1;
+    }
+    Fail(path, node, "must be 0, 1, true or false, not " + v.dump());
+  }
+
+  int64_t GetId(const Json& v, const std::string& path, int node) const {
+    if (v.is_number_integer() || v.is_number_unsigned()) return v.get<int64_t>();
+    if (v.is_number_float() && v.get<double>() == std::floor(v.get<double>()) && std::abs(v.get<double>()) < 9e15)
+      return static_cast<int64_t>(v.get<double>());
+    Fail(path, node, "must be an integer id, not " + v.dump());
+  }
+
+  MsrProblem ReadMsr(const Json& root) {
+    const std::string hint = "docs/FORMATS.md, 'msr-fiddle workloads'";
+    MsrProblem problem;
+    problem.accelerator_memory = GetNonNegative(Require(root, "maxSizePerFPGA", "", -1), "maxSizePerFPGA", -1);
+    const int64_t accelerators = GetSize(Require(root, "maxFPGAs", "", -1), "maxFPGAs", -1);
+    const int64_t cpus = GetSize(Require(root, "maxCPUs", "", -1), "maxCPUs", -1);
+    if (accelerators > 1024 || cpus > 1024) Fail("maxFPGAs", -1, "more than 1024 devices", hint);
+    if (accelerators + cpus == 0) Fail("maxFPGAs", -1, "the machine has no device (maxFPGAs and maxCPUs are 0)", hint);
+    if (accelerators > 0 && !(problem.accelerator_memory > 0))
+      Fail("maxSizePerFPGA", -1, "must be > 0 when there are accelerators", hint);
+    problem.accelerators = static_cast<int32_t>(accelerators);
+    problem.cpus = static_cast<int32_t>(cpus);
+    const Json& nodes = Require(root, "nodes", "", -1);
+    if (!nodes.is_array() || nodes.empty()) Fail("nodes", -1, "must be a non-empty array of nodes", hint);
+    const Json& edges = Require(root, "edges", "", -1);
+    if (!edges.is_array()) Fail("edges", -1, "must be an array of edges", hint);
+    ComputeNodeLines(nodes.size());
+
+    // Nodes: ids, then the edges' costs (each source's output), then the graph.
+    std::vector<NodeSpec> specs(nodes.size());
+    std::unordered_map<int64_t, size_t> index;  // msr id -> position in `nodes`
+    std::vector<int64_t> id_of(nodes.size());
+    for (size_t i = 0; i < nodes.size(); ++i) {
+      const int n = static_cast<int>(i);
+      const std::string path = Element("nodes", i);
+      const Json& j = nodes[i];
+      if (!j.is_object()) Fail(path, n, "a node must be an object, not " + std::string(j.type_name()), hint);
+      const int64_t id = GetId(Require(j, "id", path, n), Child(path, "id"), n);
+      if (!index.emplace(id, i).second) Fail(Child(path, "id"), n, "node id " + std::to_string(id) + " repeats", hint);
+      id_of[i] = id;
+      NodeSpec& s = specs[i];
+      s.where = At(path, n);
+      s.name = "node" + std::to_string(id);
+      if (auto it = j.find("name"); it != j.end()) s.name = GetString(*it, Child(path, "name"), n);
+      s.op = "msr";
+      if (!GetFlag(Require(j, "supportedOnFpga", path, n), Child(path, "supportedOnFpga"), n) && accelerators > 0) {
+        Fail(Child(path, "supportedOnFpga"), n,
+             "node " + std::to_string(id) + " cannot run on an accelerator, and gosim has no per-node device "
+             "restriction",
+             "gosim reads problems whose nodes all run on accelerators (every layer graph of msr-fiddle does)");
+      }
+      const double cpu = GetNonNegative(Require(j, "cpuLatency", path, n), Child(path, "cpuLatency"), n);
+      const double accel = GetNonNegative(Require(j, "fpgaLatency", path, n), Child(path, "fpgaLatency"), n);
+      s.measured = {MeasuredTime{"any", accel * 1e-3}, MeasuredTime{"cpu", cpu * 1e-3}};
+      if (GetFlag(Require(j, "isBackwardNode", path, n), Child(path, "isBackwardNode"), n)) s.phase = Phase::kBackward;
+      if (auto it = j.find("colorClass"); it != j.end())
+        s.colocation = "color" + std::to_string(GetId(*it, Child(path, "colorClass"), n));
+      if (auto it = j.find("size"); it != j.end()) {
+        const double size = GetNonNegative(*it, Child(path, "size"), n);
+        if (size >= 9.2e18) Fail(Child(path, "size"), n, "is too large", hint);
+        s.persistent_bytes = static_cast<int64_t>(std::llround(size));
+      }
+    }
+    std::vector<double> cost(nodes.size(), -1.0);  // ms per source; -1 = no outgoing edge
+    std::vector<std::pair<size_t, size_t>> pairs;
+    pairs.reserve(edges.size());
+    for (size_t k = 0; k < edges.size(); ++k) {
+      const std::string path = Element("edges", k);
+      const Json& e = edges[k];
+      if (!e.is_object()) Fail(path, -1, "an edge must be an object, not " + std::string(e.type_name()), hint);
+      size_t ends[2];
+      const char* keys[2] = {"sourceId", "destId"};
+      for (int side = 0; side < 2; ++side) {
+        const int64_t id = GetId(Require(e, keys[side], path, -1), Child(path, keys[side]), -1);
+        const auto it = index.find(id);
+        if (it == index.end())
+          Fail(Child(path, keys[side]), -1, "no node has id " + std::to_string(id), "every edge joins two nodes' ids");
+        ends[side] = it->second;
+      }
+      if (ends[0] == ends[1])
+        Fail(path, -1, "edge from node " + std::to_string(id_of[ends[0]]) + " to itself", "remove the self-loop");
+      const double c = GetNonNegative(Require(e, "cost", path, -1), Child(path, "cost"), -1);
+      double& known = cost[ends[0]];
+      if (known >= 0.0 && std::abs(known - c) > 1e-6 * std::max(1.0, known)) {
+        char text[160];
+        std::snprintf(text, sizeof(text), "node %lld's edges disagree on the cost of its output (%g and %g ms)",
+                      static_cast<long long>(id_of[ends[0]]), known, c);
+        Fail(Child(path, "cost"), -1, text, "give every edge of one source the same cost");
+      }
+      known = c;
+      pairs.emplace_back(ends[0], ends[1]);
+    }
+    for (size_t i = 0; i < specs.size(); ++i) {
+      if (cost[i] < 0.0) continue;
+      const double bytes = cost[i] * 1e-3 * kMsrTransferBandwidth;
+      specs[i].outputs.push_back(TensorInfo{static_cast<int64_t>(std::llround(bytes)), {}, DType::kUnknown});
+    }
+    std::string name = source_;
+    if (const size_t slash = name.find_last_of('/'); slash != std::string::npos) name = name.substr(slash + 1);
+    if (const size_t dot = name.find('.'); dot != std::string::npos && dot > 0) name = name.substr(0, dot);
+    GraphBuilder builder(name.empty() ? "msr" : name, source_);
+    std::vector<std::string> names;
+    names.reserve(specs.size());
+    for (NodeSpec& s : specs) {
+      names.push_back(s.name);
+      builder.AddNode(std::move(s));
+    }
+    std::sort(pairs.begin(), pairs.end());
+    pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
+    for (const auto& [src, dst] : pairs) builder.AddEdge(static_cast<int32_t>(src), static_cast<int32_t>(dst), 0);
+    problem.graph = builder.Build();
+    for (size_t i = 0; i < names.size(); ++i) problem.ids.emplace_back(id_of[i], *problem.graph.FindNode(names[i]));
+    std::sort(problem.ids.begin(), problem.ids.end());
+    return problem;
+  }
+
   void ReadNode(const Json& j, int index, GraphBuilder& builder) const {
     const std::string path = Element("nodes", static_cast<size_t>(index));
     if (!j.is_object()) Fail(path, index, "a node must be an object, not " + std::string(j.type_name()));
@@ -542,6 +685,22 @@ Graph ReadGraphJson(std::string_view text, const std::string& source) {
   } catch (const Json::exception& e) {
     // Every value is type-checked before use; this only guards against surprises.
     throw GraphError(std::string("invalid graph JSON: ") + e.what(), Location(source));
+  }
+}
+
+bool IsMsrProblem(std::string_view text) {
+  // The machine keys are the first of every msr-fiddle file; a look at the
+  // first kilobytes avoids parsing other formats twice.
+  const std::string_view head = text.substr(0, 4096);
+  return head.find("\"maxFPGAs\"") != std::string_view::npos ||
+         head.find("\"maxSizePerFPGA\"") != std::string_view::npos;
+}
+
+MsrProblem ReadMsrProblem(std::string_view text, const std::string& source) {
+  try {
+    return Reader(text, source).ReadMsrRoot();
+  } catch (const Json::exception& e) {
+    throw GraphError(std::string("invalid msr-fiddle JSON: ") + e.what(), Location(source));
   }
 }
 

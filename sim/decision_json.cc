@@ -15,6 +15,7 @@
 #include "sim/cluster.h"
 #include "sim/decision.h"
 #include "sim/decision_check.h"
+#include "sim/msr.h"
 
 namespace gosim::sim {
 namespace {
@@ -35,6 +36,8 @@ class DecisionReader {
     const Json root = ParseJsonText<DecisionError, Json>(text_, source_,
                                                          "fix the JSON syntax (a truncated file ends early)");
     if (!root.is_object()) Fail("", "a decision must be a JSON object", "see docs/FORMATS.md, Decision JSON");
+    if (!root.contains("format") && root.contains("fpgas") && root.contains("cpus"))
+      return ParseMsrSplit(text_, source_, g_, c_);  // msr-fiddle's split (sim/msr.h)
     static const std::vector<std::string> kKeys{
         "format",   "version",           "graph",  "cluster", "placement",
         "priority", "transfer_priority", "fusion", "metadata"};

@@ -1270,7 +1270,8 @@ Engine::Engine(const graphs::Graph& graph, const Cluster& cluster, const CostMod
       options_(options),
       host_(ResolveHost(options, cluster, cost_model)),
       model_(BuildEngineModel(graph, cluster, cost_model, host_.execution != Execution::kNone,
-                              host_.execution == Execution::kEager)) {
+                              host_.execution == Execution::kEager)),
+      max_load_(model_, cluster) {
   if (host_.execution == Execution::kCaptured) {
     for (int32_t v = 0; v < model_.num_nodes; ++v) {
       if (model_.host_sync[static_cast<size_t>(v)]) {
@@ -1304,6 +1305,7 @@ Evaluation Engine::Evaluate(const Decision& decision, Workspace& ws) const {
   for (int64_t p : ws.peak) peak = std::max(peak, p);
   eval.peak_memory = static_cast<double>(peak);
   eval.host_busy = out.host_busy;
+  if (options_.max_load) eval.max_load = max_load_.Evaluate(decision.placement);
   return eval;
 }
 
@@ -1312,6 +1314,7 @@ SimResult Engine::Simulate(const Decision& decision, bool timeline, Workspace& w
   SimResult result = AssembleResult(model_, ws, out, timeline);
   result.execution = host_.execution;
   result.processes = host_.processes;
+  result.max_load = max_load_.Evaluate(decision.placement);
   return result;
 }
 

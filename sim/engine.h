@@ -27,6 +27,7 @@
 #include "sim/decision.h"
 #include "sim/evaluator.h"
 #include "sim/event_queue.h"
+#include "sim/msr.h"
 #include "sim/options.h"
 #include "sim/result.h"
 #include "sim/service_queue.h"
@@ -313,6 +314,7 @@ class Engine {
   const SimOptions& options_;
   HostSetup host_;
   EngineModel model_;
+  MaxLoadModel max_load_;
 };
 
 }  // namespace gosim::sim

@@ -35,6 +35,7 @@ struct Evaluation {
   int32_t oom_device = -1;   // first device that ran out of memory, or -1
   int32_t split_group = -1;  // first colocation group found on two devices (enforced only), or -1
   double host_busy = 0.0;    // seconds the busiest host thread dispatched (0 without a host)
+  double max_load = -1.0;    // seconds, msr-fiddle's max-load (sim/msr.h); -1 unless SimOptions::max_load
 };
 
 struct Workspace;  // sim/engine.h

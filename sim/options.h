@@ -59,6 +59,10 @@ struct SimOptions {
   // Kernels a device may have launched and not finished before a launch
   // blocks its host thread (CUDA's pending-launch queue; >= 1).
   int launch_queue = 1024;
+  // Evaluate() also computes msr-fiddle's max-load (Evaluation::max_load,
+  // sim/msr.h); set by whoever optimizes the max_load objective. Simulate()
+  // always does.
+  bool max_load = false;
 };
 
 }  // namespace gosim::sim

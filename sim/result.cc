@@ -132,6 +132,7 @@ std::string SimResultToJson(const SimResult& r, const graphs::Graph& graph, cons
   j["execution"] = std::string(ExecutionName(r.execution));
   j["processes"] = std::string(ProcessesName(r.processes));
   j["host_busy_s"] = r.host_busy;
+  j["max_load_s"] = r.max_load;
   json hosts = json::array();
   for (size_t t = 0; t < r.host_threads.size(); ++t) {
     const HostThreadStats& h = r.host_threads[t];

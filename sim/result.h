@@ -144,6 +144,8 @@ struct SimResult {
   Execution execution = Execution::kNone;
   Processes processes = Processes::kOne;
   double host_busy = 0.0;
+  // Seconds: msr-fiddle's max-load of the decision (sim/msr.h).
+  double max_load = 0.0;
   // What priced it: the cost model's description (CostModel::Describe), as
   // the command line prints it.
   std::string cost_model;

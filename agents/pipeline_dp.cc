@@ -1,0 +1,388 @@
+// pipeline_dp: the optimal contiguous split for max-load (msr-fiddle's
+// throughput objective; Tarnawski et al., "Efficient Algorithms for Device
+// Placement of DNN Graph Operators", NeurIPS 2020, Section 4: a dynamic
+// program over the ideals of the forward graph, each device taking the
+// difference of two nested ideals with the backward nodes of that set).
+// Written from the paper's description; docs/AGENTS.md, "pipeline_dp".
+//
+// An ideal is a set of forward nodes closed under predecessors; a
+// contiguous set is I \ J for ideals J within I. With the ideals ordered by
+// size,
+//   best[I][a][c] = min over J within I of
+//                     max(best[J][a-1][c], accelerator load of I \ J),
+//                     max(best[J][a][c-1], CPU load of I \ J)
+// over a accelerators and c CPU cores; best[{}][.][.] = 0. A set's
+// accelerator load is its nodes' time plus the time to move each output
+// that crosses its border (up from the producer's side, down to the
+// consumer's), sim/msr.h's MaxLoadModel; it is infinite when the set's
+// persistent bytes exceed an accelerator's memory or it splits a colocation
+// group. The sub-ideals of each ideal are enumerated depth first with the
+// set's load kept incrementally, so each pair costs the degree of one node.
+//
+// Requirements (one-line ConfigErrors otherwise): the accelerators are
+// alike, as are the CPUs; every accelerator has links to and from the host;
+// each backward node shares a colocation group with a forward node (msr's
+// colorClass); at most `max_ideals` ideals (layer graphs have a few
+// thousand; an operator graph of 10k nodes has far too many).
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <memory>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "agents/agent.h"
+#include "agents/builtin.h"
+#include "agents/options_util.h"
+#include "agents/search_tracker.h"
+#include "agents/static_costs.h"
+#include "core/error.h"
+
+namespace gosim::agents {
+namespace {
+
+using graphs::NodeId;
+
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+struct Bits {
+  std::vector<uint64_t> words;
+  bool operator==(const Bits&) const = default;
+  bool Has(int32_t i) const { return (words[static_cast<size_t>(i) >> 6] >> (i & 63)) & 1U; }
+  void Set(int32_t i) { words[static_cast<size_t>(i) >> 6] |= uint64_t{1} << (i & 63); }
+  void Clear(int32_t i) { words[static_cast<size_t>(i) >> 6] &= ~(uint64_t{1} << (i & 63)); }
+};
+struct BitsHash {
+  size_t operator()(const Bits& b) const {
+    uint64_t h = 1469598103934665603ULL;
+    for (uint64_t w : b.words) h = (h ^ w) * 1099511628211ULL ^ (h >> 29);
+    return static_cast<size_t>(h);
+  }
+};
+
+class PipelineDp {
+ public:
+  PipelineDp(const Problem& problem, int64_t max_ideals) : p_(problem), costs_(problem.evaluator) {
+    const graphs::Graph& g = problem.graph;
+    const sim::Cluster& c = problem.cluster;
+    for (int32_t d = 0; d < c.num_devices(); ++d)
+      (c.device(d).role == sim::DeviceRole::kCpu ? cpus_ : accs_).push_back(d);
+    if (accs_.empty()) throw ConfigError("pipeline_dp: cluster '" + c.name() + "' has no accelerator");
+    CheckAlike(accs_, "accelerators");
+    CheckAlike(cpus_, "CPU devices");
+    const int32_t a0 = accs_[0];
+    const int32_t up = c.FindLink(a0, sim::Cluster::kHost), down = c.FindLink(sim::Cluster::kHost, a0);
+    if (up < 0 || down < 0) {
+      throw ConfigError("pipeline_dp: accelerator " + c.device(a0).name + " has no link to and from the host", {},
+                        "the max-load model moves data through the host (msr-fiddle's CPU DRAM)");
+    }
+    const sim::LinkCost up_cost = problem.evaluator.cost_model().LinkCostOf(c, c.link(up));
+    const sim::LinkCost down_cost = problem.evaluator.cost_model().LinkCostOf(c, c.link(down));
+
+    const int32_t n = g.num_nodes();
+    forward_index_.assign(static_cast<size_t>(n), -1);
+    for (NodeId v = 0; v < n; ++v) {
+      if (g.node(v).phase == graphs::Phase::kForward) {
+        forward_index_[static_cast<size_t>(v)] = static_cast<int32_t>(forward_.size());
+        forward_.push_back(v);
+      }
+    }
+    // Backward (and update) nodes ride with the forward nodes of their group.
+    std::unordered_map<int32_t, int32_t> group_forward;  // group -> a forward node's index
+    for (size_t i = 0; i < forward_.size(); ++i) {
+      const int32_t group = g.node(forward_[i]).colocation;
+      if (group >= 0) group_forward.emplace(group, static_cast<int32_t>(i));
+    }
+    mates_.resize(forward_.size());
+    for (NodeId v = 0; v < n; ++v) {
+      if (forward_index_[static_cast<size_t>(v)] >= 0) continue;
+      const int32_t group = g.node(v).colocation;
+      const auto it = group < 0 ? group_forward.end() : group_forward.find(group);
+      if (it == group_forward.end()) {
+        throw ConfigError("pipeline_dp: " + std::string(graphs::PhaseName(g.node(v).phase)) + " node '" +
+                              g.node(v).name + "' shares no colocation group with a forward node",
+                          {}, "the DP places each backward node with its forward node (msr-fiddle's colorClass)");
+      }
+      mates_[static_cast<size_t>(it->second)].push_back(v);
+    }
+    // Per node: times, transfer costs, distinct producers and consumers.
+    acc_time_.resize(static_cast<size_t>(n));
+    cpu_time_.resize(static_cast<size_t>(n));
+    up_.resize(static_cast<size_t>(n));
+    down_.resize(static_cast<size_t>(n));
+    size_.resize(static_cast<size_t>(n));
+    producers_.resize(static_cast<size_t>(n));
+    consumers_.resize(static_cast<size_t>(n));
+    for (NodeId v = 0; v < n; ++v) {
+      acc_time_[static_cast<size_t>(v)] = costs_.NodeTime(v, a0);
+      cpu_time_[static_cast<size_t>(v)] = cpus_.empty() ? kInf : costs_.NodeTime(v, cpus_[0]);
+      const double bytes = costs_.OutputBytes(v);
+      up_[static_cast<size_t>(v)] = up_cost.latency + bytes / up_cost.bandwidth;
+      down_[static_cast<size_t>(v)] = down_cost.latency + bytes / down_cost.bandwidth;
+      size_[static_cast<size_t>(v)] = static_cast<double>(g.node(v).persistent_bytes);
+      for (graphs::EdgeId e : g.in_edges(v)) producers_[static_cast<size_t>(v)].push_back(g.edge(e).src);
+      for (graphs::EdgeId e : g.out_edges(v)) consumers_[static_cast<size_t>(v)].push_back(g.edge(e).dst);
+      for (auto* list : {&producers_[static_cast<size_t>(v)], &consumers_[static_cast<size_t>(v)]}) {
+        std::sort(list->begin(), list->end());
+        list->erase(std::unique(list->begin(), list->end()), list->end());
+      }
+    }
+    for (NodeId v = 0; v < n; ++v) {
+      for (NodeId u : producers_[static_cast<size_t>(v)]) {
+        if (forward_index_[static_cast<size_t>(v)] >= 0 && forward_index_[static_cast<size_t>(u)] < 0) {
+          throw ConfigError("pipeline_dp: backward node '" + g.node(u).name + "' feeds forward node '" +
+                            g.node(v).name + "'", {}, "the DP needs the forward part to come first");
+        }
+      }
+    }
+    group_size_.assign(g.colocation_groups().size(), 0);
+    for (NodeId v = 0; v < n; ++v)
+      if (g.node(v).colocation >= 0) ++group_size_[static_cast<size_t>(g.node(v).colocation)];
+    capacity_ = static_cast<double>(c.device(a0).memory_capacity);
+    EnumerateIdeals(max_ideals);
+  }
+
+  int64_t num_ideals() const { return static_cast<int64_t>(ideals_.size()); }
+
+  // The placement of the best split; its max-load as the DP computed it.
+  std::vector<int32_t> Solve(double* max_load) {
+    const int32_t A = static_cast<int32_t>(accs_.size()), C = static_cast<int32_t>(cpus_.size());
+    const size_t stride = static_cast<size_t>((A + 1) * (C + 1));
+    best_.assign(ideals_.size() * stride, kInf);
+    choice_.assign(ideals_.size() * stride, Choice{});
+    for (size_t k = 0; k < stride; ++k) best_[k] = 0.0;  // the empty ideal (id 0)
+    in_set_.assign(static_cast<size_t>(p_.graph.num_nodes()), 0);
+    count_.assign(static_cast<size_t>(p_.graph.num_nodes()), 0);
+    group_in_.assign(group_size_.size(), 0);
+    stamp_.assign(ideals_.size(), -1);
+    for (size_t id = 1; id < ideals_.size(); ++id) SolveIdeal(static_cast<int32_t>(id), A, C, stride);
+    const size_t full = ideals_.size() - 1;  // the last ideal found is the whole forward set
+    *max_load = best_[full * stride + stride - 1];
+    std::vector<int32_t> placement(static_cast<size_t>(p_.graph.num_nodes()), accs_[0]);
+    if (!(*max_load < kInf)) return placement;
+    int32_t id = static_cast<int32_t>(full), a = A, c = C;
+    while (id != 0) {
+      const Choice& ch = choice_[static_cast<size_t>(id) * stride + static_cast<size_t>(a * (C + 1) + c)];
+      int32_t device;
+      if (ch.on_cpu) {
+        device = cpus_[static_cast<size_t>(--c)];
+      } else {
+        device = accs_[static_cast<size_t>(--a)];
+      }
+      for (size_t i = 0; i < forward_.size(); ++i) {
+        if (ideals_[static_cast<size_t>(id)].Has(static_cast<int32_t>(i)) &&
+            !ideals_[static_cast<size_t>(ch.sub)].Has(static_cast<int32_t>(i))) {
+          placement[static_cast<size_t>(forward_[i])] = device;
+          for (NodeId m : mates_[i]) placement[static_cast<size_t>(m)] = device;
+        }
+      }
+      id = ch.sub;
+    }
+    return placement;
+  }
+
+ private:
+  struct Choice {
+    int32_t sub = 0;
+    bool on_cpu = false;
+  };
+
+  void CheckAlike(const std::vector<int32_t>& devices, const char* what) const {
+    for (int32_t d : devices) {
+      const sim::DeviceSpec& x = p_.cluster.device(d);
+      const sim::DeviceSpec& y = p_.cluster.device(devices[0]);
+      if (x.kind != y.kind || x.memory_capacity != y.memory_capacity) {
+        throw ConfigError(std::string("pipeline_dp: the ") + what + " of cluster '" + p_.cluster.name() +
+                              "' differ (" + x.name + " and " + y.name + ")",
+                          {}, "the DP assumes identical devices of each role");
+      }
+    }
+  }
+
+  void EnumerateIdeals(int64_t max_ideals) {
+    const size_t f = forward_.size();
+    const size_t words = (f + 63) / 64;
+    Bits empty{std::vector<uint64_t>(words, 0)};
+    ideals_.push_back(empty);
+    index_.emplace(empty, 0);
+    // Forward predecessors per forward index.
+    fpreds_.resize(f);
+    fsuccs_.resize(f);
+    for (size_t i = 0; i < f; ++i) {
+      for (NodeId u : producers_[static_cast<size_t>(forward_[i])]) {
+        const int32_t j = forward_index_[static_cast<size_t>(u)];
+        fpreds_[i].push_back(j);
+        fsuccs_[static_cast<size_t>(j)].push_back(static_cast<int32_t>(i));
+      }
+    }
+    // Breadth first from the empty ideal: every ideal plus one addable node.
+    for (size_t k = 0; k < ideals_.size(); ++k) {
+      for (size_t i = 0; i < f; ++i) {
+        const Bits& ideal = ideals_[k];
+        if (ideal.Has(static_cast<int32_t>(i))) continue;
+        bool ready = true;
+        for (int32_t j : fpreds_[i]) ready = ready && ideal.Has(j);
+        if (!ready) continue;
+        Bits next = ideal;
+        next.Set(static_cast<int32_t>(i));
+        if (index_.find(next) != index_.end()) continue;
+        if (static_cast<int64_t>(ideals_.size()) >= max_ideals) {
+          throw ConfigError("pipeline_dp: the forward graph has more than " + std::to_string(max_ideals) +
+                                " ideals (contiguous prefixes); the DP is for layer graphs",
+                            {}, "raise max_ideals, or use a search agent (brkga, local_search)");
+        }
+        index_.emplace(next, static_cast<int32_t>(ideals_.size()));
+        ideals_.push_back(std::move(next));
+      }
+    }
+    // Breadth first adds one node per level: ideals come in order of size.
+  }
+
+  // The set's terms: each node's contribution to the border's transfers.
+  double Term(NodeId u) const {
+    const auto k = static_cast<size_t>(u);
+    if (in_set_[k]) return count_[k] < static_cast<int32_t>(consumers_[k].size()) ? up_[k] : 0.0;
+    return count_[k] > 0 ? down_[k] : 0.0;
+  }
+  void Toggle(NodeId x, bool add) {
+    const auto k = static_cast<size_t>(x);
+    comm_ -= Term(x);
+    for (NodeId u : producers_[k]) {
+      comm_ -= Term(u);
+      count_[static_cast<size_t>(u)] += add ? 1 : -1;
+      comm_ += Term(u);
+    }
+    in_set_[k] = add;
+    comm_ += Term(x);
+    const double sign = add ? 1.0 : -1.0;
+    acc_ += sign * acc_time_[k];
+    cpu_ += sign * cpu_time_[k];
+    bytes_ += sign * size_[k];
+    const int32_t group = p_.graph.node(x).colocation;
+    if (group >= 0) {
+      int32_t& in = group_in_[static_cast<size_t>(group)];
+      const bool was_split = in > 0 && in < group_size_[static_cast<size_t>(group)];
+      in += add ? 1 : -1;
+      const bool is_split = in > 0 && in < group_size_[static_cast<size_t>(group)];
+      split_ += static_cast<int32_t>(is_split) - static_cast<int32_t>(was_split);
+    }
+  }
+  void Move(int32_t forward_i, bool add) {
+    Toggle(forward_[static_cast<size_t>(forward_i)], add);
+    for (NodeId m : mates_[static_cast<size_t>(forward_i)]) Toggle(m, add);
+  }
+
+  void SolveIdeal(int32_t id, int32_t A, int32_t C, size_t stride) {
+    // Depth first over the sub-ideals J of I: remove a node of J with no
+    // successor in J, which joins the set S = I \ J.
+    Bits sub = ideals_[static_cast<size_t>(id)];
+    acc_ = cpu_ = bytes_ = comm_ = 0.0;
+    split_ = 0;
+    double* out = &best_[static_cast<size_t>(id) * stride];
+    Choice* why = &choice_[static_cast<size_t>(id) * stride];
+    stamp_[static_cast<size_t>(id)] = id;
+    Descend(id, sub, A, C, stride, out, why);
+  }
+
+  void Descend(int32_t id, Bits& sub, int32_t A, int32_t C, size_t stride, double* out, Choice* why) {
+    const size_t f = forward_.size();
+    for (size_t i = 0; i < f; ++i) {
+      if (!sub.Has(static_cast<int32_t>(i))) continue;
+      bool maximal = true;
+      for (int32_t s : fsuccs_[i]) maximal = maximal && !sub.Has(s);
+      if (!maximal) continue;
+      sub.Clear(static_cast<int32_t>(i));
+      const auto it = index_.find(sub);
+      const int32_t j = it->second;
+      if (stamp_[static_cast<size_t>(j)] != id) {
+        stamp_[static_cast<size_t>(j)] = id;
+        Move(static_cast<int32_t>(i), true);
+        const bool ok = split_ == 0;
+        const double acc_load = ok && bytes_ <= capacity_ ? acc_ + comm_ : kInf;
+        const double cpu_load = ok ? cpu_ : kInf;
+        const double* below = &best_[static_cast<size_t>(j) * stride];
+        for (int32_t a = 0; a <= A; ++a) {
+          for (int32_t c = 0; c <= C; ++c) {
+            const size_t k = static_cast<size_t>(a * (C + 1) + c);
+            if (a > 0) {
+              const double v = std::max(below[static_cast<size_t>((a - 1) * (C + 1) + c)], acc_load);
+              if (v < out[k]) {
+                out[k] = v;
+                why[k] = Choice{j, false};
+              }
+            }
+            if (c > 0) {
+              const double v = std::max(below[static_cast<size_t>(a * (C + 1) + c - 1)], cpu_load);
+              if (v < out[k]) {
+                out[k] = v;
+                why[k] = Choice{j, true};
+              }
+            }
+          }
+        }
+        Descend(id, sub, A, C, stride, out, why);
+        Move(static_cast<int32_t>(i), false);
+      }
+      sub.Set(static_cast<int32_t>(i));
+    }
+  }
+
+  const Problem& p_;
+  StaticCosts costs_;
+  std::vector<int32_t> accs_, cpus_;
+  std::vector<NodeId> forward_;
+  std::vector<int32_t> forward_index_;
+  std::vector<std::vector<NodeId>> mates_;
+  std::vector<double> acc_time_, cpu_time_, up_, down_, size_;
+  std::vector<std::vector<NodeId>> producers_, consumers_;
+  std::vector<std::vector<int32_t>> fpreds_, fsuccs_;
+  std::vector<int32_t> group_size_;
+  double capacity_ = 0.0;
+  std::vector<Bits> ideals_;
+  std::unordered_map<Bits, int32_t, BitsHash> index_;
+  std::vector<double> best_;
+  std::vector<Choice> choice_;
+  std::vector<int32_t> stamp_;
+  // The set being grown.
+  std::vector<char> in_set_;
+  std::vector<int32_t> count_;  // consumers in the set, per node
+  std::vector<int32_t> group_in_;
+  double acc_ = 0.0, cpu_ = 0.0, bytes_ = 0.0, comm_ = 0.0;
+  int32_t split_ = 0;
+};
+
+class PipelineDpAgent : public Agent {
+ public:
+  explicit PipelineDpAgent(YamlMap& options) {
+    max_ideals_ = GetInt(options, "max_ideals", 200000, 1, 50000000);
+    options.Finish();
+  }
+  std::string name() const override { return "pipeline_dp"; }
+
+  AgentResult Optimize(const Problem& problem, const ProgressFn& progress) override {
+    SearchTracker tracker(problem, progress);
+    PipelineDp dp(problem, max_ideals_);
+    double planned = 0.0;
+    sim::Decision decision = sim::SingleDeviceDecision(problem.graph, 0);
+    decision.placement = dp.Solve(&planned);
+    tracker.Evaluate(decision);  // the simulator judges the split (one evaluation)
+    AgentResult result = tracker.Finish();
+    result.extra["ideals"] = static_cast<double>(dp.num_ideals());
+    result.extra["dp_max_load_s"] = planned;
+    return result;
+  }
+
+ private:
+  int64_t max_ideals_ = 200000;
+};
+
+}  // namespace
+
+void RegisterPipelineDpAgent(const RegisterFn& add) {
+  add(
+      "pipeline_dp", [](YamlMap& o) { return std::make_unique<PipelineDpAgent>(o); },
+      "optimal contiguous split for max-load, a DP over ideals (Tarnawski et al., NeurIPS 2020)");
+}
+
+}  // namespace gosim::agents
