@@ -53,13 +53,6 @@ struct Bits {
   void Set(int32_t i) { words[static_cast<size_t>(i) >> 6] |= uint64_t{1} << (i & 63); }
   void Clear(int32_t i) { words[static_cast<size_t>(i) >> 6] &= ~(uint64_t{1} << (i & 63)); }
 };
-struct BitsHash {
-  size_t operator()(const Bits& b) const {
-    uint64_t h = 1469598103934665603ULL;
-    for (uint64_t w : b.words) h = (h ^ w) * 1099511628211ULL ^ (h >> 29);
-    return static_cast<size_t>(h);
-  }
-};
 
 class PipelineDp {
  public:
@@ -155,7 +148,10 @@ class PipelineDp {
     in_set_.assign(static_cast<size_t>(p_.graph.num_nodes()), 0);
     count_.assign(static_cast<size_t>(p_.graph.num_nodes()), 0);
     group_in_.assign(group_size_.size(), 0);
-    stamp_.assign(ideals_.size(), -1);
+    bound_ = ChainBound(A, C);
+    acc_ = cpu_ = bytes_ = comm_ = 0.0;  // ChainBound leaves the set empty; drop rounding residue
+    succ_in_.assign(forward_.size(), 0);
+    levels_.assign(forward_.size() + 1, {});
     for (size_t id = 1; id < ideals_.size(); ++id) SolveIdeal(static_cast<int32_t>(id), A, C, stride);
     const size_t full = ideals_.size() - 1;  // the last ideal found is the whole forward set
     *max_load = best_[full * stride + stride - 1];
@@ -203,10 +199,18 @@ class PipelineDp {
   void EnumerateIdeals(int64_t max_ideals) {
     const size_t f = forward_.size();
     const size_t words = (f + 63) / 64;
-    Bits empty{std::vector<uint64_t>(words, 0)};
-    ideals_.push_back(empty);
-    index_.emplace(empty, 0);
-    // Forward predecessors per forward index.
+    // Zobrist keys: an ideal's key is the XOR of its nodes' keys, so that
+    // removing a node updates it in O(1). Every ideal's key is checked
+    // distinct below, which makes the lookups of the DP exact.
+    uint64_t state = 0x9E3779B97F4A7C15ULL;
+    zobrist_.resize(f);
+    for (uint64_t& z : zobrist_) {
+      state += 0x9E3779B97F4A7C15ULL;
+      uint64_t x = state;
+      x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ULL;
+      x = (x ^ (x >> 27)) * 0x94D049BB133111EBULL;
+      z = x ^ (x >> 31);
+    }
     fpreds_.resize(f);
     fsuccs_.resize(f);
     for (size_t i = 0; i < f; ++i) {
@@ -216,27 +220,39 @@ class PipelineDp {
         fsuccs_[static_cast<size_t>(j)].push_back(static_cast<int32_t>(i));
       }
     }
-    // Breadth first from the empty ideal: every ideal plus one addable node.
+    ideals_.push_back(Bits{std::vector<uint64_t>(words, 0)});
+    keys_.push_back(0);
+    index_.emplace(0, 0);
+    // Breadth first from the empty ideal, one node added per level: the
+    // ideals come in order of size, the whole forward set last.
     for (size_t k = 0; k < ideals_.size(); ++k) {
       for (size_t i = 0; i < f; ++i) {
-        const Bits& ideal = ideals_[k];
-        if (ideal.Has(static_cast<int32_t>(i))) continue;
+        if (ideals_[k].Has(static_cast<int32_t>(i))) continue;
         bool ready = true;
-        for (int32_t j : fpreds_[i]) ready = ready && ideal.Has(j);
+        for (int32_t j : fpreds_[i]) ready = ready && ideals_[k].Has(j);
         if (!ready) continue;
-        Bits next = ideal;
-        next.Set(static_cast<int32_t>(i));
-        if (index_.find(next) != index_.end()) continue;
+        const uint64_t key = keys_[k] ^ zobrist_[i];
+        const auto it = index_.find(key);
+        if (it != index_.end()) {
+          Bits next = ideals_[k];
+          next.Set(static_cast<int32_t>(i));
+          if (!(ideals_[static_cast<size_t>(it->second)] == next)) {
+            throw ConfigError("pipeline_dp: two ideals share a 64-bit key; please report this graph");
+          }
+          continue;
+        }
         if (static_cast<int64_t>(ideals_.size()) >= max_ideals) {
           throw ConfigError("pipeline_dp: the forward graph has more than " + std::to_string(max_ideals) +
                                 " ideals (contiguous prefixes); the DP is for layer graphs",
                             {}, "raise max_ideals, or use a search agent (brkga, local_search)");
         }
-        index_.emplace(next, static_cast<int32_t>(ideals_.size()));
+        Bits next = ideals_[k];
+        next.Set(static_cast<int32_t>(i));
+        index_.emplace(key, static_cast<int32_t>(ideals_.size()));
         ideals_.push_back(std::move(next));
+        keys_.push_back(key);
       }
     }
-    // Breadth first adds one node per level: ideals come in order of size.
   }
 
   // The set's terms: each node's contribution to the border's transfers.
@@ -272,59 +288,103 @@ class PipelineDp {
     Toggle(forward_[static_cast<size_t>(forward_i)], add);
     for (NodeId m : mates_[static_cast<size_t>(forward_i)]) Toggle(m, add);
   }
-
-  void SolveIdeal(int32_t id, int32_t A, int32_t C, size_t stride) {
-    // Depth first over the sub-ideals J of I: remove a node of J with no
-    // successor in J, which joins the set S = I \ J.
-    Bits sub = ideals_[static_cast<size_t>(id)];
-    acc_ = cpu_ = bytes_ = comm_ = 0.0;
-    split_ = 0;
-    double* out = &best_[static_cast<size_t>(id) * stride];
-    Choice* why = &choice_[static_cast<size_t>(id) * stride];
-    stamp_[static_cast<size_t>(id)] = id;
-    Descend(id, sub, A, C, stride, out, why);
+  double AcceleratorLoad() const { return split_ == 0 && bytes_ <= capacity_ ? acc_ + comm_ : kInf; }
+  double CpuLoad() const { return split_ == 0 ? cpu_ : kInf; }
+  // Whether no superset of the current set can have a load within the
+  // bound: node times and bytes only grow with the set.
+  bool Hopeless(int32_t C) const {
+    return (acc_ > bound_ || bytes_ > capacity_) && (C == 0 || cpu_ > bound_);
   }
 
-  void Descend(int32_t id, Bits& sub, int32_t A, int32_t C, size_t stride, double* out, Choice* why) {
+  // An upper bound of the optimum: the same DP over the prefixes of one
+  // topological order (forward index order), whose splits are contiguous
+  // too. Values above it never make the optimum, so the enumeration below
+  // skips sets whose time already exceeds it.
+  double ChainBound(int32_t A, int32_t C) {
     const size_t f = forward_.size();
-    for (size_t i = 0; i < f; ++i) {
-      if (!sub.Has(static_cast<int32_t>(i))) continue;
-      bool maximal = true;
-      for (int32_t s : fsuccs_[i]) maximal = maximal && !sub.Has(s);
-      if (!maximal) continue;
-      sub.Clear(static_cast<int32_t>(i));
-      const auto it = index_.find(sub);
-      const int32_t j = it->second;
-      if (stamp_[static_cast<size_t>(j)] != id) {
-        stamp_[static_cast<size_t>(j)] = id;
-        Move(static_cast<int32_t>(i), true);
-        const bool ok = split_ == 0;
-        const double acc_load = ok && bytes_ <= capacity_ ? acc_ + comm_ : kInf;
-        const double cpu_load = ok ? cpu_ : kInf;
+    const size_t stride = static_cast<size_t>((A + 1) * (C + 1));
+    std::vector<double> chain((f + 1) * stride, kInf);
+    for (size_t k = 0; k < stride; ++k) chain[k] = 0.0;
+    for (size_t l = 0; l < f; ++l) {
+      for (size_t r = l; r < f; ++r) {  // the set [l, r]
+        Move(static_cast<int32_t>(r), true);
+        const double acc = AcceleratorLoad(), cpu = CpuLoad();
+        for (int32_t a = 0; a <= A; ++a) {
+          for (int32_t c = 0; c <= C; ++c) {
+            double& out = chain[(r + 1) * stride + static_cast<size_t>(a * (C + 1) + c)];
+            if (a > 0) out = std::min(out, std::max(chain[l * stride + static_cast<size_t>((a - 1) * (C + 1) + c)], acc));
+            if (c > 0) out = std::min(out, std::max(chain[l * stride + static_cast<size_t>(a * (C + 1) + c - 1)], cpu));
+          }
+        }
+      }
+      for (size_t r = f; r-- > l;) Move(static_cast<int32_t>(r), false);
+    }
+    return chain[f * stride + stride - 1];
+  }
+
+  void SolveIdeal(int32_t id, int32_t A, int32_t C, size_t stride) {
+    // The sub-ideals J of I, each once: S = I \ J is removed in decreasing
+    // forward index (a topological order), so each step removes a node
+    // with no successor left in J (its successors in I are in S, and come
+    // later in the order), and the sequence is unique to S.
+    const Bits& ideal = ideals_[static_cast<size_t>(id)];
+    std::vector<int32_t>& top = levels_[0];
+    top.clear();
+    for (size_t i = 0; i < forward_.size(); ++i) {
+      if (!ideal.Has(static_cast<int32_t>(i))) continue;
+      int32_t inside = 0;
+      for (int32_t s : fsuccs_[i]) inside += ideal.Has(s) ? 1 : 0;
+      succ_in_[i] = inside;
+      if (inside == 0) top.push_back(static_cast<int32_t>(i));
+    }
+    key_ = keys_[static_cast<size_t>(id)];
+    Descend(0, static_cast<int32_t>(forward_.size()), A, C, stride, &best_[static_cast<size_t>(id) * stride],
+            &choice_[static_cast<size_t>(id) * stride]);
+  }
+
+  void Descend(size_t depth, int32_t last, int32_t A, int32_t C, size_t stride, double* out, Choice* why) {
+    // levels_[depth]: the nodes of J with no successor in J.
+    for (size_t k = 0; k < levels_[depth].size(); ++k) {
+      const int32_t i = levels_[depth][k];
+      if (i >= last) continue;
+      Move(i, true);
+      key_ ^= zobrist_[static_cast<size_t>(i)];
+      if (!Hopeless(C)) {
+        const int32_t j = index_.find(key_)->second;
+        const double acc_load = AcceleratorLoad(), cpu_load = CpuLoad();
         const double* below = &best_[static_cast<size_t>(j) * stride];
         for (int32_t a = 0; a <= A; ++a) {
           for (int32_t c = 0; c <= C; ++c) {
-            const size_t k = static_cast<size_t>(a * (C + 1) + c);
+            const size_t slot = static_cast<size_t>(a * (C + 1) + c);
             if (a > 0) {
               const double v = std::max(below[static_cast<size_t>((a - 1) * (C + 1) + c)], acc_load);
-              if (v < out[k]) {
-                out[k] = v;
-                why[k] = Choice{j, false};
+              if (v < out[slot]) {
+                out[slot] = v;
+                why[slot] = Choice{j, false};
               }
             }
             if (c > 0) {
               const double v = std::max(below[static_cast<size_t>(a * (C + 1) + c - 1)], cpu_load);
-              if (v < out[k]) {
-                out[k] = v;
-                why[k] = Choice{j, true};
+              if (v < out[slot]) {
+                out[slot] = v;
+                why[slot] = Choice{j, true};
               }
             }
           }
         }
-        Descend(id, sub, A, C, stride, out, why);
-        Move(static_cast<int32_t>(i), false);
+        // The next level: the same nodes without i, and i's predecessors
+        // that have no successor left in J.
+        std::vector<int32_t>& next = levels_[depth + 1];
+        next.clear();
+        for (int32_t x : levels_[depth])
+          if (x != i) next.push_back(x);
+        for (int32_t pred : fpreds_[static_cast<size_t>(i)])
+          if (--succ_in_[static_cast<size_t>(pred)] == 0) next.push_back(pred);
+        Descend(depth + 1, i, A, C, stride, out, why);
+        for (int32_t pred : fpreds_[static_cast<size_t>(i)]) ++succ_in_[static_cast<size_t>(pred)];
       }
-      sub.Set(static_cast<int32_t>(i));
+      key_ ^= zobrist_[static_cast<size_t>(i)];
+      Move(i, false);
     }
   }
 
@@ -340,10 +400,15 @@ class PipelineDp {
   std::vector<int32_t> group_size_;
   double capacity_ = 0.0;
   std::vector<Bits> ideals_;
-  std::unordered_map<Bits, int32_t, BitsHash> index_;
+  std::vector<uint64_t> zobrist_;  // [forward index]
+  std::vector<uint64_t> keys_;     // [ideal]
+  std::unordered_map<uint64_t, int32_t> index_;
   std::vector<double> best_;
   std::vector<Choice> choice_;
-  std::vector<int32_t> stamp_;
+  double bound_ = kInf;
+  std::vector<int32_t> succ_in_;               // [forward index] successors in J
+  std::vector<std::vector<int32_t>> levels_;   // [depth] nodes of J without successors in J
+  uint64_t key_ = 0;
   // The set being grown.
   std::vector<char> in_set_;
   std::vector<int32_t> count_;  // consumers in the set, per node
@@ -355,7 +420,7 @@ class PipelineDp {
 class PipelineDpAgent : public Agent {
  public:
   explicit PipelineDpAgent(YamlMap& options) {
-    max_ideals_ = GetInt(options, "max_ideals", 200000, 1, 50000000);
+    max_ideals_ = GetInt(options, "max_ideals", 2000000, 1, 50000000);
     options.Finish();
   }
   std::string name() const override { return "pipeline_dp"; }
@@ -374,7 +439,7 @@ class PipelineDpAgent : public Agent {
   }
 
  private:
-  int64_t max_ideals_ = 200000;
+  int64_t max_ideals_ = 2000000;
 };
 
 }  // namespace

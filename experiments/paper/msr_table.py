@@ -1,0 +1,193 @@
+#!/usr/bin/env python3
+"""msr-fiddle's layer graphs under their max-load objective (results/msr/).
+
+For each layer graph of ../shared/data/msr-fiddle (6 accelerators and a CPU
+core, `--cluster from-graph`): everything on one accelerator, the human
+experts' split (the inference split applied to the training graph through
+colorClass, as their tools do), pipeline_dp (the optimal contiguous split),
+and the search agents optimizing max_load at one budget of simulator
+evaluations, over several seeds. Every decision is then simulated once more
+(`gosim simulate --objective max_load --json`) for its max-load, its
+feasibility and the engine's single-sample step time.
+
+    experiments/paper/msr_table.py [--budget 20000] [--seeds 5] [--out results/msr] [--graphs a,b]
+
+Runs are appended to OUT/runs.jsonl as they finish (a re-run resumes: runs
+already there are not redone); OUT/table.md is rewritten atomically from
+them at the end. Needs build/bin/gosim (make build) and ../shared (or
+GOSIM_SHARED_DATA); without the data it says so and exits 0.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+GRAPHS = ["bert24_inference", "bert24_training", "gnmt_inference", "gnmt_training", "resnet50_inference",
+          "resnet50_training", "inceptionv3_inference", "inceptionv3_training"]
+SEARCH = ["brkga", "local_search", "simulated_annealing", "random_search"]
+
+
+def shared_dir():
+    given = os.environ.get("GOSIM_SHARED_DATA")
+    if given == "none":
+        return None
+    path = os.path.join(given, "msr-fiddle") if given else os.path.join(ROOT, "..", "shared", "data", "msr-fiddle")
+    return path if os.path.isdir(path) else None
+
+
+def gosim(*args, timeout=None):
+    program = os.environ.get("GOSIM", os.path.join(ROOT, "build", "bin", "gosim"))
+    done = subprocess.run([program, *args], capture_output=True, text=True, timeout=timeout, cwd=ROOT)
+    if done.returncode not in (0, 3):  # 3: no feasible decision (reported as such)
+        raise RuntimeError(f"gosim {' '.join(args)}: {done.stderr.strip() or done.stdout.strip()}")
+    return done
+
+
+def measure(graph, decision):
+    args = ["simulate", "--graph", graph, "--cluster", "from-graph", "--objective", "max_load", "--json"]
+    if decision:
+        args += ["--decision", decision]
+    out = json.loads(gosim(*args).stdout)
+    return {"max_load_s": out["objective_value"], "step_time_s": out["step_time"], "feasible": out["feasible"]}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--budget", type=int, default=20000)
+    parser.add_argument("--seeds", type=int, default=5)
+    parser.add_argument("--out", default=os.path.join(ROOT, "results", "msr"))
+    parser.add_argument("--graphs", default=",".join(GRAPHS))
+    parser.add_argument("--dp-timeout", type=float, default=1800.0, help="seconds pipeline_dp may take per graph")
+    args = parser.parse_args()
+    data = shared_dir()
+    if data is None:
+        print("msr_table: skipped, no msr-fiddle data (../shared/data/msr-fiddle or GOSIM_SHARED_DATA)")
+        return 0
+    os.makedirs(args.out, exist_ok=True)
+    runs_path = os.path.join(args.out, "runs.jsonl")
+    done = {}
+    if os.path.exists(runs_path):
+        with open(runs_path) as f:
+            for line in f:
+                if line.strip():
+                    run = json.loads(line)
+                    done[(run["graph"], run["method"], run["seed"], run["budget"])] = run
+
+    def record(run):
+        done[(run["graph"], run["method"], run["seed"], run["budget"])] = run
+        with open(runs_path, "a") as f:
+            f.write(json.dumps(run) + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+
+    graphs = [g for g in args.graphs.split(",") if g]
+    for name in graphs:
+        if name not in GRAPHS:
+            sys.exit(f"msr_table: unknown graph '{name}' (known: {', '.join(GRAPHS)})")
+        graph = os.path.join(data, "LayerGraphs", name + ".json")
+        model = name.rsplit("_", 1)[0]
+        expert = os.path.join(data, "human-experts", model + "_" + name.rsplit("_", 1)[1] + "_expert.json")
+        if not os.path.exists(expert):
+            expert = os.path.join(data, "human-experts", model + "_inference_expert.json")
+        plans = [("single_accelerator", 0, None), ("expert", 0, None), ("pipeline_dp", 0, None)]
+        plans += [(agent, seed, None) for agent in SEARCH for seed in range(1, args.seeds + 1)]
+        for method, seed, _ in plans:
+            budget = args.budget if method in SEARCH else 0
+            if (name, method, seed, budget) in done:
+                continue
+            print(f"msr_table: {name} {method} seed {seed}", flush=True)
+            start = time.time()
+            run = {"graph": name, "method": method, "seed": seed, "budget": budget}
+            if method == "single_accelerator":
+                run.update(measure(graph, None))
+            elif method == "expert":
+                run.update(measure(graph, expert))
+                run["split"] = os.path.basename(expert)
+            else:
+                with tempfile.TemporaryDirectory() as tmp:
+                    decision = os.path.join(tmp, "d.json")
+                    try:
+                        out = gosim("optimize", "--graph", graph, "--cluster", "from-graph", "--agent", method,
+                                    "--objective", "max_load", "--budget", str(max(budget, 1)), "--seed", str(seed),
+                                    "--no-progress", "--out", decision,
+                                    timeout=args.dp_timeout if method == "pipeline_dp" else None)
+                    except subprocess.TimeoutExpired:
+                        run["refused"] = f"over {args.dp_timeout:.0f} s"
+                    except RuntimeError as e:
+                        run["refused"] = str(e).split(": ", 2)[-1][:200]
+                    else:
+                        for line in out.stdout.splitlines():
+                            if " evaluations in " in line:
+                                run["evaluations"] = int(line.split()[0])
+                        if os.path.exists(decision):
+                            run.update(measure(graph, decision))
+                        else:
+                            run["feasible"] = False
+            run["wall_s"] = round(time.time() - start, 3)
+            record(run)
+    write_table(args, graphs, done)
+    return 0
+
+
+def write_table(args, graphs, done):
+    methods = ["single_accelerator", "expert", "pipeline_dp"] + SEARCH
+    lines = [
+        "# msr-fiddle layer graphs: max-load (ms per sample), 6 accelerators + 1 CPU core",
+        "",
+        "Generated by `experiments/paper/msr_table.py --budget %d --seeds %d` (docs/REPRODUCTION.md, "
+        "\"msr-fiddle\"). Max-load is msr-fiddle's objective (time per sample of a pipeline in steady state; "
+        "docs/FORMATS.md); search agents optimize it at %d simulator evaluations, median over seeds "
+        "[min, max]; `step` is the engine's single-sample step time of the same decision (ms). "
+        "`oom` marks a decision over an accelerator's memory; `-` a method that refused (reason below)."
+        % (args.budget, args.seeds, args.budget),
+        "",
+        "| graph | " + " | ".join(methods) + " |",
+        "|---|" + "---|" * len(methods),
+    ]
+    notes = []
+    for name in graphs:
+        cells = []
+        for method in methods:
+            budget = args.budget if method in SEARCH else 0
+            runs = [r for (g, m, s, b), r in sorted(done.items()) if g == name and m == method and b == budget]
+            if not runs:
+                cells.append("")
+                continue
+            refused = [r for r in runs if "refused" in r]
+            if refused:
+                notes.append(f"- {name}, {method}: {refused[0]['refused']}")
+                cells.append("-")
+                continue
+            measured = [r for r in runs if "max_load_s" in r]
+            if not measured:
+                cells.append("no feasible decision")
+                continue
+            loads = [r["max_load_s"] * 1e3 for r in measured]
+            steps = [r["step_time_s"] * 1e3 for r in measured]
+            oom = sum(1 for r in runs if not r.get("feasible", False))
+            text = "%.2f" % statistics.median(loads)
+            if len(runs) > 1:
+                text += " [%.2f, %.2f]" % (min(loads), max(loads))
+            text += " (step %.1f)" % statistics.median(steps)
+            if oom:
+                text += " oom %d/%d" % (oom, len(runs)) if len(runs) > 1 else " oom"
+            cells.append(text)
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    if notes:
+        lines += ["", "Refusals:", ""] + notes
+    lines.append("")
+    path = os.path.join(args.out, "table.md")
+    with tempfile.NamedTemporaryFile("w", dir=args.out, delete=False) as f:
+        f.write("\n".join(lines))
+        tmp = f.name
+    os.replace(tmp, path)
+    print(f"msr_table: {path}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
