@@ -74,31 +74,6 @@ class PipelineDp {
     const sim::LinkCost down_cost = problem.evaluator.cost_model().LinkCostOf(c, c.link(down));
 
     const int32_t n = g.num_nodes();
-    forward_index_.assign(static_cast<size_t>(n), -1);
-    for (NodeId v = 0; v < n; ++v) {
-      if (g.node(v).phase == graphs::Phase::kForward) {
-        forward_index_[static_cast<size_t>(v)] = static_cast<int32_t>(forward_.size());
-        forward_.push_back(v);
-      }
-    }
-    // Backward (and update) nodes ride with the forward nodes of their group.
-    std::unordered_map<int32_t, int32_t> group_forward;  // group -> a forward node's index
-    for (size_t i = 0; i < forward_.size(); ++i) {
-      const int32_t group = g.node(forward_[i]).colocation;
-      if (group >= 0) group_forward.emplace(group, static_cast<int32_t>(i));
-    }
-    mates_.resize(forward_.size());
-    for (NodeId v = 0; v < n; ++v) {
-      if (forward_index_[static_cast<size_t>(v)] >= 0) continue;
-      const int32_t group = g.node(v).colocation;
-      const auto it = group < 0 ? group_forward.end() : group_forward.find(group);
-      if (it == group_forward.end()) {
-        throw ConfigError("pipeline_dp: " + std::string(graphs::PhaseName(g.node(v).phase)) + " node '" +
-                              g.node(v).name + "' shares no colocation group with a forward node",
-                          {}, "the DP places each backward node with its forward node (msr-fiddle's colorClass)");
-      }
-      mates_[static_cast<size_t>(it->second)].push_back(v);
-    }
     // Per node: times, transfer costs, distinct producers and consumers.
     acc_time_.resize(static_cast<size_t>(n));
     cpu_time_.resize(static_cast<size_t>(n));
@@ -121,13 +96,84 @@ class PipelineDp {
         list->erase(std::unique(list->begin(), list->end()), list->end());
       }
     }
+    auto forward = [&g](NodeId v) { return g.node(v).phase == graphs::Phase::kForward; };
     for (NodeId v = 0; v < n; ++v) {
       for (NodeId u : producers_[static_cast<size_t>(v)]) {
-        if (forward_index_[static_cast<size_t>(v)] >= 0 && forward_index_[static_cast<size_t>(u)] < 0) {
+        if (forward(v) && !forward(u)) {
           throw ConfigError("pipeline_dp: backward node '" + g.node(u).name + "' feeds forward node '" +
                             g.node(v).name + "'", {}, "the DP needs the forward part to come first");
         }
       }
+    }
+    // Backward (and update) nodes ride with a forward node of their group.
+    std::unordered_map<int32_t, std::vector<NodeId>> group_forward, group_other;
+    for (NodeId v = 0; v < n; ++v) {
+      const int32_t group = g.node(v).colocation;
+      if (group >= 0) (forward(v) ? group_forward : group_other)[group].push_back(v);
+    }
+    for (NodeId v = 0; v < n; ++v) {
+      const int32_t group = g.node(v).colocation;
+      if (!forward(v) && (group < 0 || !group_forward.count(group))) {
+        throw ConfigError("pipeline_dp: " + std::string(graphs::PhaseName(g.node(v).phase)) + " node '" +
+                              g.node(v).name + "' shares no colocation group with a forward node",
+                          {}, "the DP places each backward node with its forward node (msr-fiddle's colorClass)");
+      }
+    }
+    // Zero-time leaves go with their one neighbour (msr-fiddle's own
+    // preprocessing): a forward node whose group has no other forward node
+    // and takes no time anywhere, with a single forward neighbour, gains
+    // nothing elsewhere but transfers. This is what keeps GNMT's ideals
+    // countable (about 18 thousand instead of millions).
+    std::vector<NodeId> attach(static_cast<size_t>(n), -1);
+    auto root = [&attach](NodeId v) {
+      while (attach[static_cast<size_t>(v)] >= 0) v = attach[static_cast<size_t>(v)];
+      return v;
+    };
+    auto idle = [&](NodeId v) { return acc_time_[static_cast<size_t>(v)] == 0.0 && cpu_time_[static_cast<size_t>(v)] == 0.0; };
+    for (bool changed = true; changed;) {
+      changed = false;
+      for (NodeId v = 0; v < n; ++v) {
+        if (!forward(v) || attach[static_cast<size_t>(v)] >= 0 || !idle(v)) continue;
+        const int32_t group = g.node(v).colocation;
+        if (group >= 0) {
+          if (group_forward[group].size() != 1) continue;
+          bool all_idle = true;
+          for (NodeId m : group_other[group]) all_idle = all_idle && idle(m);
+          if (!all_idle) continue;
+        }
+        NodeId only = -1;
+        bool single = true;
+        for (const auto* list : {&producers_[static_cast<size_t>(v)], &consumers_[static_cast<size_t>(v)]}) {
+          for (NodeId u : *list) {
+            const NodeId r = root(u);
+            if (r == v) continue;
+            if (only >= 0 && only != r) single = false;
+            only = r;
+          }
+        }
+        if (!single || only < 0 || !forward(only)) continue;
+        attach[static_cast<size_t>(v)] = only;
+        changed = true;
+      }
+    }
+    forward_index_.assign(static_cast<size_t>(n), -1);
+    for (NodeId v = 0; v < n; ++v) {
+      if (forward(v) && attach[static_cast<size_t>(v)] < 0) {
+        forward_index_[static_cast<size_t>(v)] = static_cast<int32_t>(forward_.size());
+        forward_.push_back(v);
+      }
+    }
+    mates_.resize(forward_.size());
+    for (NodeId v = 0; v < n; ++v) {
+      if (forward_index_[static_cast<size_t>(v)] >= 0) continue;
+      const NodeId owner = forward(v) ? root(v) : root(group_forward[g.node(v).colocation][0]);
+      mates_[static_cast<size_t>(forward_index_[static_cast<size_t>(owner)])].push_back(v);
+    }
+    attached_ = 0;
+    root_of_.resize(static_cast<size_t>(n));
+    for (NodeId v = 0; v < n; ++v) {
+      attached_ += attach[static_cast<size_t>(v)] >= 0 ? 1 : 0;
+      root_of_[static_cast<size_t>(v)] = forward(v) ? root(v) : v;
     }
     group_size_.assign(g.colocation_groups().size(), 0);
     for (NodeId v = 0; v < n; ++v)
@@ -137,6 +183,7 @@ class PipelineDp {
   }
 
   int64_t num_ideals() const { return static_cast<int64_t>(ideals_.size()); }
+  int64_t num_attached() const { return attached_; }
 
   // The placement of the best split; its max-load as the DP computed it.
   std::vector<int32_t> Solve(double* max_load) {
@@ -215,7 +262,9 @@ class PipelineDp {
     fsuccs_.resize(f);
     for (size_t i = 0; i < f; ++i) {
       for (NodeId u : producers_[static_cast<size_t>(forward_[i])]) {
-        const int32_t j = forward_index_[static_cast<size_t>(u)];
+        const int32_t j = forward_index_[static_cast<size_t>(root_of_[static_cast<size_t>(u)])];
+        if (j == static_cast<int32_t>(i) || j < 0) continue;  // an attached leaf of this node
+        if (std::find(fpreds_[i].begin(), fpreds_[i].end(), j) != fpreds_[i].end()) continue;
         fpreds_[i].push_back(j);
         fsuccs_[static_cast<size_t>(j)].push_back(static_cast<int32_t>(i));
       }
@@ -399,6 +448,8 @@ class PipelineDp {
   std::vector<std::vector<int32_t>> fpreds_, fsuccs_;
   std::vector<int32_t> group_size_;
   double capacity_ = 0.0;
+  int64_t attached_ = 0;        // zero-time leaves placed with their neighbour
+  std::vector<NodeId> root_of_;  // [node] the forward node it is placed with (itself for the others)
   std::vector<Bits> ideals_;
   std::vector<uint64_t> zobrist_;  // [forward index]
   std::vector<uint64_t> keys_;     // [ideal]
@@ -434,6 +485,7 @@ class PipelineDpAgent : public Agent {
     tracker.Evaluate(decision);  // the simulator judges the split (one evaluation)
     AgentResult result = tracker.Finish();
     result.extra["ideals"] = static_cast<double>(dp.num_ideals());
+    result.extra["attached_leaves"] = static_cast<double>(dp.num_attached());
     result.extra["dp_max_load_s"] = planned;
     return result;
   }

@@ -11,12 +11,14 @@
 
 #include "agents/agent.h"
 #include "core/error.h"
+#include "core/io.h"
 #include "core/yaml.h"
 #include "graphs/json_format.h"
 #include "sim/cost_model.h"
 #include "sim/decision.h"
 #include "sim/evaluator.h"
 #include "sim/msr.h"
+#include "tests/shared_data.h"
 
 namespace gosim {
 namespace {
@@ -194,6 +196,37 @@ TEST_CASE("pipeline_dp finds the best contiguous split (brute force over every p
     if (e.feasible) best = std::min(best, e.max_load);
   }
   CHECK(r.best_objective == doctest::Approx(best));
+}
+
+// Their layer graphs (../shared): the DP's split is at least as good as the
+// human experts' on every graph it solves in seconds, its own max-load is
+// the simulator's, and their experts' splits are feasible.
+TEST_CASE("pipeline_dp against the experts on msr-fiddle's layer graphs" * doctest::test_suite("shared_data")) {
+  for (const char* name : {"bert24_inference", "bert24_training", "resnet50_inference", "resnet50_training",
+                           "gnmt_inference", "gnmt_training"}) {
+    CAPTURE(name);
+    const std::string model = std::string(name).substr(0, std::string(name).rfind('_'));
+    const std::vector<std::string> files = testing::SharedDataFiles(
+        {std::string("msr-fiddle/LayerGraphs/") + name + ".json", "msr-fiddle/human-experts/" + model + "_inference_expert.json"});
+    if (files.empty()) return;
+    const graphs::MsrProblem problem = graphs::ReadMsrProblem(ReadFile(files[0]), files[0]);
+    const sim::Cluster cluster = sim::MsrCluster(problem);
+    CHECK(cluster.num_devices() == 7);
+    sim::SimOptions options;
+    options.max_load = true;
+    const sim::Evaluator evaluator(problem.graph, cluster, sim::MakeCostModel("auto"), options);
+    const sim::Evaluation expert = evaluator.Evaluate(sim::LoadDecision(files[1], problem.graph, cluster));
+    CHECK(expert.feasible);
+    agents::Objective objective;
+    objective.kind = agents::ObjectiveKind::kMaxLoad;
+    YAML::Node none(YAML::NodeType::Map);
+    YamlMap map(none, "test", "");
+    const agents::Problem p{problem.graph, cluster, evaluator, objective, agents::Budget{}, 1};
+    const agents::AgentResult r = agents::MakeAgent("pipeline_dp", map)->Optimize(p);
+    CHECK(r.best_evaluation.feasible);
+    CHECK(r.best_objective <= expert.max_load * (1 + 1e-12));
+    CHECK(r.extra.at("dp_max_load_s") == doctest::Approx(r.best_objective).epsilon(1e-9));
+  }
 }
 
 }  // namespace
