@@ -171,6 +171,7 @@ void RegisterBuiltinAgents(const RegisterFn& add) {
   RegisterBrkgaAgents(add);
   RegisterCpAgent(add);
   RegisterPipelineDpAgent(add);
+  RegisterIlpAgent(add);
 }
 
 }  // namespace gosim::agents

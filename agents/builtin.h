@@ -27,6 +27,7 @@ void RegisterRoleSweepAgent(const RegisterFn& add);     // role_sweep.cc
 void RegisterBrkgaAgents(const RegisterFn& add);        // brkga/brkga_agent.cc
 void RegisterCpAgent(const RegisterFn& add);            // cp.cc
 void RegisterPipelineDpAgent(const RegisterFn& add);    // pipeline_dp.cc
+void RegisterIlpAgent(const RegisterFn& add);           // ilp.cc
 
 }  // namespace gosim::agents
 

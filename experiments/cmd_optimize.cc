@@ -105,6 +105,15 @@ int Optimize(const OptimizeArgs& args) {
       experiments::ObjectiveKindName(objective.kind), cost_model->Describe(graph, cluster).c_str());
   std::printf("%lld evaluations in %s\n", static_cast<long long>(solved.result.evaluations),
               FormatSeconds(solved.wall_seconds).c_str());
+  if (!solved.result.extra.empty()) {
+    std::string figures;
+    for (const auto& [key, value] : solved.result.extra) {
+      char text[96];
+      std::snprintf(text, sizeof(text), "%s%s %.6g", figures.empty() ? "" : ", ", key.c_str(), value);
+      figures += text;
+    }
+    std::printf("agent figures: %s\n", figures.c_str());
+  }
   std::printf("%s", sim::FormatSimResult(result, graph, cluster).c_str());
   std::printf("single device: step time %s, peak memory %s%s\n", FormatSeconds(baseline.step_time).c_str(),
               FormatBytes(baseline.peak_memory).c_str(),

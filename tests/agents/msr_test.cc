@@ -196,6 +196,21 @@ TEST_CASE("pipeline_dp finds the best contiguous split (brute force over every p
     if (e.feasible) best = std::min(best, e.max_load);
   }
   CHECK(r.best_objective == doctest::Approx(best));
+
+  // The integer program's space is every placement of the colorClasses: it
+  // proves the same optimum here (no contiguity needed to reach it).
+  YAML::Node ilp_options = YAML::Load("{time_limit: 60}");
+  YamlMap ilp_map(ilp_options, "test", "");
+  const agents::AgentResult ilp = agents::MakeAgent("ilp", ilp_map)->Optimize(problem);
+  CHECK(ilp.evaluations == 1);
+  CHECK(ilp.extra.at("optimal") == 1.0);
+  CHECK(ilp.extra.at("gap") == doctest::Approx(0.0));
+  CHECK(ilp.best_objective == doctest::Approx(best));
+  CHECK(ilp.extra.at("model_max_load_s") == doctest::Approx(best));
+  // Another objective is refused, not optimized as if it were max-load.
+  agents::Problem steps = problem;
+  steps.objective.kind = agents::ObjectiveKind::kStepTime;
+  CHECK_THROWS_AS(agents::MakeAgent("ilp", ilp_map)->Optimize(steps), ConfigError);
 }
 
 // Their layer graphs (../shared): the DP's split is at least as good as the
