@@ -22,6 +22,8 @@ double Objective::Score(const sim::Evaluation& evaluation, const sim::Cluster& c
   if (!evaluation.feasible)
     return kInfeasibleBase + (kind == ObjectiveKind::kMaxLoad ? evaluation.max_load : evaluation.step_time);
   switch (kind) {
+    case ObjectiveKind::kThroughput:
+      return evaluation.throughput;
     case ObjectiveKind::kMaxLoad:
       return evaluation.max_load;
     case ObjectiveKind::kStepTime:
@@ -49,6 +51,8 @@ std::string Objective::ToString() const {
       return "peak_memory";
     case ObjectiveKind::kMaxLoad:
       return "max_load";
+    case ObjectiveKind::kThroughput:
+      return "throughput";
     case ObjectiveKind::kWeighted: {
       std::ostringstream out;
       out << "weighted(memory_weight=" << memory_weight << ", reference_step_time=" << reference_step_time
@@ -64,7 +68,8 @@ ObjectiveKind ParseObjectiveKind(const std::string& text, const Location& where)
   if (text == "peak_memory") return ObjectiveKind::kPeakMemory;
   if (text == "weighted") return ObjectiveKind::kWeighted;
   if (text == "max_load") return ObjectiveKind::kMaxLoad;
-  const std::vector<std::string> valid = {"step_time", "peak_memory", "weighted", "max_load"};
+  if (text == "throughput") return ObjectiveKind::kThroughput;
+  const std::vector<std::string> valid = {"step_time", "peak_memory", "weighted", "max_load", "throughput"};
   throw ConfigError("unknown objective '" + text + "'." + DidYouMean(text, valid), where,
                     "valid values are: " + Join(valid, ", "));
 }

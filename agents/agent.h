@@ -31,7 +31,9 @@ namespace gosim::agents {
 // kMaxLoad: msr-fiddle's max-load (sim/msr.h), the time per sample of a
 // pipeline in steady state under their model; the Evaluator must compute it
 // (SimOptions::max_load).
-enum class ObjectiveKind { kStepTime, kPeakMemory, kWeighted, kMaxLoad };
+// kThroughput: seconds per micro-batch of the pipeline the Evaluator
+// simulates (SimOptions::micro_batches; sim/pipeline.h), from the engine.
+enum class ObjectiveKind { kStepTime, kPeakMemory, kWeighted, kMaxLoad, kThroughput };
 
 struct Objective {
   ObjectiveKind kind = ObjectiveKind::kStepTime;
@@ -49,7 +51,7 @@ struct Objective {
   static constexpr double kInfeasibleBase = 1e12;
   std::string ToString() const;
 };
-// "step_time", "peak_memory", "weighted", "max_load"; ConfigError otherwise.
+// "step_time", "peak_memory", "weighted", "max_load", "throughput"; ConfigError otherwise.
 ObjectiveKind ParseObjectiveKind(const std::string& text, const Location& where = {});
 
 struct Budget {

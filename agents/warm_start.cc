@@ -108,7 +108,15 @@ WarmStartResult RunWarmStart(const std::string& owner, const std::vector<WarmSta
 void MakeOrderExplicit(const Problem& problem, sim::Decision* decision) {
   const sim::SimResult run = problem.evaluator.Simulate(*decision, /*timeline=*/true);
   decision->priority.assign(static_cast<size_t>(problem.graph.num_nodes()), 0.0);
-  for (const sim::OpRecord& op : run.ops) decision->priority[static_cast<size_t>(op.node)] = -op.ready;
+  // In a pipeline (SimOptions::micro_batches) the first micro-batch's ready
+  // times order the nodes: its copies are the first to run.
+  std::vector<bool> seen(static_cast<size_t>(problem.graph.num_nodes()), false);
+  for (const sim::OpRecord& op : run.ops) {
+    const auto v = static_cast<size_t>(problem.evaluator.original_node(op.node));
+    if (problem.evaluator.original_node(op.node) != op.node && seen[v]) continue;
+    decision->priority[v] = -op.ready;
+    seen[v] = true;
+  }
 }
 
 }  // namespace gosim::agents

@@ -95,13 +95,14 @@ int Simulate(const SimulateArgs& args) {
   const sim::Evaluator evaluator(graph, cluster, cost_model, options);
   const sim::SimResult result = evaluator.Simulate(decision, !args.trace.empty());
   const std::string described = cost_model->Describe(graph, cluster);
-  if (!args.trace.empty()) sim::WriteChromeTrace(args.trace, result, graph, cluster, described);
+  if (!args.trace.empty()) sim::WriteChromeTrace(args.trace, result, evaluator.simulated_graph(), cluster, described);
 
-  const double objective_value = objective == agents::ObjectiveKind::kMaxLoad     ? result.max_load
-                                 : objective == agents::ObjectiveKind::kPeakMemory ? result.peak_memory()
-                                                                                    : result.step_time;
+  double objective_value = result.step_time;
+  if (objective == agents::ObjectiveKind::kMaxLoad) objective_value = result.max_load;
+  if (objective == agents::ObjectiveKind::kPeakMemory) objective_value = static_cast<double>(result.peak_memory());
+  if (objective == agents::ObjectiveKind::kThroughput) objective_value = result.step_time / result.micro_batches;
   if (args.json) {
-    const std::string text = sim::SimResultToJson(result, graph, cluster, described);
+    const std::string text = sim::SimResultToJson(result, evaluator.simulated_graph(), cluster, described);
     if (args.objective.empty()) {
       std::printf("%s\n", text.c_str());
       return 0;
@@ -117,7 +118,12 @@ int Simulate(const SimulateArgs& args) {
       graph.name().c_str(), graph.num_nodes(), graph.num_edges(), cluster.name().c_str(),
       cluster.num_devices(), described.c_str(),
       decision_text.empty() ? ("everything on " + cluster.device(0).name).c_str() : decision_text.c_str());
-  std::printf("%s", sim::FormatSimResult(result, graph, cluster).c_str());
+  std::printf("%s", sim::FormatSimResult(result, evaluator.simulated_graph(), cluster).c_str());
+  if (result.micro_batches > 1) {
+    std::printf("pipeline: %d micro-batches (%s), %s per micro-batch\n", result.micro_batches,
+                std::string(sim::ScheduleName(options.schedule)).c_str(),
+                FormatSeconds(result.step_time / result.micro_batches).c_str());
+  }
   std::printf("max-load (msr-fiddle's time per sample of a pipeline): %s\n", FormatSeconds(result.max_load).c_str());
   if (!args.trace.empty()) {
     std::printf("timeline written to %s (open it in https://ui.perfetto.dev)\n", args.trace.c_str());
@@ -143,8 +149,9 @@ void AddSimulateCommand(CLI::App& root) {
   cmd->add_option("--trace", args->trace, "Write the timeline as Chrome trace JSON here (opens in Perfetto)");
   cmd->add_flag("--json", args->json, "Print the full result as JSON instead of the summary");
   cmd->add_option("--objective", args->objective,
-                  "What --json reports as objective_value: step_time (default), peak_memory or max_load "
-                  "(msr-fiddle's time per sample of a pipeline, seconds)");
+                  "What --json reports as objective_value: step_time (default), peak_memory, max_load "
+                  "(msr-fiddle's time per sample of a pipeline, seconds) or throughput (seconds per micro-batch "
+                  "with --option micro_batches=M)");
   cmd->add_option(
       "--data-parallel", args->data_parallel,
       "Simulate DDP: the graph is one rank's training step, replicated on N devices with bucketed "

@@ -188,6 +188,15 @@ sim::SimOptions ParseSimOptions(YamlMap& map) {
   if (options.host_threads < 1) map.Fail("host_threads", "host_threads must be >= 1");
   options.launch_queue = map.Get<int>("launch_queue", options.launch_queue);
   if (options.launch_queue < 1) map.Fail("launch_queue", "launch_queue must be >= 1");
+  options.micro_batches = map.Get<int>("micro_batches", options.micro_batches);
+  if (options.micro_batches < 1 || options.micro_batches > 4096)
+    map.Fail("micro_batches", "micro_batches must be 1 (one step) to 4096 (a pipeline)");
+  if (map.Has("schedule")) {
+    const std::string text = map.Get<std::string>("schedule", "");
+    const std::optional<sim::Schedule> schedule = sim::ParseSchedule(text);
+    if (!schedule) map.Fail("schedule", "unknown schedule '" + text + "'", "give streaming or gpipe");
+    options.schedule = *schedule;
+  }
   map.Finish();
   return options;
 }
@@ -226,6 +235,8 @@ const char* ObjectiveKindName(agents::ObjectiveKind kind) {
       return "weighted";
     case agents::ObjectiveKind::kMaxLoad:
       return "max_load";
+    case agents::ObjectiveKind::kThroughput:
+      return "throughput";
   }
   return "step_time";
 }
@@ -238,6 +249,7 @@ DisplayMetric ObjectiveDisplay(const agents::Objective& objective, double step_t
     case agents::ObjectiveKind::kPeakMemory:
       return {"GiB", peak_memory_bytes / static_cast<double>(1ULL << 30)};
     case agents::ObjectiveKind::kMaxLoad:
+    case agents::ObjectiveKind::kThroughput:
       return {"ms", score * 1e3};
     case agents::ObjectiveKind::kWeighted:
       break;

@@ -97,6 +97,8 @@ std::string DescribeScore(const agents::Objective& objective, double score) {
       return FormatBytes(score);
     case agents::ObjectiveKind::kMaxLoad:
       return FormatSeconds(score) + " max-load";
+    case agents::ObjectiveKind::kThroughput:
+      return FormatSeconds(score) + " per micro-batch";
     case agents::ObjectiveKind::kWeighted:
       break;
   }

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <type_traits>
@@ -17,15 +18,41 @@
 #include "core/log.h"
 #include "sim/batch_exchange.h"
 #include "sim/engine.h"
+#include "sim/pipeline.h"
 
 namespace gosim::sim {
 
 struct Evaluator::Impl {
   Impl(const graphs::Graph& graph, const Cluster& cluster, const CostModel& cost_model,
        const SimOptions& options)
-      : engine(graph, cluster, cost_model, options) {}
+      : pipeline(options.micro_batches > 1 ? std::optional<PipelineGraph>(BuildPipelineGraph(graph, options.micro_batches))
+                                           : std::nullopt),
+        engine(pipeline ? pipeline->graph : graph, cluster, cost_model, options) {
+    if (options.micro_batches < 1) {
+      throw ConfigError("micro_batches must be >= 1, not " + std::to_string(options.micro_batches), {},
+                        "1 simulates one step; more simulate a pipeline");
+    }
+  }
 
+  // The decision the engine runs: `decision` itself, or its pipeline
+  // expansion in this thread's buffer.
+  const Decision& Engined(const Decision& decision, Schedule schedule) const {
+    if (!pipeline) return decision;
+    const auto n = static_cast<size_t>(pipeline->original_nodes);
+    if (decision.placement.size() != n || (decision.has_priority() && decision.priority.size() != n)) {
+      throw DecisionError("the decision has " + std::to_string(decision.placement.size()) + " placements and " +
+                              std::to_string(decision.priority.size()) + " priorities for a graph of " +
+                              std::to_string(n) + " nodes",
+                          {}, "give one per node");
+    }
+    Decision& out = expanded.local();
+    ExpandDecision(decision, *pipeline, schedule, &out);
+    return out;
+  }
+
+  std::optional<PipelineGraph> pipeline;
   Engine engine;
+  mutable tbb::enumerable_thread_specific<Decision> expanded;
   // Thread-local workspaces: a thread (TBB worker or caller) always reuses
   // its own, so evaluations allocate nothing once every workspace is warm.
   mutable tbb::enumerable_thread_specific<Workspace> workspaces;
@@ -88,11 +115,27 @@ std::optional<ColocationSplit> Evaluator::FindSplit(const std::vector<int32_t>& 
   return std::nullopt;
 }
 
+Evaluation Evaluator::Run(const Decision& decision, Workspace& workspace) const {
+  Evaluation out = impl_->engine.Evaluate(impl_->Engined(decision, options_.schedule), workspace);
+  const double micro_batches = static_cast<double>(std::max(options_.micro_batches, 1));
+  out.throughput = out.step_time / micro_batches;
+  if (out.max_load > 0.0) out.max_load /= micro_batches;
+  return out;
+}
+
+const graphs::Graph& Evaluator::simulated_graph() const {
+  return impl_->pipeline ? impl_->pipeline->graph : graph_;
+}
+
+graphs::NodeId Evaluator::original_node(graphs::NodeId simulated) const {
+  return impl_->pipeline ? impl_->pipeline->origin[static_cast<size_t>(simulated)] : simulated;
+}
+
 Evaluation Evaluator::EvaluateOne(const Decision& decision, Workspace& workspace) const {
   // Simulated even when split, so that malformed decisions still throw and
   // search can rank split decisions by their simulated step time when
   // infeasible_step_time <= 0.
-  Evaluation out = impl_->engine.Evaluate(decision, workspace);
+  Evaluation out = Run(decision, workspace);
   if (const std::optional<ColocationSplit> split = FindSplit(decision.placement)) {
     out.feasible = false;
     out.split_group = split->group;
@@ -117,7 +160,7 @@ Evaluation Evaluator::Evaluate(const Decision& decision, std::span<int64_t> devi
   }
   evaluations_.fetch_add(1, std::memory_order_relaxed);
   Workspace& ws = impl_->workspaces.local();
-  const Evaluation evaluation = impl_->engine.Evaluate(decision, ws);
+  const Evaluation evaluation = Run(decision, ws);
   std::copy(ws.peak.begin(), ws.peak.end(), device_peak.begin());
   return evaluation;
 }
@@ -137,7 +180,7 @@ void Evaluator::EvaluateBatch(std::span<const Decision> decisions, std::span<Eva
                     [&](const tbb::blocked_range<size_t>& range) {
                       Workspace& ws = impl_->workspaces.local();
                       for (size_t i = range.begin(); i != range.end(); ++i) {
-                        out[i] = impl_->engine.Evaluate(decisions[i], ws);
+                        out[i] = Run(decisions[i], ws);
                         std::copy(ws.peak.begin(), ws.peak.end(), device_peaks.begin() + i * devices);
                       }
                     });
@@ -181,7 +224,10 @@ void Evaluator::EvaluateBatch(std::span<const Decision> decisions, std::span<Eva
 
 SimResult Evaluator::Simulate(const Decision& decision, bool timeline) const {
   evaluations_.fetch_add(1, std::memory_order_relaxed);
-  SimResult result = impl_->engine.Simulate(decision, timeline, impl_->workspaces.local());
+  SimResult result =
+      impl_->engine.Simulate(impl_->Engined(decision, options_.schedule), timeline, impl_->workspaces.local());
+  result.micro_batches = std::max(options_.micro_batches, 1);
+  result.max_load /= static_cast<double>(result.micro_batches);
   result.cost_model = cost_model_description();
   result.split = FindSplit(decision.placement);
   if (result.split) result.feasible = false;

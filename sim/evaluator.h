@@ -36,6 +36,7 @@ struct Evaluation {
   int32_t split_group = -1;  // first colocation group found on two devices (enforced only), or -1
   double host_busy = 0.0;    // seconds the busiest host thread dispatched (0 without a host)
   double max_load = -1.0;    // seconds, msr-fiddle's max-load (sim/msr.h); -1 unless SimOptions::max_load
+  double throughput = 0.0;   // seconds per micro-batch: step_time / SimOptions::micro_batches (sim/pipeline.h)
 };
 
 struct Workspace;  // sim/engine.h
@@ -49,6 +50,12 @@ class Evaluator {
   Evaluator& operator=(const Evaluator&) = delete;
 
   const graphs::Graph& graph() const { return graph_; }
+  // The graph the engine runs: graph(), or its pipeline of
+  // SimOptions::micro_batches copies (sim/pipeline.h). Simulate()'s results
+  // (ops, timelines) index its nodes; format them with it.
+  const graphs::Graph& simulated_graph() const;
+  // The node of graph() that node `simulated` of simulated_graph() copies.
+  graphs::NodeId original_node(graphs::NodeId simulated) const;
   const Cluster& cluster() const { return cluster_; }
   const CostModel& cost_model() const { return *cost_model_; }
   const SimOptions& options() const { return options_; }
@@ -97,6 +104,7 @@ class Evaluator {
  private:
   struct Impl;
   Evaluation EvaluateOne(const Decision& decision, Workspace& workspace) const;
+  Evaluation Run(const Decision& decision, Workspace& workspace) const;
   const graphs::Graph& graph_;
   const Cluster& cluster_;
   std::shared_ptr<const CostModel> cost_model_;

@@ -2,6 +2,16 @@
 
 namespace gosim::sim {
 
+std::string_view ScheduleName(Schedule schedule) {
+  return schedule == Schedule::kStreaming ? "streaming" : "gpipe";
+}
+
+std::optional<Schedule> ParseSchedule(std::string_view text) {
+  if (text == "streaming") return Schedule::kStreaming;
+  if (text == "gpipe") return Schedule::kGPipe;
+  return std::nullopt;
+}
+
 std::string_view ExecutionName(Execution execution) {
   switch (execution) {
     case Execution::kAuto:

@@ -25,6 +25,14 @@ enum class Processes : uint8_t {
   kPerDevice,  // one process per device (DDP, pipeline stages): copies between them are send/recv
 };
 
+// How a pipeline orders its micro-batches (sim/pipeline.h).
+enum class Schedule : uint8_t {
+  kStreaming,  // micro-batch order (inference)
+  kGPipe,      // every forward, then every backward (last micro-batch first), then the updates
+};
+std::string_view ScheduleName(Schedule schedule);
+std::optional<Schedule> ParseSchedule(std::string_view text);
+
 std::string_view ExecutionName(Execution execution);
 std::string_view ProcessesName(Processes processes);
 // nullopt for an unknown name.
@@ -63,6 +71,11 @@ struct SimOptions {
   // sim/msr.h); set by whoever optimizes the max_load objective. Simulate()
   // always does.
   bool max_load = false;
+  // Pipelines (sim/pipeline.h): this many micro-batches in flight over the
+  // placement, simulated as one graph of copies; 1 = one step of the graph.
+  // Evaluation::throughput is then the step over micro_batches.
+  int micro_batches = 1;
+  Schedule schedule = Schedule::kGPipe;
 };
 
 }  // namespace gosim::sim

@@ -133,6 +133,10 @@ std::string SimResultToJson(const SimResult& r, const graphs::Graph& graph, cons
   j["processes"] = std::string(ProcessesName(r.processes));
   j["host_busy_s"] = r.host_busy;
   j["max_load_s"] = r.max_load;
+  if (r.micro_batches > 1) {
+    j["micro_batches"] = r.micro_batches;
+    j["time_per_micro_batch_s"] = r.step_time / r.micro_batches;
+  }
   json hosts = json::array();
   for (size_t t = 0; t < r.host_threads.size(); ++t) {
     const HostThreadStats& h = r.host_threads[t];

@@ -144,8 +144,11 @@ struct SimResult {
   Execution execution = Execution::kNone;
   Processes processes = Processes::kOne;
   double host_busy = 0.0;
-  // Seconds: msr-fiddle's max-load of the decision (sim/msr.h).
+  // Seconds: msr-fiddle's max-load of the decision (sim/msr.h), per micro-batch.
   double max_load = 0.0;
+  // Micro-batches simulated (SimOptions::micro_batches; sim/pipeline.h):
+  // step_time / micro_batches is the time per micro-batch.
+  int32_t micro_batches = 1;
   // What priced it: the cost model's description (CostModel::Describe), as
   // the command line prints it.
   std::string cost_model;

@@ -267,14 +267,14 @@ oom_live_tensors).)")
               py::gil_scoped_release release;
               const sim::SimResult r = s.evaluator().Simulate(d, timeline || !trace.empty());
               if (!trace.empty())
-                sim::WriteChromeTrace(trace, r, *s.graph(), *s.cluster(), s.cost_model_used());
+                sim::WriteChromeTrace(trace, r, s.evaluator().simulated_graph(), *s.cluster(), s.cost_model_used());
               if (!trace.empty() && !timeline) {
                 sim::SimResult summary = r;
                 summary.ops.clear();
                 summary.transfer_hops.clear();
-                text = sim::SimResultToJson(summary, *s.graph(), *s.cluster(), s.cost_model_used());
+                text = sim::SimResultToJson(summary, s.evaluator().simulated_graph(), *s.cluster(), s.cost_model_used());
               } else {
-                text = sim::SimResultToJson(r, *s.graph(), *s.cluster(), s.cost_model_used());
+                text = sim::SimResultToJson(r, s.evaluator().simulated_graph(), *s.cluster(), s.cost_model_used());
               }
             }
             return py::module_::import("json").attr("loads")(text);
