@@ -17,7 +17,7 @@ namespace gosim::agents {
 double Objective::Score(const sim::Evaluation& evaluation, const sim::Cluster& cluster) const {
   if (kind == ObjectiveKind::kMaxLoad && evaluation.max_load < 0.0) {
     throw ConfigError("the max_load objective got an evaluation without a max-load", {},
-                      "build the Evaluator with SimOptions::max_load = true");
+                      "build the Evaluator with SimOptions::max_load = true (sim option max_load: true)");
   }
   if (!evaluation.feasible)
     return kInfeasibleBase + (kind == ObjectiveKind::kMaxLoad ? evaluation.max_load : evaluation.step_time);

@@ -188,6 +188,7 @@ sim::SimOptions ParseSimOptions(YamlMap& map) {
   if (options.host_threads < 1) map.Fail("host_threads", "host_threads must be >= 1");
   options.launch_queue = map.Get<int>("launch_queue", options.launch_queue);
   if (options.launch_queue < 1) map.Fail("launch_queue", "launch_queue must be >= 1");
+  options.max_load = map.Get<bool>("max_load", options.max_load);
   options.micro_batches = map.Get<int>("micro_batches", options.micro_batches);
   if (options.micro_batches < 1 || options.micro_batches > 4096)
     map.Fail("micro_batches", "micro_batches must be 1 (one step) to 4096 (a pipeline)");

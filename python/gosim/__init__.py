@@ -66,13 +66,17 @@ def optimize(graph, cluster, agent, budget=0, options=None, *, seed=0, objective
     budget: simulator evaluations (0 = the agent's default); wall_seconds:
     a wall-clock limit (0 = none). options: the agent's options as a dict
     (the keys of its YAML in configs/agents/). objective: "step_time",
-    "peak_memory", "weighted" or {"kind": "weighted", "memory_weight": ...}.
+    "peak_memory", "weighted", "max_load" (msr-fiddle's max-load; the simulator
+    then computes it), "throughput" (seconds per micro-batch: give
+    sim_options={"micro_batches": M}) or {"kind": "weighted", "memory_weight": ...}.
     simulator: a gosim.Simulator to use instead of building one (its graph
     and cluster win). Returns a gosim.OptimizeResult. The GIL is released
     while the agent runs.
     """
     _need_core("optimize")
     if simulator is None:
+        if objective == "max_load":
+            sim_options = {**(sim_options or {}), "max_load": True}
         simulator = Simulator(graph, cluster, cost_model=cost_model, cost_model_options=cost_model_options,
                               options=sim_options)
     return _core._optimize(simulator, agent, int(budget), float(wall_seconds), options, int(seed), objective)

@@ -23,6 +23,8 @@ namespace gosim::python {
 // errors are located at the parameter ("graph: no graph file 'x'").
 std::shared_ptr<graphs::Graph> GraphOf(const pybind11::handle& graph);
 std::shared_ptr<sim::Cluster> ClusterOf(const pybind11::handle& cluster);
+// The same, and "from-graph": the machine `graph`'s file brings (msr-fiddle's problems).
+std::shared_ptr<sim::Cluster> ClusterFor(const pybind11::handle& cluster, const graphs::Graph& graph);
 
 // A Python dict / list / scalar (or None) as a YAML node, through JSON
 // (Python's json module), so that options reach the same validating parsers

@@ -163,6 +163,14 @@ ClusterPtr ClusterOf(const py::handle& cluster) {
   return LoadCluster(PathOf(cluster, "cluster", "a gosim.Cluster, a preset name or a cluster YAML file"));
 }
 
+ClusterPtr ClusterFor(const py::handle& cluster, const graphs::Graph& graph) {
+  if (py::isinstance<py::str>(cluster) && py::cast<std::string>(cluster) == experiments::kClusterFromGraph) {
+    return std::make_shared<sim::Cluster>(
+        experiments::LoadClusterFor(experiments::kClusterFromGraph, graph, Location{"cluster"}));
+  }
+  return ClusterOf(cluster);
+}
+
 void BindGraphs(py::module_& m) {
   py::class_<graphs::Graph, GraphPtr>(m, "Graph",
                                       "An immutable computation graph; node ids are a topological order.")

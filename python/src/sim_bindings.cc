@@ -155,11 +155,13 @@ cost_model: "auto" (default), "roofline", "measured" or "calibrated", with
 cost_model_options (e.g. {"profile": "configs/calibrated/a100.yaml"});
 options: simulator options as in an experiment's `sim:` mapping
 (track_memory, infeasible_step_time, stop_at_oom, reuse_transfers,
-oom_live_tensors).)")
+oom_live_tensors, execution, processes, micro_batches, schedule, max_load);
+cluster "from-graph" takes the machine an msr-fiddle problem file brings.)")
       .def(py::init([](const py::handle& graph, const py::handle& cluster, const std::string& cost_model,
                        const py::object& cost_model_options, const py::object& options) {
-             return std::make_unique<Simulator>(GraphOf(graph), ClusterOf(cluster), cost_model,
-                                                cost_model_options, options);
+             GraphPtr g = GraphOf(graph);
+             ClusterPtr c = ClusterFor(cluster, *g);
+             return std::make_unique<Simulator>(std::move(g), std::move(c), cost_model, cost_model_options, options);
            }),
            py::arg("graph"), py::arg("cluster"), py::arg("cost_model") = "auto",
            py::arg("cost_model_options") = py::none(), py::arg("options") = py::none())

@@ -407,3 +407,24 @@ def test_program_from_python():
     assert gosim.data_home() is None  # a build tree: the program finds the source tree itself
     out = subprocess.run([sys.executable, "-m", "gosim", "--version"], check=True, capture_output=True, text=True)
     assert out.stdout.startswith("gosim ")
+
+
+def test_msr_problem_from_python(tmp_path):
+    """msr-fiddle's problem file, its machine ("from-graph"), max-load and a pipeline, from Python."""
+    problem = {"maxSizePerFPGA": 1e9, "maxFPGAs": 2, "maxCPUs": 0,
+               "nodes": [{"id": i, "supportedOnFpga": 1, "cpuLatency": 9, "fpgaLatency": float(i),
+                          "isBackwardNode": 0, "size": 0} for i in (1, 2)],
+               "edges": [{"sourceId": 1, "destId": 2, "cost": 0.5}]}
+    path = tmp_path / "two.json"
+    path.write_text(json.dumps(problem))
+    sim = gosim.Simulator(str(path), "from-graph", options={"max_load": True, "micro_batches": 4,
+                                                             "schedule": "streaming"})
+    assert sim.num_devices == 2
+    result = sim.simulate(np.array([0, 1], np.int32))
+    # acc0: 1 ms + 0.5 up; acc1: 2 ms + 0.5 down: 2.5 ms per sample.
+    assert abs(result["max_load_s"] - 2.5e-3) < 1e-9
+    assert result["micro_batches"] == 4
+    best = gosim.optimize(str(path), "from-graph", "local_search", budget=50, objective="max_load")
+    assert best.feasible
+    with pytest.raises(Exception, match="from-graph"):
+        gosim.Simulator("gen:regal_random:nodes=20,seed=1", "from-graph")
