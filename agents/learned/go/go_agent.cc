@@ -26,6 +26,15 @@
 namespace gosim::agents::learned::go {
 
 namespace {
+// The evaluators this file builds compute max-load when it is the objective.
+[[maybe_unused]] sim::SimOptions MaxLoadIf(ObjectiveKind kind) {
+  sim::SimOptions options;
+  options.max_load = kind == ObjectiveKind::kMaxLoad;
+  return options;
+}
+}  // namespace
+
+namespace {
 
 constexpr uint64_t kGoStream = 0x60600001ULL;
 
@@ -688,7 +697,7 @@ void TrainGo(const TrainRequest& request) {
       g.graph = graph;
       g.cluster = &cluster;
       g.devices = cluster.num_devices();
-      g.evaluator = std::make_unique<sim::Evaluator>(*graph, cluster, cost_model);
+      g.evaluator = std::make_unique<sim::Evaluator>(*graph, cluster, cost_model, MaxLoadIf(config.objective));
       g.inputs = inputs;
       train.push_back(std::move(g));
     }

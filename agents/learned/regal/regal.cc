@@ -27,6 +27,15 @@
 
 namespace gosim::agents::learned {
 
+namespace {
+// The evaluators this file builds compute max-load when it is the objective.
+[[maybe_unused]] sim::SimOptions MaxLoadIf(ObjectiveKind kind) {
+  sim::SimOptions options;
+  options.max_load = kind == ObjectiveKind::kMaxLoad;
+  return options;
+}
+}  // namespace
+
 // ---------------------------------------------------------------- policy
 
 std::string RegalPolicyOptions::Signature() const {
@@ -503,7 +512,8 @@ class RegalTrainer {
       auto c = std::make_unique<GraphCase>();
       c->name = entry->name;
       c->graph = std::make_unique<graphs::Graph>(graphs::MaterializeGraph(*entry));
-      c->evaluator = std::make_unique<sim::Evaluator>(*c->graph, cluster_, cost_model_);
+      c->evaluator = std::make_unique<sim::Evaluator>(*c->graph, cluster_, cost_model_,
+                                                      MaxLoadIf(config_.objective.kind));
       c->tensors = RegalTensors(*c->graph, config_.policy);
       out.push_back(std::move(c));
     }
