@@ -51,8 +51,9 @@ class IlpAgent : public Agent {
 
   AgentResult Optimize(const Problem& problem, const ProgressFn& progress) override {
     if (problem.objective.kind != ObjectiveKind::kMaxLoad) {
-      throw ConfigError("ilp: the integer program is of msr-fiddle's max-load, not of " + problem.objective.ToString(),
-                        {}, "use --objective max_load, or another agent");
+      throw ConfigError(
+          "ilp: the integer program is of msr-fiddle's max-load, not of " + problem.objective.ToString(), {},
+          "use --objective max_load, or another agent");
     }
     const graphs::Graph& g = problem.graph;
     const sim::Cluster& c = problem.cluster;
@@ -75,8 +76,10 @@ class IlpAgent : public Agent {
       unit[static_cast<size_t>(v)] = it->second;
     }
     if (units > max_units_) {
-      throw ConfigError("ilp: " + std::to_string(units) + " units (colocation groups and free nodes) is over max_units " +
-                            std::to_string(max_units_), {}, "raise max_units, or use pipeline_dp or a search agent");
+      throw ConfigError("ilp: " + std::to_string(units) +
+                            " units (colocation groups and free nodes) is over max_units " +
+                            std::to_string(max_units_),
+                        {}, "raise max_units, or use pipeline_dp or a search agent");
     }
     // Per device: its role and its host links' costs.
     std::vector<bool> cpu(static_cast<size_t>(D));
@@ -164,7 +167,8 @@ class IlpAgent : public Agent {
           set(load, s(t, d), (up[d].latency + flows[t].bytes / up[d].bandwidth) * kScale);
           set(load, r(t, d), (down[d].latency + flows[t].bytes / down[d].bandwidth) * kScale);
         }
-        const int memory = add_row(-COIN_DBL_MAX, static_cast<double>(c.device(static_cast<int32_t>(d)).memory_capacity));
+        const int memory =
+            add_row(-COIN_DBL_MAX, static_cast<double>(c.device(static_cast<int32_t>(d)).memory_capacity));
         for (size_t u = 0; u < U; ++u) set(memory, x(u, d), unit_bytes[u]);
       }
       set(load, L, -1.0);
@@ -185,8 +189,10 @@ class IlpAgent : public Agent {
     if (alike) {
       size_t slowest = 0;
       for (size_t u = 1; u < U; ++u)
-        if (unit_time[u][static_cast<size_t>(accs[0])] > unit_time[slowest][static_cast<size_t>(accs[0])]) slowest = u;
-      for (size_t k = 1; k < accs.size(); ++k) col_upper[static_cast<size_t>(x(slowest, static_cast<size_t>(accs[k])))] = 0.0;
+        if (unit_time[u][static_cast<size_t>(accs[0])] > unit_time[slowest][static_cast<size_t>(accs[0])])
+          slowest = u;
+      for (size_t k = 1; k < accs.size(); ++k)
+        col_upper[static_cast<size_t>(x(slowest, static_cast<size_t>(accs[k])))] = 0.0;
     }
     std::vector<double> objective(static_cast<size_t>(cols), 0.0);
     objective[static_cast<size_t>(L)] = 1.0;
@@ -195,7 +201,8 @@ class IlpAgent : public Agent {
                                   static_cast<CoinBigIndex>(values.size()));
     OsiClpSolverInterface solver;
     solver.messageHandler()->setLogLevel(0);
-    solver.loadProblem(matrix, col_lower.data(), col_upper.data(), objective.data(), row_lower.data(), row_upper.data());
+    solver.loadProblem(matrix, col_lower.data(), col_upper.data(), objective.data(), row_lower.data(),
+                       row_upper.data());
     for (size_t u = 0; u < U; ++u)
       for (size_t d = 0; d < ND; ++d) solver.setInteger(x(u, d));
     CbcModel model(solver);
@@ -218,11 +225,12 @@ class IlpAgent : public Agent {
     const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
     const double* best = model.bestSolution();
-    std::map<std::string, double> extra = {{"found", best != nullptr ? 1.0 : 0.0},
-                                           {"optimal", best != nullptr && model.isProvenOptimal() ? 1.0 : 0.0},
-                                           {"solver_seconds", seconds},
-                                           {"variables", static_cast<double>(cols)},
-                                           {"constraints", static_cast<double>(row_lower.size())}};
+    std::map<std::string, double> extra = {
+        {"found", best != nullptr ? 1.0 : 0.0},
+        {"optimal", best != nullptr && model.isProvenOptimal() ? 1.0 : 0.0},
+        {"solver_seconds", seconds},
+        {"variables", static_cast<double>(cols)},
+        {"constraints", static_cast<double>(row_lower.size())}};
     sim::Decision decision = sim::SingleDeviceDecision(g, 0);
     if (best != nullptr) {
       const double value = best[L] / kScale;
@@ -254,7 +262,8 @@ class IlpAgent : public Agent {
 void RegisterIlpAgent(const RegisterFn& add) {
   add(
       "ilp", [](YamlMap& o) { return std::make_unique<IlpAgent>(o); },
-      "msr-fiddle's max-load integer program on CBC, time limit and gap reported (Tarnawski et al., NeurIPS 2020)");
+      "msr-fiddle's max-load integer program on CBC, time limit and gap reported (Tarnawski et al., NeurIPS "
+      "2020)");
 }
 
 }  // namespace gosim::agents

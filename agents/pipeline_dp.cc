@@ -67,8 +67,8 @@ class PipelineDp {
     const int32_t a0 = accs_[0];
     const int32_t up = c.FindLink(a0, sim::Cluster::kHost), down = c.FindLink(sim::Cluster::kHost, a0);
     if (up < 0 || down < 0) {
-      throw ConfigError("pipeline_dp: accelerator " + c.device(a0).name + " has no link to and from the host", {},
-                        "the max-load model moves data through the host (msr-fiddle's CPU DRAM)");
+      throw ConfigError("pipeline_dp: accelerator " + c.device(a0).name + " has no link to and from the host",
+                        {}, "the max-load model moves data through the host (msr-fiddle's CPU DRAM)");
     }
     const sim::LinkCost up_cost = problem.evaluator.cost_model().LinkCostOf(c, c.link(up));
     const sim::LinkCost down_cost = problem.evaluator.cost_model().LinkCostOf(c, c.link(down));
@@ -101,7 +101,8 @@ class PipelineDp {
       for (NodeId u : producers_[static_cast<size_t>(v)]) {
         if (forward(v) && !forward(u)) {
           throw ConfigError("pipeline_dp: backward node '" + g.node(u).name + "' feeds forward node '" +
-                            g.node(v).name + "'", {}, "the DP needs the forward part to come first");
+                                g.node(v).name + "'",
+                            {}, "the DP needs the forward part to come first");
         }
       }
     }
@@ -116,7 +117,8 @@ class PipelineDp {
       if (!forward(v) && (group < 0 || !group_forward.count(group))) {
         throw ConfigError("pipeline_dp: " + std::string(graphs::PhaseName(g.node(v).phase)) + " node '" +
                               g.node(v).name + "' shares no colocation group with a forward node",
-                          {}, "the DP places each backward node with its forward node (msr-fiddle's colorClass)");
+                          {},
+                          "the DP places each backward node with its forward node (msr-fiddle's colorClass)");
       }
     }
     // Zero-time leaves go with their one neighbour (msr-fiddle's own
@@ -129,7 +131,9 @@ class PipelineDp {
       while (attach[static_cast<size_t>(v)] >= 0) v = attach[static_cast<size_t>(v)];
       return v;
     };
-    auto idle = [&](NodeId v) { return acc_time_[static_cast<size_t>(v)] == 0.0 && cpu_time_[static_cast<size_t>(v)] == 0.0; };
+    auto idle = [&](NodeId v) {
+      return acc_time_[static_cast<size_t>(v)] == 0.0 && cpu_time_[static_cast<size_t>(v)] == 0.0;
+    };
     for (bool changed = true; changed;) {
       changed = false;
       for (NodeId v = 0; v < n; ++v) {
@@ -361,8 +365,12 @@ class PipelineDp {
         for (int32_t a = 0; a <= A; ++a) {
           for (int32_t c = 0; c <= C; ++c) {
             double& out = chain[(r + 1) * stride + static_cast<size_t>(a * (C + 1) + c)];
-            if (a > 0) out = std::min(out, std::max(chain[l * stride + static_cast<size_t>((a - 1) * (C + 1) + c)], acc));
-            if (c > 0) out = std::min(out, std::max(chain[l * stride + static_cast<size_t>(a * (C + 1) + c - 1)], cpu));
+            if (a > 0)
+              out = std::min(out,
+                             std::max(chain[l * stride + static_cast<size_t>((a - 1) * (C + 1) + c)], acc));
+            if (c > 0)
+              out =
+                  std::min(out, std::max(chain[l * stride + static_cast<size_t>(a * (C + 1) + c - 1)], cpu));
           }
         }
       }
@@ -448,7 +456,7 @@ class PipelineDp {
   std::vector<std::vector<int32_t>> fpreds_, fsuccs_;
   std::vector<int32_t> group_size_;
   double capacity_ = 0.0;
-  int64_t attached_ = 0;        // zero-time leaves placed with their neighbour
+  int64_t attached_ = 0;         // zero-time leaves placed with their neighbour
   std::vector<NodeId> root_of_;  // [node] the forward node it is placed with (itself for the others)
   std::vector<Bits> ideals_;
   std::vector<uint64_t> zobrist_;  // [forward index]
@@ -457,8 +465,8 @@ class PipelineDp {
   std::vector<double> best_;
   std::vector<Choice> choice_;
   double bound_ = kInf;
-  std::vector<int32_t> succ_in_;               // [forward index] successors in J
-  std::vector<std::vector<int32_t>> levels_;   // [depth] nodes of J without successors in J
+  std::vector<int32_t> succ_in_;              // [forward index] successors in J
+  std::vector<std::vector<int32_t>> levels_;  // [depth] nodes of J without successors in J
   uint64_t key_ = 0;
   // The set being grown.
   std::vector<char> in_set_;

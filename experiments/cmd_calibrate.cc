@@ -249,8 +249,8 @@ int Predict(const CalibrateArgs& args) {
     }
     scale = *s;
   }
-  const calibration::TracePrediction prediction =
-      calibration::PredictTrace(trace, samples, profile, scale, args.cross_thread_gap_us * 1e-6, PresetLinkBandwidth);
+  const calibration::TracePrediction prediction = calibration::PredictTrace(
+      trace, samples, profile, scale, args.cross_thread_gap_us * 1e-6, PresetLinkBandwidth);
   std::printf("%s", args.json ? calibration::PredictionJson(prediction).c_str()
                               : calibration::FormatPrediction(prediction).c_str());
   return 0;

@@ -119,7 +119,8 @@ int Optimize(const OptimizeArgs& args) {
               FormatBytes(baseline.peak_memory).c_str(),
               baseline.feasible ? "" : " (infeasible: out of memory)");
   if (!args.trace.empty()) {
-    sim::WriteChromeTrace(args.trace, result, evaluator.simulated_graph(), cluster, cost_model->Describe(graph, cluster));
+    sim::WriteChromeTrace(args.trace, result, evaluator.simulated_graph(), cluster,
+                          cost_model->Describe(graph, cluster));
     std::printf("timeline written to %s (open it in https://ui.perfetto.dev)\n", args.trace.c_str());
   }
   if (!solved.final.feasible) {
@@ -174,8 +175,10 @@ void AddOptimizeCommand(CLI::App& root) {
       ->capture_default_str();
   cmd->add_option("--wall-seconds", args->wall_seconds, "Wall-clock budget in seconds (0 = no limit)");
   cmd->add_option("--seed", args->seed, "Random seed")->capture_default_str();
-  cmd->add_option("--objective", args->objective, "step_time, peak_memory, weighted, max_load (msr-fiddle's time per sample of a pipeline) or "
-                  "throughput (seconds per micro-batch with --option micro_batches=M)")
+  cmd->add_option(
+         "--objective", args->objective,
+         "step_time, peak_memory, weighted, max_load (msr-fiddle's time per sample of a pipeline) or "
+         "throughput (seconds per micro-batch with --option micro_batches=M)")
       ->capture_default_str();
   cmd->add_option("--memory-weight", args->memory_weight, "Weighted objective: weight of peak / capacity");
   cmd->add_option("--reference-step-time", args->reference_step_time,

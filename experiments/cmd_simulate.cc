@@ -3,8 +3,8 @@
 // simulates one decision (everything on device 0 without --decision) and
 // prints the simulator's summary, or the full result as JSON.
 #include <cstdio>
-#include <nlohmann/json.hpp>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -38,7 +38,7 @@ struct SimulateArgs {
   std::vector<std::string> sim_options;
   int data_parallel = 0;    // replicas; 0 = off
   double bucket_mb = 25.0;  // DDP's bucket_cap_mb
-  std::string objective;  // "" = step_time, and --json prints no objective fields
+  std::string objective;    // "" = step_time, and --json prints no objective fields
 };
 
 int Simulate(const SimulateArgs& args) {
@@ -61,11 +61,12 @@ int Simulate(const SimulateArgs& args) {
   }
   if (!(args.bucket_mb > 0.0)) throw ConfigError("--bucket-mb must be > 0", Location{"--bucket-mb"});
 
-  const agents::ObjectiveKind objective =
-      agents::ParseObjectiveKind(args.objective.empty() ? "step_time" : args.objective, Location{"--objective"});
+  const agents::ObjectiveKind objective = agents::ParseObjectiveKind(
+      args.objective.empty() ? "step_time" : args.objective, Location{"--objective"});
   if (objective == agents::ObjectiveKind::kWeighted) {
-    throw ConfigError("simulate prints step_time, peak_memory or max_load; weighted needs optimize's reference",
-                      Location{"--objective"}, "use gosim optimize --objective weighted");
+    throw ConfigError(
+        "simulate prints step_time, peak_memory or max_load; weighted needs optimize's reference",
+        Location{"--objective"}, "use gosim optimize --objective weighted");
   }
   graphs::Graph graph = experiments::MaterializeGraph(entry);
   const sim::Cluster cluster = experiments::LoadClusterFor(args.cluster, graph, Location{"--cluster"});
@@ -95,12 +96,15 @@ int Simulate(const SimulateArgs& args) {
   const sim::Evaluator evaluator(graph, cluster, cost_model, options);
   const sim::SimResult result = evaluator.Simulate(decision, !args.trace.empty());
   const std::string described = cost_model->Describe(graph, cluster);
-  if (!args.trace.empty()) sim::WriteChromeTrace(args.trace, result, evaluator.simulated_graph(), cluster, described);
+  if (!args.trace.empty())
+    sim::WriteChromeTrace(args.trace, result, evaluator.simulated_graph(), cluster, described);
 
   double objective_value = result.step_time;
   if (objective == agents::ObjectiveKind::kMaxLoad) objective_value = result.max_load;
-  if (objective == agents::ObjectiveKind::kPeakMemory) objective_value = static_cast<double>(result.peak_memory());
-  if (objective == agents::ObjectiveKind::kThroughput) objective_value = result.step_time / result.micro_batches;
+  if (objective == agents::ObjectiveKind::kPeakMemory)
+    objective_value = static_cast<double>(result.peak_memory());
+  if (objective == agents::ObjectiveKind::kThroughput)
+    objective_value = result.step_time / result.micro_batches;
   if (args.json) {
     const std::string text = sim::SimResultToJson(result, evaluator.simulated_graph(), cluster, described);
     if (args.objective.empty()) {
@@ -124,7 +128,8 @@ int Simulate(const SimulateArgs& args) {
                 std::string(sim::ScheduleName(options.schedule)).c_str(),
                 FormatSeconds(result.step_time / result.micro_batches).c_str());
   }
-  std::printf("max-load (msr-fiddle's time per sample of a pipeline): %s\n", FormatSeconds(result.max_load).c_str());
+  std::printf("max-load (msr-fiddle's time per sample of a pipeline): %s\n",
+              FormatSeconds(result.max_load).c_str());
   if (!args.trace.empty()) {
     std::printf("timeline written to %s (open it in https://ui.perfetto.dev)\n", args.trace.c_str());
   }
@@ -148,10 +153,11 @@ void AddSimulateCommand(CLI::App& root) {
                             "Decision JSON (docs/FORMATS.md); without it everything runs on device 0"));
   cmd->add_option("--trace", args->trace, "Write the timeline as Chrome trace JSON here (opens in Perfetto)");
   cmd->add_flag("--json", args->json, "Print the full result as JSON instead of the summary");
-  cmd->add_option("--objective", args->objective,
-                  "What --json reports as objective_value: step_time (default), peak_memory, max_load "
-                  "(msr-fiddle's time per sample of a pipeline, seconds) or throughput (seconds per micro-batch "
-                  "with --option micro_batches=M)");
+  cmd->add_option(
+      "--objective", args->objective,
+      "What --json reports as objective_value: step_time (default), peak_memory, max_load "
+      "(msr-fiddle's time per sample of a pipeline, seconds) or throughput (seconds per micro-batch "
+      "with --option micro_batches=M)");
   cmd->add_option(
       "--data-parallel", args->data_parallel,
       "Simulate DDP: the graph is one rank's training step, replicated on N devices with bucketed "

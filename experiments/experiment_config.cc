@@ -11,10 +11,10 @@
 #include "core/strings.h"
 #include "experiments/cells.h"
 #include "experiments/splits.h"
+#include "graphs/json_format.h"
 #include "sim/cluster.h"
 #include "sim/cost_model.h"
 #include "sim/msr.h"
-#include "graphs/json_format.h"
 
 namespace gosim::experiments {
 
@@ -134,12 +134,14 @@ AgentSpec ParseAgent(YamlMap& map, const ExperimentConfig& config) {
 
 }  // namespace
 
-sim::Cluster LoadClusterFor(const std::string& preset_or_path, const graphs::Graph& graph, const Location& where) {
+sim::Cluster LoadClusterFor(const std::string& preset_or_path, const graphs::Graph& graph,
+                            const Location& where) {
   if (preset_or_path != kClusterFromGraph) return LoadClusterAt(preset_or_path, where);
   const std::string& file = graph.source();
   if (file.empty() || !graphs::IsMsrProblem(ReadFile(file))) {
-    throw ConfigError("cluster from-graph needs a graph file that brings its machine, and graph '" + graph.name() +
-                          "' " + (file.empty() ? "was not read from a file" : "(" + file + ") names none"),
+    throw ConfigError("cluster from-graph needs a graph file that brings its machine, and graph '" +
+                          graph.name() + "' " +
+                          (file.empty() ? "was not read from a file" : "(" + file + ") names none"),
                       where, "give msr-fiddle's problem file as the graph, or name a cluster preset");
   }
   return sim::MsrCluster(graphs::ReadMsrProblem(ReadFile(file), file));
@@ -147,8 +149,8 @@ sim::Cluster LoadClusterFor(const std::string& preset_or_path, const graphs::Gra
 
 sim::Cluster LoadClusterAt(const std::string& preset_or_path, const Location& where) {
   if (preset_or_path == kClusterFromGraph) {
-    throw ConfigError("cluster from-graph takes its machine from the graph file, which is not known here", where,
-                      "use it with gosim simulate / optimize --graph FILE, or name a cluster preset");
+    throw ConfigError("cluster from-graph takes its machine from the graph file, which is not known here",
+                      where, "use it with gosim simulate / optimize --graph FILE, or name a cluster preset");
   }
   try {
     return sim::LoadCluster(preset_or_path);

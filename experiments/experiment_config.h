@@ -120,7 +120,8 @@ sim::Cluster LoadClusterAt(const std::string& preset_or_path, const Location& wh
 // msr-fiddle problem: sim::MsrCluster); ConfigError at `where` for a graph
 // whose file brings none.
 inline constexpr const char* kClusterFromGraph = "from-graph";
-sim::Cluster LoadClusterFor(const std::string& preset_or_path, const graphs::Graph& graph, const Location& where);
+sim::Cluster LoadClusterFor(const std::string& preset_or_path, const graphs::Graph& graph,
+                            const Location& where);
 
 }  // namespace gosim::experiments
 

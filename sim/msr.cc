@@ -19,8 +19,8 @@ namespace gosim::sim {
 Cluster MsrCluster(const graphs::MsrProblem& problem) {
   ClusterBuilder builder("from-graph:" + problem.graph.name(), problem.graph.source());
   builder.SetDescription("the machine of msr-fiddle problem " + problem.graph.source() + ": " +
-                         std::to_string(problem.accelerators) + " accelerators, " + std::to_string(problem.cpus) +
-                         " CPU cores, transfers through CPU DRAM");
+                         std::to_string(problem.accelerators) + " accelerators, " +
+                         std::to_string(problem.cpus) + " CPU cores, transfers through CPU DRAM");
   HostSpec host;
   host.kind = "CPU DRAM (msr-fiddle)";
   host.execution = Execution::kNone;
@@ -74,8 +74,9 @@ Decision ParseMsrSplit(const std::string& text, const std::string& source, const
                        const Cluster& cluster) {
   const std::string& graph_file = graph.source();
   if (graph_file.empty() || !graphs::IsMsrProblem(ReadFile(graph_file))) {
-    SplitFail(source, "", "an msr-fiddle split names nodes by the ids of its problem file, and graph '" +
-                              graph.name() + "' was not read from one",
+    SplitFail(source, "",
+              "an msr-fiddle split names nodes by the ids of its problem file, and graph '" + graph.name() +
+                  "' was not read from one",
               "give --graph the msr-fiddle problem file (e.g. LayerGraphs/bert24_training.json)");
   }
   const graphs::MsrProblem problem = graphs::ReadMsrProblem(ReadFile(graph_file), graph_file);
@@ -88,7 +89,8 @@ Decision ParseMsrSplit(const std::string& text, const std::string& source, const
   for (int32_t d = 0; d < cluster.num_devices(); ++d)
     (cluster.device(d).role == DeviceRole::kCpu ? cpus : accelerators).push_back(d);
 
-  const Json root = ParseJsonText<DecisionError, Json>(text, source, "fix the JSON syntax (a truncated file ends early)");
+  const Json root =
+      ParseJsonText<DecisionError, Json>(text, source, "fix the JSON syntax (a truncated file ends early)");
   if (!root.is_object()) SplitFail(source, "", "an msr-fiddle split must be a JSON object");
   constexpr int32_t kUnset = -1;
   std::vector<int32_t> placement(static_cast<size_t>(graph.num_nodes()), kUnset);
@@ -97,7 +99,8 @@ Decision ParseMsrSplit(const std::string& text, const std::string& source, const
     const std::vector<int32_t>& devices = on_cpus ? cpus : accelerators;
     const auto it = root.find(section);
     if (it == root.end()) SplitFail(source, section, std::string("missing \"") + section + "\"");
-    if (!it->is_array()) SplitFail(source, section, std::string(section) + " must be an array of {\"nodes\": [...]}");
+    if (!it->is_array())
+      SplitFail(source, section, std::string(section) + " must be an array of {\"nodes\": [...]}");
     for (size_t i = 0; i < it->size(); ++i) {
       const std::string path = std::string(section) + "[" + std::to_string(i) + "]";
       const Json& entry = (*it)[i];
@@ -113,7 +116,8 @@ Decision ParseMsrSplit(const std::string& text, const std::string& source, const
       for (size_t k = 0; k < entry["nodes"].size(); ++k) {
         const Json& id_json = entry["nodes"][k];
         const std::string id_path = path + ".nodes[" + std::to_string(k) + "]";
-        if (!id_json.is_number_integer()) SplitFail(source, id_path, "a node id must be an integer, not " + id_json.dump());
+        if (!id_json.is_number_integer())
+          SplitFail(source, id_path, "a node id must be an integer, not " + id_json.dump());
         const int64_t id = id_json.get<int64_t>();
         const auto node = node_of.find(id);
         if (node == node_of.end())
@@ -133,8 +137,9 @@ Decision ParseMsrSplit(const std::string& text, const std::string& source, const
     if (group < 0 || d == kUnset) continue;
     const auto [it, fresh] = group_device.emplace(group, d);
     if (!fresh && it->second != d) {
-      SplitFail(source, "", "the split puts colorClass " + graph.colocation_groups()[static_cast<size_t>(group)] +
-                                " on two devices, which their model forbids");
+      SplitFail(source, "",
+                "the split puts colorClass " + graph.colocation_groups()[static_cast<size_t>(group)] +
+                    " on two devices, which their model forbids");
     }
   }
   int64_t missing = 0;
@@ -152,8 +157,8 @@ Decision ParseMsrSplit(const std::string& text, const std::string& source, const
   }
   if (missing > 0) {
     SplitFail(source, "",
-              "the split places neither " + std::to_string(missing) + " node(s) nor anything of their colorClass (first: " +
-                  first_missing + ")",
+              "the split places neither " + std::to_string(missing) +
+                  " node(s) nor anything of their colorClass (first: " + first_missing + ")",
               "list every node, or at least one node of each colorClass");
   }
   Decision decision = SingleDeviceDecision(graph, 0);
@@ -224,7 +229,9 @@ double MaxLoadModel::Evaluate(std::span<const int32_t> placement, std::span<doub
   }
   double worst = 0.0;
   for (size_t d = 0; d < devices; ++d) worst = std::max(worst, load[d]);
-  if (!loads.empty()) std::copy(load.begin(), load.begin() + static_cast<std::ptrdiff_t>(std::min(devices, loads.size())), loads.begin());
+  if (!loads.empty())
+    std::copy(load.begin(), load.begin() + static_cast<std::ptrdiff_t>(std::min(devices, loads.size())),
+              loads.begin());
   return worst;
 }
 

@@ -59,8 +59,8 @@ class MaxLoadModel {
   double RouteTime(int32_t src, int32_t dst, int64_t bytes) const;
 
   const EngineModel& model_;
-  std::vector<bool> cpu_;                      // [device] pays no communication
-  std::vector<int32_t> up_, down_;             // [device] link to / from the host, or -1
+  std::vector<bool> cpu_;           // [device] pays no communication
+  std::vector<int32_t> up_, down_;  // [device] link to / from the host, or -1
 };
 
 }  // namespace gosim::sim

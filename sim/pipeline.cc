@@ -16,8 +16,8 @@ PipelineGraph BuildPipelineGraph(const graphs::Graph& graph, int32_t micro_batch
   }
   if (static_cast<int64_t>(graph.num_nodes()) * micro_batches > (int64_t{1} << 30)) {
     throw ConfigError("a pipeline of " + std::to_string(micro_batches) + " copies of " +
-                          std::to_string(graph.num_nodes()) + " nodes is too large", {},
-                      "use fewer micro-batches");
+                          std::to_string(graph.num_nodes()) + " nodes is too large",
+                      {}, "use fewer micro-batches");
   }
   PipelineGraph out;
   out.micro_batches = micro_batches;
@@ -40,7 +40,8 @@ PipelineGraph BuildPipelineGraph(const graphs::Graph& graph, int32_t micro_batch
       s.bytes_written = node.bytes_written;
       s.outputs = node.outputs;
       s.persistent_bytes = k == 0 ? node.persistent_bytes : 0;
-      if (node.colocation >= 0) s.colocation = graph.colocation_groups()[static_cast<size_t>(node.colocation)];
+      if (node.colocation >= 0)
+        s.colocation = graph.colocation_groups()[static_cast<size_t>(node.colocation)];
       s.scope = node.scope;
       s.phase = node.phase;
       s.measured = node.measured;
@@ -63,6 +64,11 @@ PipelineGraph BuildPipelineGraph(const graphs::Graph& graph, int32_t micro_batch
     }
   }
   out.graph = builder.Build();
+  for (graphs::NodeId v = 0; v < out.graph.num_nodes(); ++v) {
+    const graphs::NodeId o = out.origin[static_cast<size_t>(v)];
+    for (int32_t k = 0; k < static_cast<int32_t>(out.graph.node(v).outputs.size()); ++k)
+      out.origin_tensor.push_back(graph.tensor(o, k));
+  }
   // Build keeps the insertion order, which is topological: copies follow
   // their original's order. Check that it did, since `origin` relies on it.
   for (graphs::NodeId v = 0; v < out.graph.num_nodes(); ++v) {
@@ -77,7 +83,8 @@ PipelineGraph BuildPipelineGraph(const graphs::Graph& graph, int32_t micro_batch
   return out;
 }
 
-void ExpandDecision(const Decision& decision, const PipelineGraph& pipeline, Schedule schedule, Decision* out) {
+void ExpandDecision(const Decision& decision, const PipelineGraph& pipeline, Schedule schedule,
+                    Decision* out) {
   const size_t n = pipeline.origin.size();
   const int32_t M = pipeline.micro_batches;
   const graphs::Graph& g = pipeline.graph;
@@ -85,8 +92,9 @@ void ExpandDecision(const Decision& decision, const PipelineGraph& pipeline, Sch
   auto key_of = [&](size_t v) {
     const int32_t k = pipeline.micro_batch[v];
     if (k < 0) return -1.0;  // updates last
-    if (schedule == Schedule::kGPipe && g.node(static_cast<graphs::NodeId>(v)).phase == graphs::Phase::kBackward)
-      return static_cast<double>(k);  // the last micro-batch's backward first
+    if (schedule == Schedule::kGPipe &&
+        g.node(static_cast<graphs::NodeId>(v)).phase == graphs::Phase::kBackward)
+      return static_cast<double>(k);        // the last micro-batch's backward first
     return static_cast<double>(2 * M - k);  // forwards (and streaming) in micro-batch order
   };
   auto span = [](const std::vector<double>& values, double* low) {
@@ -129,23 +137,11 @@ void ExpandDecision(const Decision& decision, const PipelineGraph& pipeline, Sch
     double tlow = 0.0;
     const double twidth = span(decision.transfer_priority, &tlow);
     out->transfer_priority.resize(static_cast<size_t>(g.num_tensors()) * devices);
-    // The original tensor of each copy's output: copies keep their
-    // original's outputs in order, and originals are numbered in node order.
-    std::vector<int32_t> first_tensor(static_cast<size_t>(pipeline.original_nodes) + 1, 0);
-    {
-      size_t v = 0;
-      for (int32_t o = 0; o < pipeline.original_nodes; ++o) {
-        while (v < n && pipeline.origin[v] != o) ++v;
-        first_tensor[static_cast<size_t>(o) + 1] =
-            first_tensor[static_cast<size_t>(o)] + static_cast<int32_t>(g.node(static_cast<graphs::NodeId>(v)).outputs.size());
-      }
-    }
     for (size_t v = 0; v < n; ++v) {
       const auto node = static_cast<graphs::NodeId>(v);
-      const int32_t o = pipeline.origin[v];
       for (int32_t k = 0; k < static_cast<int32_t>(g.node(node).outputs.size()); ++k) {
         const auto te = static_cast<size_t>(g.tensor(node, k));
-        const auto to = static_cast<size_t>(first_tensor[static_cast<size_t>(o)] + k);
+        const auto to = static_cast<size_t>(pipeline.origin_tensor[te]);
         for (size_t d = 0; d < devices; ++d) {
           out->transfer_priority[te * devices + d] =
               key_of(v) * twidth + decision.transfer_priority[to * devices + d] - tlow;

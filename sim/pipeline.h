@@ -32,6 +32,7 @@ struct PipelineGraph {
   int32_t original_tensors = 0;        // tensors of the graph it copies
   std::vector<graphs::NodeId> origin;  // [node of `graph`] the original node
   std::vector<int32_t> micro_batch;    // [node of `graph`] its micro-batch; -1 for an update node
+  std::vector<int32_t> origin_tensor;  // [tensor of `graph`] the original tensor it copies
 };
 
 // `micro_batches` >= 2; ConfigError above 4096 or when the copies would
@@ -42,7 +43,8 @@ PipelineGraph BuildPipelineGraph(const graphs::Graph& graph, int32_t micro_batch
 // priorities by `schedule` then by the decision's own; transfer priorities
 // the same way (a copy's tensors take their original's); fusion groups per
 // micro-batch (copy k of a group is a group of its own).
-void ExpandDecision(const Decision& decision, const PipelineGraph& pipeline, Schedule schedule, Decision* out);
+void ExpandDecision(const Decision& decision, const PipelineGraph& pipeline, Schedule schedule,
+                    Decision* out);
 
 }  // namespace gosim::sim
 

@@ -99,8 +99,9 @@ TEST_CASE("msr-fiddle problem: bad input is one line with the JSON path") {
   std::string text = kProblem;
   CHECK(ErrorOf(std::string(text).replace(text.find("\"cpuLatency\": 10"), 16, "\"cpuLatency\": -1"))
             .find("[nodes[0].cpuLatency]: must be >= 0") != std::string::npos);
-  CHECK(ErrorOf(std::string(text).replace(text.find("\"id\": 2"), 7, "\"id\": 1")).find("node id 1 repeats") !=
-        std::string::npos);
+  CHECK(
+      ErrorOf(std::string(text).replace(text.find("\"id\": 2"), 7, "\"id\": 1")).find("node id 1 repeats") !=
+      std::string::npos);
   CHECK(ErrorOf(std::string(text).replace(text.find("\"destId\": 3, \"cost\": 0.25"), 25,
                                           "\"destId\": 3, \"cost\": 0.75"))
             .find("node 1's edges disagree on the cost") != std::string::npos);
@@ -152,14 +153,18 @@ TEST_CASE("max-load of a split, by hand, and their split files") {
   CHECK(objective.Score(e, s.cluster) == doctest::Approx(8.25e-3));
 
   CHECK_THROWS_WITH_AS(
-      sim::LoadDecision(WriteTemp("gosim_msr_bad.json", R"({"fpgas": [{"nodes": [1, 1]}], "cpus": []})"), g, s.cluster),
+      sim::LoadDecision(WriteTemp("gosim_msr_bad.json", R"({"fpgas": [{"nodes": [1, 1]}], "cpus": []})"), g,
+                        s.cluster),
       doctest::Contains("node id 1 is placed twice"), DecisionError);
   CHECK_THROWS_WITH_AS(
-      sim::LoadDecision(WriteTemp("gosim_msr_bad.json", R"({"fpgas": [{"nodes": [1]}, {"nodes": [2]}, {"nodes": [3]}], "cpus": []})"),
-                        g, s.cluster),
+      sim::LoadDecision(
+          WriteTemp("gosim_msr_bad.json",
+                    R"({"fpgas": [{"nodes": [1]}, {"nodes": [2]}, {"nodes": [3]}], "cpus": []})"),
+          g, s.cluster),
       doctest::Contains("has 2"), DecisionError);
   CHECK_THROWS_WITH_AS(
-      sim::LoadDecision(WriteTemp("gosim_msr_bad.json", R"({"fpgas": [{"nodes": [1, 2]}], "cpus": []})"), g, s.cluster),
+      sim::LoadDecision(WriteTemp("gosim_msr_bad.json", R"({"fpgas": [{"nodes": [1, 2]}], "cpus": []})"), g,
+                        s.cluster),
       doctest::Contains("places neither 2 node(s)"), DecisionError);
 }
 
@@ -216,13 +221,15 @@ TEST_CASE("pipeline_dp finds the best contiguous split (brute force over every p
 // Their layer graphs (../shared): the DP's split is at least as good as the
 // human experts' on every graph it solves in seconds, its own max-load is
 // the simulator's, and their experts' splits are feasible.
-TEST_CASE("pipeline_dp against the experts on msr-fiddle's layer graphs" * doctest::test_suite("shared_data")) {
+TEST_CASE("pipeline_dp against the experts on msr-fiddle's layer graphs" *
+          doctest::test_suite("shared_data")) {
   for (const char* name : {"bert24_inference", "bert24_training", "resnet50_inference", "resnet50_training",
                            "gnmt_inference", "gnmt_training"}) {
     CAPTURE(name);
     const std::string model = std::string(name).substr(0, std::string(name).rfind('_'));
-    const std::vector<std::string> files = testing::SharedDataFiles(
-        {std::string("msr-fiddle/LayerGraphs/") + name + ".json", "msr-fiddle/human-experts/" + model + "_inference_expert.json"});
+    const std::vector<std::string> files =
+        testing::SharedDataFiles({std::string("msr-fiddle/LayerGraphs/") + name + ".json",
+                                  "msr-fiddle/human-experts/" + model + "_inference_expert.json"});
     if (files.empty()) return;
     const graphs::MsrProblem problem = graphs::ReadMsrProblem(ReadFile(files[0]), files[0]);
     const sim::Cluster cluster = sim::MsrCluster(problem);

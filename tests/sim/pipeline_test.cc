@@ -91,11 +91,12 @@ TEST_CASE("a pipeline graph: weights once, an update once after every micro-batc
   Decision d = SingleDeviceDecision(g, 0);
   Decision out;
   ExpandDecision(d, p, Schedule::kGPipe, &out);
-  CHECK(out.priority[0] > out.priority[2]);                                       // fwd@0 before fwd@2
+  CHECK(out.priority[0] > out.priority[2]);  // fwd@0 before fwd@2
   CHECK(out.priority[2] > out.priority[static_cast<size_t>(*p.graph.FindNode("bwd@2"))]);
   CHECK(out.priority[static_cast<size_t>(*p.graph.FindNode("bwd@2"))] >
         out.priority[static_cast<size_t>(*p.graph.FindNode("bwd@0"))]);
-  CHECK(out.priority[static_cast<size_t>(update)] < out.priority[static_cast<size_t>(*p.graph.FindNode("bwd@0"))]);
+  CHECK(out.priority[static_cast<size_t>(update)] <
+        out.priority[static_cast<size_t>(*p.graph.FindNode("bwd@0"))]);
   CHECK_THROWS_AS(BuildPipelineGraph(g, 1), ConfigError);
 }
 

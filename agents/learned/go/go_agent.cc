@@ -13,6 +13,7 @@
 #include "agents/learned/common/curves.h"
 #include "agents/learned/common/torch_lock.h"
 #include "agents/learned/common/train.h"
+#include "agents/learned/common/training_options.h"
 #include "agents/options_util.h"
 #include "agents/search_tracker.h"
 #include "core/data_path.h"
@@ -24,15 +25,6 @@
 #include "sim/cost_model.h"
 
 namespace gosim::agents::learned::go {
-
-namespace {
-// The evaluators this file builds compute max-load when it is the objective.
-[[maybe_unused]] sim::SimOptions MaxLoadIf(ObjectiveKind kind) {
-  sim::SimOptions options;
-  options.max_load = kind == ObjectiveKind::kMaxLoad;
-  return options;
-}
-}  // namespace
 
 namespace {
 
@@ -697,7 +689,8 @@ void TrainGo(const TrainRequest& request) {
       g.graph = graph;
       g.cluster = &cluster;
       g.devices = cluster.num_devices();
-      g.evaluator = std::make_unique<sim::Evaluator>(*graph, cluster, cost_model, MaxLoadIf(config.objective));
+      g.evaluator = std::make_unique<sim::Evaluator>(*graph, cluster, cost_model,
+                                                     learned::TrainingSimOptions(config.objective));
       g.inputs = inputs;
       train.push_back(std::move(g));
     }

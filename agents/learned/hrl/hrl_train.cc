@@ -12,6 +12,7 @@
 
 #include "agents/agent.h"
 #include "agents/learned/common/checkpoint.h"
+#include "agents/learned/common/training_options.h"
 #include "agents/learned/common/curves.h"
 #include "agents/learned/common/train.h"
 #include "agents/learned/hrl/hrl_learner.h"
@@ -26,15 +27,6 @@
 #include "sim/cost_model.h"
 
 namespace gosim::agents::hrl {
-
-namespace {
-// The evaluators this file builds compute max-load when it is the objective.
-[[maybe_unused]] sim::SimOptions MaxLoadIf(ObjectiveKind kind) {
-  sim::SimOptions options;
-  options.max_load = kind == ObjectiveKind::kMaxLoad;
-  return options;
-}
-}  // namespace
 namespace {
 
 struct HrlTrainConfig {
@@ -87,7 +79,7 @@ void TrainHrl(const learned::TrainRequest& request, bool learned_grouper) {
   const graphs::Graph graph = graphs::MaterializeGraph(*entry);
   const sim::Cluster cluster = sim::LoadCluster(config.cluster);
   const auto cost_model = sim::MakeCostModel(config.cost_model, {}, request.config_file);
-  sim::Evaluator evaluator(graph, cluster, cost_model, MaxLoadIf(config.objective));
+  sim::Evaluator evaluator(graph, cluster, cost_model, learned::TrainingSimOptions(config.objective));
   const Objective objective{.kind = config.objective};
   // The schedules are fractions of the run's `steps` (a resumed run keeps
   // its schedule only with the same `steps`).

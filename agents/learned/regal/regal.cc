@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include "agents/learned/common/checkpoint.h"
+#include "agents/learned/common/training_options.h"
 #include "agents/learned/common/curves.h"
 #include "agents/learned/common/features.h"
 #include "agents/learned/common/rollout.h"
@@ -26,15 +27,6 @@
 #include "sim/cost_model.h"
 
 namespace gosim::agents::learned {
-
-namespace {
-// The evaluators this file builds compute max-load when it is the objective.
-[[maybe_unused]] sim::SimOptions MaxLoadIf(ObjectiveKind kind) {
-  sim::SimOptions options;
-  options.max_load = kind == ObjectiveKind::kMaxLoad;
-  return options;
-}
-}  // namespace
 
 // ---------------------------------------------------------------- policy
 
@@ -513,7 +505,7 @@ class RegalTrainer {
       c->name = entry->name;
       c->graph = std::make_unique<graphs::Graph>(graphs::MaterializeGraph(*entry));
       c->evaluator = std::make_unique<sim::Evaluator>(*c->graph, cluster_, cost_model_,
-                                                      MaxLoadIf(config_.objective.kind));
+                                                      learned::TrainingSimOptions(config_.objective.kind));
       c->tensors = RegalTensors(*c->graph, config_.policy);
       out.push_back(std::move(c));
     }
