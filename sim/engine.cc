@@ -453,7 +453,7 @@ class Run {
     MarkDevice(lane);
     ++tasks_done_;
     ForEachMember(task, [&](int32_t v) { FinishNode(v, task, d); });
-    if constexpr (kHost) HostOnFinish(task, d);
+    if constexpr (kHost) HostOnFinish(task, d, lane);
   }
 
   // Hands node v's outputs to their consumers (locally or through
@@ -738,28 +738,7 @@ class Run {
         }
       }
     }
-    if (exec_ != Execution::kCaptured && nd_ > 1) {
-      // A task's device is its node's placement (a fused group's members
-      // share one), read from the dense placement rather than the tasks.
-      const int32_t* place = dec_.placement.data();
-      const EngineModel::Consumer* consumers = m_.consumers.data();
-      for (int32_t tensor = 0; tensor < m_.num_tensors; ++tensor) {
-        const EngineModel::TensorInfo& info = m_.tensors[tensor];
-        const int32_t u = info.producer;
-        const int32_t du = place[u];
-        const int32_t stamp = -1 - tensor;  // FinishNode stamps tensor + 1
-        for (int32_t i = info.cons_begin; i < info.cons_end; ++i) {
-          const int32_t c = consumers[i].node;
-          const int32_t dc = place[c];
-          if (dc == du || seen_[dc] == stamp) [[likely]] continue;
-          seen_[dc] = stamp;
-          cost[Task(c)] += m_.host_costs[static_cast<size_t>(nc == 1 ? 0 : device_class[dc])].copy;
-          if (ProcessOf(dc) != ProcessOf(du)) {
-            cost[Task(u)] += m_.host_costs[static_cast<size_t>(nc == 1 ? 0 : device_class[du])].copy;
-          }
-        }
-      }
-    }
+    if (exec_ != Execution::kCaptured && nd_ > 1) AddCopyCalls(cost);
 
     Fill(ws_.thread_task, nthreads_, -1);
     Fill(ws_.thread_state, nthreads_, uint8_t{kIdle});
@@ -784,6 +763,21 @@ class Run {
       Fill(ws_.launch_cause, n, -1);
       ws_.host_recs.clear();
     }
+    // Raw views of the host's per-run arrays (sized above; none is resized during the run).
+    sync_ = m_.has_host_sync && exec_ != Execution::kCaptured;
+    host_cost_ = ws_.host_cost.data();
+    host_sync_ = m_.host_sync.data();
+    outstanding_ = ws_.outstanding.data();
+    last_launched_ = ws_.last_launched.data();
+    stream_next_ = ws_.stream_next.data();
+    sync_waiter_ = ws_.sync_waiter.data();
+    wait_head_ = ws_.wait_head.data();
+    wait_tail_ = ws_.wait_tail.data();
+    wait_next_ = ws_.wait_next.data();
+    thread_task_ = ws_.thread_task.data();
+    thread_state_ = ws_.thread_state.data();
+    thread_clock_ = ws_.thread_clock.data();
+    thread_busy_ = ws_.thread_busy.data();
     // Eager and captured: each process dispatches its tasks in one global
     // program order: node id order, or with priorities or fusion groups a
     // list schedule of the whole graph (highest priority first among the
@@ -840,6 +834,10 @@ class Run {
 
     ws_.events.Reserve(static_cast<size_t>(nd_ + m_.num_links + nthreads_) + 1);
 
+    proc_cursor_ = ws_.proc_cursor.data();
+    proc_order_ = ws_.proc_order.data();
+    proc_off_ = ws_.proc_off.data();
+
     if (exec_ == Execution::kCaptured) {
       // One graph launch per device of the process, then every kernel is
       // queued at once.
@@ -851,6 +849,72 @@ class Run {
       }
     } else {
       for (int32_t th = 0; th < nthreads_; ++th) MarkThread(th);
+    }
+  }
+
+  // Adds the copy calls to the dispatch costs: for each tensor and each
+  // device other than its producer's that reads it, one copy call to the
+  // first task reading it there (consumer lists ascend by node id), and,
+  // across processes, a send call to the producer. One pass over the
+  // nodes' inputs in node order; a (tensor, device) pair is counted once
+  // through a per-tensor device mask, cleared again afterwards.
+  void AddCopyCalls(double* cost) {
+    const int32_t n = m_.num_nodes;
+    const int32_t nc = m_.num_classes;
+    const int32_t* device_class = m_.device_class.data();
+    const int32_t* place = dec_.placement.data();
+    const int32_t* input_off = m_.input_off.data();
+    const EngineModel::Input* inputs = m_.inputs.data();
+    if (nd_ > 64) {
+      AddCopyCallsByTensor(cost);
+      return;
+    }
+    if (ws_.copy_mask.size() != static_cast<size_t>(m_.num_tensors)) ws_.copy_mask.assign(m_.num_tensors, 0);
+    uint64_t* mask = ws_.copy_mask.data();
+    ws_.copy_touched.clear();
+    for (int32_t v = 0; v < n; ++v) {
+      const int32_t dv = place[v];
+      for (int32_t k = input_off[v]; k < input_off[v + 1]; ++k) {
+        const int32_t u = inputs[k].producer;
+        const int32_t du = place[u];
+        if (du == dv) [[likely]]
+          continue;
+        const int32_t t = inputs[k].tensor;
+        const uint64_t bit = uint64_t{1} << dv;
+        if (mask[t] & bit) continue;
+        if (mask[t] == 0) ws_.copy_touched.push_back(t);
+        mask[t] |= bit;
+        cost[Task(v)] += m_.host_costs[static_cast<size_t>(nc == 1 ? 0 : device_class[dv])].copy;
+        if (ProcessOf(dv) != ProcessOf(du)) {
+          cost[Task(u)] += m_.host_costs[static_cast<size_t>(nc == 1 ? 0 : device_class[du])].copy;
+        }
+      }
+    }
+    for (const int32_t t : ws_.copy_touched) mask[t] = 0;
+  }
+
+  // The same count, tensor by tensor (any number of devices).
+  void AddCopyCallsByTensor(double* cost) {
+    const int32_t nc = m_.num_classes;
+    const int32_t* device_class = m_.device_class.data();
+    const int32_t* place = dec_.placement.data();
+    const EngineModel::Consumer* consumers = m_.consumers.data();
+    for (int32_t tensor = 0; tensor < m_.num_tensors; ++tensor) {
+      const EngineModel::TensorInfo& info = m_.tensors[tensor];
+      const int32_t u = info.producer;
+      const int32_t du = place[u];
+      const int32_t stamp = -1 - tensor;  // FinishNode stamps tensor + 1
+      for (int32_t i = info.cons_begin; i < info.cons_end; ++i) {
+        const int32_t c = consumers[i].node;
+        const int32_t dc = place[c];
+        if (dc == du || seen_[dc] == stamp) [[likely]]
+          continue;
+        seen_[dc] = stamp;
+        cost[Task(c)] += m_.host_costs[static_cast<size_t>(nc == 1 ? 0 : device_class[dc])].copy;
+        if (ProcessOf(dc) != ProcessOf(du)) {
+          cost[Task(u)] += m_.host_costs[static_cast<size_t>(nc == 1 ? 0 : device_class[du])].copy;
+        }
+      }
     }
   }
 
@@ -913,7 +977,7 @@ class Run {
     ws_.host_ready[static_cast<size_t>(ProcessOf(tasks_[task].device))].PushFifo(task, now_);
     const int32_t p = ProcessOf(tasks_[task].device);
     for (int32_t th = p * tpp_; th < (p + 1) * tpp_; ++th) {
-      if (ws_.thread_state[static_cast<size_t>(th)] == kIdle) MarkThread(th);
+      if (thread_state_[th] == kIdle) MarkThread(th);
     }
   }
 
@@ -926,8 +990,7 @@ class Run {
     if constexpr (kFull) {
       const int32_t p = ProcessOf(tasks_[task].device);
       for (int32_t th = p * tpp_; th < (p + 1) * tpp_; ++th) {
-        if (ws_.thread_state[static_cast<size_t>(th)] == kIdle)
-          ws_.thread_cause[static_cast<size_t>(th)] = cause;
+        if (thread_state_[th] == kIdle) ws_.thread_cause[static_cast<size_t>(th)] = cause;
       }
     }
   }
@@ -935,10 +998,9 @@ class Run {
   // The next task process p dispatches, or -1.
   int32_t NextHostTask(int32_t p) {
     if (exec_ != Execution::kGraph) {
-      int32_t& cursor = ws_.proc_cursor[static_cast<size_t>(p)];
-      if (identity_order_) return cursor < ws_.proc_off[1] ? cursor++ : -1;
-      return cursor < ws_.proc_off[static_cast<size_t>(p) + 1] ? ws_.proc_order[static_cast<size_t>(cursor++)]
-                                                               : -1;
+      int32_t& cursor = proc_cursor_[p];
+      if (identity_order_) return cursor < proc_off_[1] ? cursor++ : -1;
+      return cursor < proc_off_[p + 1] ? proc_order_[cursor++] : -1;
     }
     ServiceQueue& q = ws_.host_ready[static_cast<size_t>(p)];
     return q.empty() ? -1 : q.PopFifo();
@@ -963,7 +1025,7 @@ class Run {
   // An idle thread dispatches until it starts a costly dispatch, blocks, or
   // has nothing to dispatch. Ops without host cost launch at once.
   void HostRun(int32_t th) {
-    if (ws_.thread_state[static_cast<size_t>(th)] != kIdle) return;
+    if (thread_state_[th] != kIdle) return;
     const int32_t p = tpp_ == 1 ? th : th / tpp_;
     if (launch_time_ != nullptr) {
       RunAhead(th, p);
@@ -972,12 +1034,12 @@ class Run {
     for (;;) {
       const int32_t task = NextHostTask(p);
       if (task < 0) return;  // idle; PushHostReady of this process marks its threads again
-      const double cost = ws_.host_cost[static_cast<size_t>(task)];
+      const double cost = host_cost_[task];
       if (cost > 0.0) {
         StartHostOp(th, task, cost);
         return;
       }
-      ws_.thread_task[static_cast<size_t>(th)] = task;
+      thread_task_[th] = task;
       if constexpr (kFull)
         ws_.launch_cause[static_cast<size_t>(task)] = ws_.thread_cause[static_cast<size_t>(th)];
       if (!Launch(th, task, now_)) return;
@@ -996,12 +1058,12 @@ class Run {
   // remain only for launches whose inputs are there before them.
   void RunAhead(int32_t th, int32_t p) {
     const size_t t = static_cast<size_t>(th);
-    double clock = std::max(ws_.thread_clock[t], now_);
+    double clock = std::max(thread_clock_[t], now_);
     double busy = 0.0;
     for (;;) {
       const int32_t task = NextHostTask(p);
       if (task < 0) break;  // done: eager program order never grows
-      const double cost = ws_.host_cost[static_cast<size_t>(task)];
+      const double cost = host_cost_[task];
       if constexpr (kFull) {
         if (cost > 0.0) {
           RecordHostOp(th, task, clock, cost);
@@ -1011,17 +1073,17 @@ class Run {
       }
       clock += cost;
       busy += cost;
-      ws_.thread_task[t] = task;
+      thread_task_[t] = task;
       if (!Launch(th, task, clock)) break;
     }
-    ws_.thread_clock[t] = clock;
-    ws_.thread_busy[t] += busy;
+    thread_clock_[t] = clock;
+    thread_busy_[t] += busy;
   }
 
   void StartHostOp(int32_t th, int32_t task, double cost) {
-    ws_.thread_task[static_cast<size_t>(th)] = task;
-    ws_.thread_state[static_cast<size_t>(th)] = kBusy;
-    ws_.thread_busy[static_cast<size_t>(th)] += cost;
+    thread_task_[th] = task;
+    thread_state_[th] = kBusy;
+    thread_busy_[th] += cost;
     ws_.events.Push(now_ + cost, EventKind::kHostFinish, th);
     if constexpr (kFull) RecordHostOp(th, task, now_, cost);
   }
@@ -1035,8 +1097,8 @@ class Run {
   }
 
   void HostFinish(int32_t th) {
-    ws_.thread_state[static_cast<size_t>(th)] = kIdle;
-    const int32_t task = ws_.thread_task[static_cast<size_t>(th)];
+    thread_state_[th] = kIdle;
+    const int32_t task = thread_task_[th];
     if (task >= 0) {
       if (!Launch(th, task, now_)) return;
     } else {
@@ -1061,21 +1123,21 @@ class Run {
   // synchronizing task).
   [[gnu::always_inline]] bool Launch(int32_t th, int32_t task, double at) {
     const int32_t d = tasks_[task].device;
-    if (InQueue(task) && ws_.outstanding[static_cast<size_t>(d)] >= queue_cap_) {
-      ws_.thread_state[static_cast<size_t>(th)] = kBlockedQueue;
-      ws_.wait_next[static_cast<size_t>(th)] = -1;
-      if (ws_.wait_tail[static_cast<size_t>(d)] >= 0) {
-        ws_.wait_next[static_cast<size_t>(ws_.wait_tail[static_cast<size_t>(d)])] = th;
+    if (InQueue(task) && outstanding_[d] >= queue_cap_) {
+      thread_state_[th] = kBlockedQueue;
+      wait_next_[th] = -1;
+      if (wait_tail_[d] >= 0) {
+        wait_next_[wait_tail_[d]] = th;
       } else {
-        ws_.wait_head[static_cast<size_t>(d)] = th;
+        wait_head_[d] = th;
       }
-      ws_.wait_tail[static_cast<size_t>(d)] = th;
+      wait_tail_[d] = th;
       return false;
     }
     LaunchNow(th, task, at);
-    if (m_.host_sync[static_cast<size_t>(task)] && exec_ != Execution::kCaptured) {
-      ws_.thread_state[static_cast<size_t>(th)] = kBlockedSync;
-      ws_.sync_waiter[static_cast<size_t>(task)] = th;
+    if (sync_ && host_sync_[task]) {
+      thread_state_[th] = kBlockedSync;
+      sync_waiter_[task] = th;
       return false;
     }
     return true;
@@ -1084,15 +1146,15 @@ class Run {
   [[gnu::always_inline]] void LaunchNow(int32_t th, int32_t task, double at) {
     const int32_t d = tasks_[task].device;
     if (launch_time_ != nullptr) launch_time_[task] = at;
-    if (InQueue(task)) ++ws_.outstanding[static_cast<size_t>(d)];
+    if (InQueue(task)) ++outstanding_[d];
     if (in_order_) {
       const int32_t lane = Lane(task);
-      const int32_t prev = ws_.last_launched[static_cast<size_t>(lane)];
+      const int32_t prev = last_launched_[lane];
       if (prev >= 0) {
-        ws_.stream_next[static_cast<size_t>(prev)] = task;
+        stream_next_[prev] = task;
         ++tasks_[task].pending;
       }
-      ws_.last_launched[static_cast<size_t>(lane)] = task;
+      last_launched_[lane] = task;
     }
     if (exec_ == Execution::kGraph) Dispatched(task);
     (void)th;
@@ -1121,32 +1183,71 @@ class Run {
     });
   }
 
+  // Eager, the usual case of a host far ahead of its GPUs: thread th is
+  // blocked on device d's full launch queue, a kernel of d ended, and the
+  // thread's next task after the one it waits to launch goes to d too. The
+  // freed slot takes the waiting task, which fills the queue again, so the
+  // thread dispatches the next task and blocks on d once more: what waking
+  // it (MarkThread, RunAhead) would do, without leaving and re-entering the
+  // wait list. False, and nothing changed, in any other case.
+  bool Relaunch(int32_t th, int32_t finished, int32_t d) {
+    const int32_t waiting = thread_task_[th];
+    if (sync_ && host_sync_[waiting]) return false;  // the thread then waits for it
+    if (wait_next_[th] >= 0 || outstanding_[d] + 1 < queue_cap_) return false;
+    const int32_t p = tpp_ == 1 ? th : th / tpp_;
+    const int32_t cursor = proc_cursor_[p];
+    if (cursor >= proc_off_[p + 1]) return false;
+    const int32_t next = identity_order_ ? cursor : proc_order_[cursor];
+    if (tasks_[next].device != d || !InQueue(next)) return false;
+    const double at = std::max(thread_clock_[th], now_);
+    if constexpr (kFull) {
+      if (at == now_) {  // the launch waited for this kernel's slot
+        ws_.thread_cause[static_cast<size_t>(th)] = finished;
+        ws_.launch_cause[static_cast<size_t>(waiting)] = finished;
+      }
+    }
+    (void)finished;
+    LaunchNow(th, waiting, at);
+    ++proc_cursor_[p];
+    const double cost = host_cost_[next];
+    if constexpr (kFull) {
+      if (cost > 0.0) {
+        RecordHostOp(th, next, at, cost);
+      } else {
+        ws_.launch_cause[static_cast<size_t>(next)] = ws_.thread_cause[static_cast<size_t>(th)];
+      }
+    }
+    thread_clock_[th] = at + cost;
+    thread_busy_[th] += cost;
+    thread_task_[th] = next;
+    return true;
+  }
+
   // A kernel ended: its stream's next task may start; a thread blocked on
   // the device's queue or on this task may go on.
-  void HostOnFinish(int32_t task, int32_t d) {
+  void HostOnFinish(int32_t task, int32_t d, int32_t lane) {
     if (in_order_) {
       // The last launch on its stream has no next yet; any other has one.
-      const int32_t lane = Lane(task);
-      if (ws_.last_launched[static_cast<size_t>(lane)] == task) {
-        ws_.last_launched[static_cast<size_t>(lane)] = -1;
+      if (last_launched_[lane] == task) {
+        last_launched_[lane] = -1;
       } else {
-        const int32_t next = ws_.stream_next[static_cast<size_t>(task)];
+        const int32_t next = stream_next_[task];
         if (--tasks_[next].pending == 0) MakeReady(next, task);
       }
     }
     if (InQueue(task)) {
-      --ws_.outstanding[static_cast<size_t>(d)];
-      const int32_t th = ws_.wait_head[static_cast<size_t>(d)];
-      if (th >= 0) {
-        ws_.wait_head[static_cast<size_t>(d)] = ws_.wait_next[static_cast<size_t>(th)];
-        if (ws_.wait_head[static_cast<size_t>(d)] < 0) ws_.wait_tail[static_cast<size_t>(d)] = -1;
-        ws_.thread_state[static_cast<size_t>(th)] = kIdle;
-        const int32_t waiting = ws_.thread_task[static_cast<size_t>(th)];
+      --outstanding_[d];
+      const int32_t th = wait_head_[d];
+      if (th >= 0 && !(launch_time_ != nullptr && Relaunch(th, task, d))) {
+        wait_head_[d] = wait_next_[th];
+        if (wait_head_[d] < 0) wait_tail_[d] = -1;
+        thread_state_[th] = kIdle;
+        const int32_t waiting = thread_task_[th];
         // Eager: the thread may still be dispatching `waiting` (it ran
         // ahead); then the slot is free when the dispatch ends.
         double at = now_;
         if (launch_time_ != nullptr) {
-          double& clock = ws_.thread_clock[static_cast<size_t>(th)];
+          double& clock = thread_clock_[th];
           at = std::max(clock, now_);
           clock = at;
         }
@@ -1160,9 +1261,9 @@ class Run {
       }
     }
     // A synchronizing task always has its launching thread waiting (Launch).
-    if (m_.host_sync[static_cast<size_t>(task)] && exec_ != Execution::kCaptured) {
-      const int32_t waiter = ws_.sync_waiter[static_cast<size_t>(task)];
-      ws_.thread_state[static_cast<size_t>(waiter)] = kIdle;
+    if (sync_ && host_sync_[task]) {
+      const int32_t waiter = sync_waiter_[task];
+      thread_state_[waiter] = kIdle;
       if constexpr (kFull) ws_.thread_cause[static_cast<size_t>(waiter)] = task;
       MarkThread(waiter);
     }
@@ -1247,6 +1348,24 @@ class Run {
   size_t num_dirty_links_ = 0;
   // The host (kHost).
   Execution exec_ = Execution::kNone;
+  bool sync_ = false;  // some task makes its thread wait for it (never under captured)
+  // Raw views of the host's per-run arrays (SetupHost; none is resized during the run).
+  const double* host_cost_ = nullptr;
+  const uint8_t* host_sync_ = nullptr;
+  int32_t* outstanding_ = nullptr;
+  int32_t* last_launched_ = nullptr;
+  int32_t* stream_next_ = nullptr;
+  int32_t* sync_waiter_ = nullptr;
+  int32_t* wait_head_ = nullptr;
+  int32_t* wait_tail_ = nullptr;
+  int32_t* wait_next_ = nullptr;
+  int32_t* thread_task_ = nullptr;
+  uint8_t* thread_state_ = nullptr;
+  double* thread_clock_ = nullptr;
+  double* thread_busy_ = nullptr;
+  int32_t* proc_cursor_ = nullptr;
+  const int32_t* proc_order_ = nullptr;
+  const int32_t* proc_off_ = nullptr;
   bool per_device_ = false;
   bool in_order_ = true;
   bool fast_order_ = true;
@@ -1254,7 +1373,7 @@ class Run {
   int32_t tpp_ = 1;
   int32_t nthreads_ = 0;
   int32_t queue_cap_ = 0;
-  bool identity_order_ = false;  // eager/captured program order is 0..n-1 (NextHostTask)
+  bool identity_order_ = false;    // eager/captured program order is 0..n-1 (NextHostTask)
   double* launch_time_ = nullptr;  // eager execution: Workspace::launch_time; else null
   uint64_t dirty_thread_summary_ = 0;
   double now_ = 0.0;

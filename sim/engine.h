@@ -74,6 +74,7 @@ struct EngineModel {
   std::vector<TensorInfo> tensors;
   std::vector<Consumer> consumers;   // per tensor, ascending node
   std::vector<Input> inputs;         // per node, ascending tensor
+  std::vector<int32_t> input_off;    // [node + 1] into inputs (nodes[v].in_begin, in_end)
   std::vector<int32_t> ctrl;         // per node: distinct control successors, ascending
   std::vector<int32_t> ctrl_in_off;  // [node + 1] into ctrl_in
   std::vector<int32_t> ctrl_in;      // distinct control predecessors, ascending
@@ -97,6 +98,7 @@ struct EngineModel {
   // whether the host then waits for it; per device class the HostCosts.
   std::vector<double> host_time;       // [node * num_classes + class]; 0 for host sources
   std::vector<uint8_t> host_sync;      // [node]
+  bool has_host_sync = false;          // some node's host_sync is set
   std::vector<uint8_t> host_has_work;  // [node]: FLOPs or bytes (graph execution prices it as a launch)
   std::vector<uint8_t> host_source;    // [node]: no inputs and no work (nothing dispatches it)
   std::vector<HostCosts> host_costs;   // [class]
@@ -236,6 +238,8 @@ struct Workspace {
     int32_t cause;  // a cause code (Run::kHostCause), or -1
   };
   std::vector<double> host_cost;         // [task] seconds of dispatch
+  std::vector<uint64_t> copy_mask;       // [tensor] devices whose copy call is counted; all 0 between runs
+  std::vector<int32_t> copy_touched;     // tensors with a copy_mask bit set in this run
   std::vector<int32_t> host_pending;     // [task] same-process predecessors not yet dispatched
   std::vector<int32_t> proc_order;       // tasks by process, in program order (fast path)
   std::vector<int32_t> proc_off;         // [process + 1] into proc_order
@@ -257,7 +261,7 @@ struct Workspace {
   // Eager execution runs each host thread ahead of the event loop (Run::HostRun).
   std::vector<double> launch_time;   // [task] when its launch takes effect (written at its launch)
   std::vector<double> thread_clock;  // [thread] when it has dispatched everything up to now
-  std::vector<HostRec> host_recs;      // full runs
+  std::vector<HostRec> host_recs;    // full runs
 };
 
 // What a run produced besides the workspace contents (internal).

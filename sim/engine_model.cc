@@ -148,7 +148,10 @@ EngineModel BuildEngineModel(const graphs::Graph& graph, const Cluster& cluster,
                                 device.name + "'",
                             {}, "check the profile's host table");
         }
-        if (work.sync) m.host_sync[static_cast<size_t>(v)] = 1;
+        if (work.sync) {
+          m.host_sync[static_cast<size_t>(v)] = 1;
+          m.has_host_sync = true;
+        }
         // A source (an input, a parameter) is there before the step: nothing dispatches it.
         m.host_time[static_cast<size_t>(v) * static_cast<size_t>(m.num_classes) + static_cast<size_t>(c)] =
             m.host_source[static_cast<size_t>(v)]
@@ -174,6 +177,7 @@ EngineModel BuildEngineModel(const graphs::Graph& graph, const Cluster& cluster,
   m.persistent.resize(static_cast<size_t>(n));
   m.deps.assign(static_cast<size_t>(n), 0);
   m.ctrl_in_off.assign(static_cast<size_t>(n) + 1, 0);
+  m.input_off.assign(static_cast<size_t>(n) + 1, 0);
   std::vector<int32_t> cons_count(static_cast<size_t>(num_tensors) + 1, 0);
   for (int32_t v = 0; v < n; ++v) {
     const graphs::Node& node = graph.node(v);
@@ -204,6 +208,7 @@ EngineModel BuildEngineModel(const graphs::Graph& graph, const Cluster& cluster,
       ++cons_count[static_cast<size_t>(t) + 1];
     }
     info.in_end = static_cast<int32_t>(m.inputs.size());
+    m.input_off[static_cast<size_t>(v) + 1] = info.in_end;
     m.ctrl_in_off[static_cast<size_t>(v) + 1] = static_cast<int32_t>(m.ctrl_in.size());
     m.deps[static_cast<size_t>(v)] = info.in_end - info.in_begin + m.ctrl_in_off[static_cast<size_t>(v) + 1] -
                                      m.ctrl_in_off[static_cast<size_t>(v)];

@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <tbb/task_arena.h>
@@ -144,10 +145,11 @@ class HostedRoofline : public CostModel {
 };
 
 // The same graphs and decisions as GetSetup, priced by HostedRoofline, under
-// `execution` (one process drives the 8 devices).
-Setup& GetHostSetup(const std::string& key, Execution execution) {
-  static std::map<std::pair<std::string, Execution>, std::unique_ptr<Setup>> cache;
-  auto& slot = cache[{key, execution}];
+// `execution` (one process drives the 8 devices) with a launch queue of
+// `launch_queue` kernels per device.
+Setup& GetHostSetup(const std::string& key, Execution execution, int launch_queue) {
+  static std::map<std::tuple<std::string, Execution, int>, std::unique_ptr<Setup>> cache;
+  auto& slot = cache[{key, execution, launch_queue}];
   if (!slot) {
     slot = std::make_unique<Setup>();
     slot->graph = key == "gnmt" ? GnmtXl() : LayeredGraph(std::stoi(key), 1);
@@ -156,6 +158,7 @@ Setup& GetHostSetup(const std::string& key, Execution execution) {
     options.track_memory = true;
     options.stop_at_oom = false;
     options.execution = execution;
+    options.launch_queue = launch_queue;
     slot->evaluator =
         std::make_unique<Evaluator>(slot->graph, slot->cluster, std::make_shared<HostedRoofline>(), options);
     slot->decisions = key == "gnmt" ? LayerDecisions(slot->graph, 16) : BlockDecisions(slot->graph, 16, 7);
@@ -187,8 +190,9 @@ void BM_Evaluate(benchmark::State& state, const std::string& key) {
 // One evaluation with and without the host (docs/BENCHMARKS.md, "The
 // host"): the none/eager pair runs in one process, so their ratio is what
 // the host costs.
-void BM_EvaluateHost(benchmark::State& state, const std::string& key, Execution execution) {
-  Setup& s = GetHostSetup(key, execution);
+void BM_EvaluateHost(benchmark::State& state, const std::string& key, Execution execution,
+                     int launch_queue = SimOptions{}.launch_queue) {
+  Setup& s = GetHostSetup(key, execution, launch_queue);
   const Decision& d = s.decisions[0];
   Evaluation e = s.evaluator->Evaluate(d);  // warm-up
   for (auto _ : state) {
@@ -320,6 +324,10 @@ BENCHMARK_CAPTURE(BM_Evaluate, gnmt, std::string("gnmt"))->Unit(benchmark::kMill
 BENCHMARK_CAPTURE(BM_EvaluateHost, layered80k_none, std::string("80000"), Execution::kNone)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_EvaluateHost, layered80k_eager, std::string("80000"), Execution::kEager)
+    ->Unit(benchmark::kMillisecond);
+// The host never blocked: a launch queue no run fills (docs/BENCHMARKS.md).
+BENCHMARK_CAPTURE(BM_EvaluateHost, layered80k_eager_unbounded_queue, std::string("80000"), Execution::kEager,
+                  1 << 30)
     ->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(BM_EvaluateHost, gnmt_none, std::string("gnmt"), Execution::kNone)
     ->Unit(benchmark::kMillisecond);
