@@ -197,7 +197,7 @@ sim::SimOptions ParseSimOptions(YamlMap& map) {
   if (map.Has("schedule")) {
     const std::string text = map.Get<std::string>("schedule", "");
     const std::optional<sim::Schedule> schedule = sim::ParseSchedule(text);
-    if (!schedule) map.Fail("schedule", "unknown schedule '" + text + "'", "give streaming or gpipe");
+    if (!schedule) map.Fail("schedule", "unknown schedule '" + text + "'", "give streaming, gpipe or 1f1b");
     options.schedule = *schedule;
   }
   map.Finish();

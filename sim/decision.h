@@ -35,8 +35,16 @@ struct Decision {
   std::vector<double> priority;
   std::vector<double> transfer_priority;
   std::vector<int32_t> fusion_group;
+  // Counted gates (a pipeline's 1F1B schedule, sim/pipeline.h): node v may
+  // start only once counter gate[v] has reached gate_need[v]; each node u
+  // with gate_signal[u] >= 0 adds one to that counter when it finishes.
+  // Empty: no gates. Not in decision files: the pipeline expansion sets them.
+  std::vector<int32_t> gate;         // [node] a counter, or -1
+  std::vector<int32_t> gate_need;    // [node]
+  std::vector<int32_t> gate_signal;  // [node] a counter, or -1
 
   bool has_priority() const { return !priority.empty(); }
+  bool has_gates() const { return !gate.empty(); }
   bool has_transfer_priority() const { return !transfer_priority.empty(); }
   bool has_fusion() const { return !fusion_group.empty(); }
 };

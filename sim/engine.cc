@@ -51,6 +51,14 @@ class Run {
     assert(kFusion == dec_.has_fusion());
     Setup();
     if (!out_.stopped) Loop();
+    if (!out_.stopped && tasks_done_ != tasks_total_ && gate_ != nullptr) {
+      for (const ServiceQueue& parked : ws_.gate_parked) {
+        if (!parked.empty()) {
+          throw DecisionError("kernels of the pipeline wait for gates that never open", {},
+                              "please report this graph and placement (sim/pipeline.cc sets the gates)");
+        }
+      }
+    }
     if (!out_.stopped && tasks_done_ != tasks_total_) {
       throw DecisionError(std::to_string(tasks_total_ - tasks_done_) + " of " + std::to_string(tasks_total_) +
                               " kernels never became ready",
@@ -115,6 +123,7 @@ class Run {
       persistent[d] += node_persistent[v];
     }
     if constexpr (kFusion) BuildGroups();
+    if (dec_.has_gates()) SetupGates();
 
     // Every entry of these is written before it is read in a run.
     ws_.copies.resize(static_cast<size_t>(m_.num_tensors));
@@ -382,6 +391,18 @@ class Run {
   }
 
   void MakeReadyNow(int32_t task, int32_t cause) {
+    if (gate_ != nullptr) [[unlikely]] {
+      const int32_t g = gate_[task];
+      if (g >= 0 && gate_count_[g] < gate_need_[task]) {
+        ws_.gate_parked[static_cast<size_t>(g)].PushHeap(-static_cast<double>(gate_need_[task]), task, now_);
+        return;
+      }
+    }
+    EnqueueTask(task, cause);
+  }
+
+  // Into its stream's ready queue.
+  void EnqueueTask(int32_t task, int32_t cause) {
     const int32_t d = Lane(task);
     if (tprio_ != nullptr) {
       ready_[d].PushHeap(tprio_[task], task, now_);
@@ -453,7 +474,58 @@ class Run {
     MarkDevice(lane);
     ++tasks_done_;
     ForEachMember(task, [&](int32_t v) { FinishNode(v, task, d); });
+    if (gate_ != nullptr) [[unlikely]]
+      Signal(task);
     if constexpr (kHost) HostOnFinish(task, d, lane);
+  }
+
+  // ---- counted gates (Decision::gate) -------------------------------------
+  void SetupGates() {
+    const int32_t n = m_.num_nodes;
+    const std::vector<int32_t>& gate = dec_.gate;
+    const std::vector<int32_t>& need = dec_.gate_need;
+    const std::vector<int32_t>& signal = dec_.gate_signal;
+    if (gate.size() != static_cast<size_t>(n) || need.size() != static_cast<size_t>(n) ||
+        signal.size() != static_cast<size_t>(n)) {
+      throw DecisionError("the decision's gates have " + std::to_string(gate.size()) + "/" +
+                          std::to_string(need.size()) + "/" + std::to_string(signal.size()) +
+                          " entries for a graph of " + std::to_string(n) + " nodes");
+    }
+    int32_t counters = 0;
+    for (int32_t v = 0; v < n; ++v) counters = std::max({counters, gate[v] + 1, signal[v] + 1});
+    Fill(ws_.gate_count, counters, 0);
+    ws_.gate_parked.resize(static_cast<size_t>(counters));
+    for (auto& q : ws_.gate_parked) q.Clear();
+    gate_signal_ = signal.data();
+    gate_count_ = ws_.gate_count.data();
+    if constexpr (kFusion) {
+      // A fused group waits for its members' gate, at their largest need.
+      Fill(ws_.task_gate, n, -1);
+      Fill(ws_.task_gate_need, n, 0);
+      for (int32_t v = 0; v < n; ++v) {
+        if (gate[v] < 0) continue;
+        const int32_t t = Task(v);
+        ws_.task_gate[t] = gate[v];
+        ws_.task_gate_need[t] = std::max(ws_.task_gate_need[t], need[v]);
+      }
+      gate_ = ws_.task_gate.data();
+      gate_need_ = ws_.task_gate_need.data();
+    } else {
+      gate_ = gate.data();
+      gate_need_ = need.data();
+    }
+  }
+
+  // A finished task adds its members' signals; waiting tasks whose need is
+  // reached become ready, least need first.
+  void Signal(int32_t task) {
+    ForEachMember(task, [&](int32_t v) {
+      const int32_t g = gate_signal_[v];
+      if (g < 0) return;
+      const int32_t count = ++gate_count_[g];
+      ServiceQueue& parked = ws_.gate_parked[static_cast<size_t>(g)];
+      while (!parked.empty() && -parked.FrontHeap().priority <= count) EnqueueTask(parked.PopHeap(), task);
+    });
   }
 
   // Hands node v's outputs to their consumers (locally or through
@@ -1345,6 +1417,10 @@ class Run {
   const int64_t* talloc_ = nullptr;   // fusion only
   const double* tprio_ = nullptr;     // null: FIFO ready queues
   const double* xprio_ = nullptr;     // null: FIFO link queues
+  const int32_t* gate_ = nullptr;     // null: no counted gates (Decision::gate), else per task
+  const int32_t* gate_need_ = nullptr;
+  const int32_t* gate_signal_ = nullptr;  // per node
+  int32_t* gate_count_ = nullptr;
   size_t num_dirty_links_ = 0;
   // The host (kHost).
   Execution exec_ = Execution::kNone;

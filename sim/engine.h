@@ -202,6 +202,13 @@ struct Workspace {
   std::vector<uint64_t> dirty_device_words;
   std::vector<int32_t> seen;  // destination stamps while fanning out a tensor
   std::vector<ServiceQueue> ready;
+  // Counted gates (Decision::gate): per counter its count and the tasks
+  // ready but waiting for it (a heap by -need); per task, with fusion, the
+  // group's gate and need.
+  std::vector<int32_t> gate_count;
+  std::vector<ServiceQueue> gate_parked;
+  std::vector<int32_t> task_gate;
+  std::vector<int32_t> task_gate_need;
   // Per link and resource.
   std::vector<uint8_t> link_busy;
   std::vector<uint8_t> link_dirty;

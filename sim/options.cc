@@ -3,12 +3,21 @@
 namespace gosim::sim {
 
 std::string_view ScheduleName(Schedule schedule) {
-  return schedule == Schedule::kStreaming ? "streaming" : "gpipe";
+  switch (schedule) {
+    case Schedule::kStreaming:
+      return "streaming";
+    case Schedule::kGPipe:
+      return "gpipe";
+    case Schedule::k1F1B:
+      return "1f1b";
+  }
+  return "?";
 }
 
 std::optional<Schedule> ParseSchedule(std::string_view text) {
   if (text == "streaming") return Schedule::kStreaming;
   if (text == "gpipe") return Schedule::kGPipe;
+  if (text == "1f1b") return Schedule::k1F1B;
   return std::nullopt;
 }
 

@@ -29,6 +29,7 @@ enum class Processes : uint8_t {
 enum class Schedule : uint8_t {
   kStreaming,  // micro-batch order (inference)
   kGPipe,      // every forward, then every backward (last micro-batch first), then the updates
+  k1F1B,  // per stage: warm-up forwards, then one backward, one forward, ...; micro-batches in flight bounded
 };
 std::string_view ScheduleName(Schedule schedule);
 std::optional<Schedule> ParseSchedule(std::string_view text);

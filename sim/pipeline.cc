@@ -1,6 +1,7 @@
 #include "sim/pipeline.h"
 
 #include <algorithm>
+#include <limits>
 #include <string>
 #include <utility>
 
@@ -83,18 +84,64 @@ PipelineGraph BuildPipelineGraph(const graphs::Graph& graph, int32_t micro_batch
   return out;
 }
 
+OneFOneB OneFOneBStages(const Decision& decision, const PipelineGraph& pipeline) {
+  const graphs::Graph& g = pipeline.graph;
+  int32_t devices = 0;
+  for (int32_t d : decision.placement) devices = std::max(devices, d + 1);
+  OneFOneB out;
+  out.in_flight.assign(static_cast<size_t>(devices), 1);
+  out.backward_nodes.assign(static_cast<size_t>(devices), 0);
+  // The first forward node of each device, in the original's (topological)
+  // order: copy 0 of an original node precedes its other copies, and the
+  // originals keep their order in the pipeline graph.
+  std::vector<int32_t> first(static_cast<size_t>(devices), -1);
+  for (size_t v = 0; v < pipeline.origin.size(); ++v) {
+    if (pipeline.micro_batch[v] != 0) continue;
+    const auto o = static_cast<size_t>(pipeline.origin[v]);
+    const auto d = static_cast<size_t>(decision.placement[o]);
+    const graphs::Phase phase = g.node(static_cast<graphs::NodeId>(v)).phase;
+    if (phase == graphs::Phase::kBackward) {
+      ++out.backward_nodes[d];
+      out.any_backward = true;
+    } else if (phase == graphs::Phase::kForward && first[d] < 0) {
+      first[d] = static_cast<int32_t>(o);
+    }
+  }
+  std::vector<int32_t> order;
+  for (int32_t d = 0; d < devices; ++d) {
+    if (first[static_cast<size_t>(d)] >= 0) order.push_back(d);
+  }
+  std::sort(order.begin(), order.end(), [&](int32_t a, int32_t b) {
+    return first[static_cast<size_t>(a)] < first[static_cast<size_t>(b)];
+  });
+  out.stages = static_cast<int32_t>(order.size());
+  for (int32_t s = 0; s < out.stages; ++s)
+    out.in_flight[static_cast<size_t>(order[static_cast<size_t>(s)])] = out.stages - s;
+  return out;
+}
+
 void ExpandDecision(const Decision& decision, const PipelineGraph& pipeline, Schedule schedule,
                     Decision* out) {
   const size_t n = pipeline.origin.size();
   const int32_t M = pipeline.micro_batches;
   const graphs::Graph& g = pipeline.graph;
+  const OneFOneB stages = schedule == Schedule::k1F1B ? OneFOneBStages(decision, pipeline) : OneFOneB{};
   // The schedule's key of each copy; it dominates the decision's priority.
   auto key_of = [&](size_t v) {
     const int32_t k = pipeline.micro_batch[v];
     if (k < 0) return -1.0;  // updates last
-    if (schedule == Schedule::kGPipe &&
-        g.node(static_cast<graphs::NodeId>(v)).phase == graphs::Phase::kBackward)
-      return static_cast<double>(k);        // the last micro-batch's backward first
+    const bool backward = g.node(static_cast<graphs::NodeId>(v)).phase == graphs::Phase::kBackward;
+    if (schedule == Schedule::k1F1B) {
+      // The stage's 1F1B order, earliest slot first: warm-up forwards 0 ..
+      // W-1, then backward j at slot W + 2j and forward k >= W at slot
+      // W + 2 (k - W) + 1.
+      const auto d = static_cast<size_t>(decision.placement[static_cast<size_t>(pipeline.origin[v])]);
+      const int32_t w = stages.in_flight[d];
+      const int32_t slot = backward ? w + 2 * k : (k < w ? k : w + 2 * (k - w) + 1);
+      return static_cast<double>(4 * M + 2 * stages.stages - slot);
+    }
+    if (schedule == Schedule::kGPipe && backward)
+      return static_cast<double>(k);        // the last micro-batch's first
     return static_cast<double>(2 * M - k);  // forwards (and streaming) in micro-batch order
   };
   auto span = [](const std::vector<double>& values, double* low) {
@@ -114,6 +161,36 @@ void ExpandDecision(const Decision& decision, const PipelineGraph& pipeline, Sch
     const auto o = static_cast<size_t>(pipeline.origin[v]);
     out->placement[v] = decision.placement[o];
     out->priority[v] = key_of(v) * width + (decision.has_priority() ? decision.priority[o] - low : 0.0);
+  }
+  out->gate.clear();
+  out->gate_need.clear();
+  out->gate_signal.clear();
+  if (schedule == Schedule::k1F1B && stages.any_backward) {
+    // Forward k >= W of a stage waits until the stage has finished as many
+    // backward kernels as micro-batches 0 .. k - W have (backwards run
+    // earliest micro-batch first, so: until backward k - W is done there).
+    out->gate.assign(n, -1);
+    out->gate_need.assign(n, 0);
+    out->gate_signal.assign(n, -1);
+    for (size_t v = 0; v < n; ++v) {
+      const int32_t k = pipeline.micro_batch[v];
+      if (k < 0) continue;
+      const int32_t d = decision.placement[static_cast<size_t>(pipeline.origin[v])];
+      if (g.node(static_cast<graphs::NodeId>(v)).phase == graphs::Phase::kBackward) {
+        out->gate_signal[v] = d;
+        continue;
+      }
+      const int32_t w = stages.in_flight[static_cast<size_t>(d)];
+      const int64_t per_micro_batch = stages.backward_nodes[static_cast<size_t>(d)];
+      if (k < w || per_micro_batch == 0) continue;
+      const int64_t need = (k - w + 1) * per_micro_batch;
+      if (need > std::numeric_limits<int32_t>::max()) {
+        throw ConfigError("a 1F1B pipeline of this size needs more than 2^31 backward kernels per stage", {},
+                          "use fewer micro-batches");
+      }
+      out->gate[v] = d;
+      out->gate_need[v] = static_cast<int32_t>(need);
+    }
   }
   out->fusion_group.clear();
   if (decision.has_fusion()) {

@@ -10,6 +10,10 @@
 //   streaming  micro-batch 0 first, then 1, ... (inference);
 //   gpipe      every forward, micro-batch 0 first, then every backward, the
 //              last micro-batch first, then the updates (GPipe);
+//   1f1b       per stage (OneFOneBStages), W warm-up forwards, then one
+//              backward, one forward, ...: forward k >= W of a stage waits
+//              for backward k - W there (a counted gate, Decision::gate),
+//              so at most W micro-batches are in flight on it;
 // then by the decision's own priority. The time per micro-batch (the
 // throughput objective) is the step of the M micro-batches over M: fill and
 // drain included, as a training step of GPipe sees them.
@@ -38,6 +42,17 @@ struct PipelineGraph {
 // `micro_batches` >= 2; ConfigError above 4096 or when the copies would
 // pass 2^31 nodes.
 PipelineGraph BuildPipelineGraph(const graphs::Graph& graph, int32_t micro_batches);
+
+// 1F1B's stages: the devices that run forward nodes, ordered by their first
+// forward node in the original graph's order; stage s of p keeps at most
+// p - s micro-batches in flight (PipeDream-Flush / Megatron-LM's 1F1B).
+struct OneFOneB {
+  int32_t stages = 0;
+  std::vector<int32_t> in_flight;       // [device] W: p - stage; 1 on a device without forward nodes
+  std::vector<int64_t> backward_nodes;  // [device] backward nodes of one micro-batch placed there
+  bool any_backward = false;
+};
+OneFOneB OneFOneBStages(const Decision& decision, const PipelineGraph& pipeline);
 
 // The decision for the pipeline graph: each copy on its original's device,
 // priorities by `schedule` then by the decision's own; transfer priorities

@@ -1,8 +1,11 @@
 // Pipelines of micro-batches (sim/pipeline.h) through the Evaluator.
 #include <doctest/doctest.h>
 
+#include <map>
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "core/error.h"
 #include "graphs/graph_builder.h"
@@ -55,6 +58,87 @@ TEST_CASE("a streaming pipeline: fill, then one micro-batch per slowest stage; m
   Decision ordered = d;
   ordered.transfer_priority.assign(static_cast<size_t>(p.graph.num_tensors() * cluster.num_devices()), 0.5);
   CHECK(evaluator.Evaluate(ordered).step_time == doctest::Approx(15e-3));
+}
+
+// A training chain over three stages: forward 1 ms and backward 2 ms per
+// stage; stages 0 and 1 keep a 1 MB activation (a zero-time node beside the
+// forward) until their backward. Free transfers.
+const char* kTrainingChain = R"({"maxSizePerFPGA": 1e9, "maxFPGAs": 3, "maxCPUs": 0,
+  "nodes": [
+    {"id": 1, "supportedOnFpga": 1, "cpuLatency": 9, "fpgaLatency": 1, "isBackwardNode": 0, "size": 0},
+    {"id": 2, "supportedOnFpga": 1, "cpuLatency": 9, "fpgaLatency": 0, "isBackwardNode": 0, "size": 0},
+    {"id": 3, "supportedOnFpga": 1, "cpuLatency": 9, "fpgaLatency": 1, "isBackwardNode": 0, "size": 0},
+    {"id": 4, "supportedOnFpga": 1, "cpuLatency": 9, "fpgaLatency": 0, "isBackwardNode": 0, "size": 0},
+    {"id": 5, "supportedOnFpga": 1, "cpuLatency": 9, "fpgaLatency": 1, "isBackwardNode": 0, "size": 0},
+    {"id": 6, "supportedOnFpga": 1, "cpuLatency": 9, "fpgaLatency": 2, "isBackwardNode": 1, "size": 0},
+    {"id": 7, "supportedOnFpga": 1, "cpuLatency": 9, "fpgaLatency": 2, "isBackwardNode": 1, "size": 0},
+    {"id": 8, "supportedOnFpga": 1, "cpuLatency": 9, "fpgaLatency": 2, "isBackwardNode": 1, "size": 0}],
+  "edges": [{"sourceId": 1, "destId": 2, "cost": 0}, {"sourceId": 1, "destId": 3, "cost": 0},
+            {"sourceId": 2, "destId": 8, "cost": 1},
+            {"sourceId": 3, "destId": 4, "cost": 0}, {"sourceId": 3, "destId": 5, "cost": 0},
+            {"sourceId": 4, "destId": 7, "cost": 1},
+            {"sourceId": 5, "destId": 6, "cost": 0}, {"sourceId": 6, "destId": 7, "cost": 0},
+            {"sourceId": 7, "destId": 8, "cost": 0}]})";
+
+TEST_CASE("1F1B: GPipe's step on equal stages, at most p - s micro-batches in flight on stage s, less memory") {
+  const graphs::MsrProblem p = graphs::ReadMsrProblem(kTrainingChain, "train_chain.json");
+  const Cluster cluster = MsrCluster(p);
+  Decision d = SingleDeviceDecision(p.graph, 0);
+  d.placement = {0, 0, 1, 1, 2, 2, 1, 0};  // stage s: forward s (and its activation) and backward s
+  const int32_t M = 8, stages = 3;
+  auto run = [&](Schedule schedule) {
+    SimOptions options;
+    options.micro_batches = M;
+    options.schedule = schedule;
+    const Evaluator evaluator(p.graph, cluster, MakeCostModel("auto"), options);
+    return evaluator.Simulate(d, /*timeline=*/true);
+  };
+  const SimResult gpipe = run(Schedule::kGPipe);
+  const SimResult one = run(Schedule::k1F1B);
+  // Equal stages: both take (M + p - 1) (f + b).
+  CHECK(gpipe.step_time == doctest::Approx((M + stages - 1) * 3e-3));
+  CHECK(one.step_time == doctest::Approx((M + stages - 1) * 3e-3));
+  // Stage 0 holds every micro-batch's activation under GPipe, at most 3 under 1F1B.
+  const int64_t act = p.graph.node(1).outputs[0].bytes;
+  CHECK(act > 0);
+  CHECK(gpipe.devices[0].peak_memory >= M * act);
+  CHECK(one.devices[0].peak_memory <= stages * act + act);
+  CHECK(one.devices[0].peak_memory < gpipe.devices[0].peak_memory);
+  // The in-flight bound, read off the timeline: forward k >= W of stage s
+  // starts after backward k - W there ends; the stage runs 1F1B's order.
+  const PipelineGraph pg = BuildPipelineGraph(p.graph, M);
+  const OneFOneB info = OneFOneBStages(d, pg);
+  CHECK(info.stages == 3);
+  CHECK(info.in_flight == std::vector<int32_t>{3, 2, 1});
+  std::map<std::pair<int32_t, int32_t>, std::pair<double, double>> fwd, bwd;  // (device, k) -> (start, end)
+  std::map<int32_t, std::vector<std::pair<double, std::string>>> order;
+  for (const OpRecord& op : one.ops) {
+    if (op.end == op.start) continue;  // the activations' zero-time nodes
+    const auto v = static_cast<size_t>(op.node);
+    const int32_t k = pg.micro_batch[v];
+    const bool backward = pg.graph.node(op.node).phase == graphs::Phase::kBackward;
+    (backward ? bwd : fwd)[{op.device, k}] = {op.start, op.end};
+    order[op.device].emplace_back(op.start, (backward ? "B" : "F") + std::to_string(k));
+  }
+  for (int32_t dev = 0; dev < stages; ++dev) {
+    const int32_t w = info.in_flight[static_cast<size_t>(dev)];
+    for (int32_t k = w; k < M; ++k) CHECK(fwd[{dev, k}].first >= bwd[{dev, k - w}].second - 1e-12);
+  }
+  std::string stage0;
+  for (const auto& [start, name] : order[0]) stage0 += name + " ";
+  CHECK(stage0 == "F0 F1 F2 B0 F3 B1 F4 B2 F5 B3 F6 B4 F7 B5 B6 B7 ");
+  std::string stage2;
+  for (const auto& [start, name] : order[2]) stage2 += name + " ";
+  CHECK(stage2 == "F0 B0 F1 B1 F2 B2 F3 B3 F4 B4 F5 B5 F6 B6 F7 B7 ");
+  // Inference graphs have nothing to gate: 1F1B is the streaming order.
+  const graphs::MsrProblem inf = graphs::ReadMsrProblem(kChain, "chain.json");
+  Decision di = SingleDeviceDecision(inf.graph, 0);
+  di.placement = {0, 1, 2};
+  SimOptions options;
+  options.micro_batches = 4;
+  options.schedule = Schedule::k1F1B;
+  const Evaluator evaluator(inf.graph, MsrCluster(inf), MakeCostModel("auto"), options);
+  CHECK(evaluator.Evaluate(di).step_time == doctest::Approx(15e-3));
 }
 
 TEST_CASE("a pipeline graph: weights once, an update once after every micro-batch's gradient") {
