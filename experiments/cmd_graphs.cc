@@ -6,6 +6,10 @@
 //   gosim graphs export TARGET --out F     native JSON (F.json[.gz]) or binary (F.gosimgraph[.gz])
 //   gosim graphs room SUITE.yaml --out F   REGAL's "room for improvement"
 //                                          selection (experiments/room_filter.h)
+//   gosim graphs fingerprint TARGET        exact and family fingerprints
+//                                          (graphs/fingerprint.h)
+//   gosim graphs leaks SUITE.yaml...       entries of different splits with
+//                                          equal fingerprints; exit 1 if any
 //
 // TARGET is a graph file (.json[.gz], .pbtxt, .onnx, ...), a suite YAML, or
 // a generator spec `gen:NAME[:k=v,...]`.
@@ -25,6 +29,7 @@
 #include "experiments/commands.h"
 #include "experiments/graph_source.h"
 #include "experiments/room_filter.h"
+#include "graphs/fingerprint.h"
 #include "graphs/generators/generators.h"
 #include "graphs/io.h"
 #include "graphs/stats.h"
@@ -34,9 +39,10 @@ namespace gosim::cli {
 namespace {
 
 struct GraphsArgs {
-  std::string suite;   // list
-  std::string target;  // stats, export
-  ShapeArgs shape;     // stats, export
+  std::vector<std::string> suites;  // leaks
+  std::string suite;                // list
+  std::string target;               // stats, export
+  ShapeArgs shape;                  // stats, export
   bool json = false;
   bool all = false;
   bool ops = false;
@@ -351,6 +357,122 @@ int RoomCommand(const GraphsArgs& args) {
   return 0;
 }
 
+// One built graph with its fingerprints, for `fingerprint` and `leaks`.
+struct Printed {
+  std::string name;
+  std::string split;
+  std::string suite;
+  std::string source;
+  graphs::GraphFingerprint fp;
+};
+
+// Every entry of the suites (or the one graph of a file or generator
+// target), built and fingerprinted, with a progress bar.
+std::vector<Printed> FingerprintTargets(const GraphsArgs& args, const std::vector<std::string>& targets) {
+  std::vector<Printed> out;
+  for (const std::string& target : targets) {
+    if (!IsSuitePath(target)) {
+      GraphsArgs one = args;
+      one.target = target;
+      const graphs::Graph g =
+          StartsWith(target, "gen:") && args.shape.dims.empty() && args.shape.input_shapes.empty()
+              ? Generated(target)
+              : LoadTarget(one);
+      out.push_back({g.name(), "", "", target, graphs::Fingerprint(g)});
+      continue;
+    }
+    GraphsArgs one = args;
+    one.target = target;
+    RejectShapesForSuite(one);
+    const graphs::Suite suite = graphs::LoadSuite(target);
+    for (const std::string& note : suite.notes) std::fprintf(stderr, "note: %s\n", note.c_str());
+    ProgressBar progress("fingerprints of " + suite.name, static_cast<int64_t>(suite.entries.size()));
+    for (const graphs::SuiteEntry& e : suite.entries) {
+      out.push_back(
+          {e.name, e.split, suite.path, e.Spec(), graphs::Fingerprint(graphs::MaterializeGraph(e))});
+      progress.Add();
+    }
+    progress.Finish();
+  }
+  return out;
+}
+
+nlohmann::json PrintedJson(const Printed& p) {
+  nlohmann::json j = {{"name", p.name}, {"exact", p.fp.exact}, {"family", p.fp.family}, {"source", p.source}};
+  if (!p.suite.empty()) {
+    j["suite"] = p.suite;
+    j["split"] = p.split;
+  }
+  return j;
+}
+
+int FingerprintCommand(const GraphsArgs& args) {
+  const std::vector<Printed> all = FingerprintTargets(args, {args.target});
+  if (args.json) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const Printed& p : all) list.push_back(PrintedJson(p));
+    std::printf("%s\n", DumpJson(all.size() == 1 && all[0].suite.empty() ? list[0] : list, 2).c_str());
+    return 0;
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (const Printed& p : all) rows.push_back({p.name, p.split, p.fp.exact, p.fp.family});
+  PrintTable({"graph", "split", "exact", "family"}, rows, 4);
+  return 0;
+}
+
+// A split's role in the check; entries without a split (a suite of graphs
+// each trained and evaluated on itself, as HRL's) are not compared.
+std::string SplitLabel(const Printed& p) {
+  return p.split.empty() ? "(none)" : p.split;
+}
+
+int LeaksCommand(const GraphsArgs& args) {
+  const std::vector<Printed> all = FingerprintTargets(args, args.suites);
+  struct Pair {
+    size_t a, b;
+    std::string kind;
+  };
+  std::vector<Pair> pairs;
+  for (const std::string kind : {"exact", "family"}) {
+    std::map<std::string, std::vector<size_t>> groups;
+    for (size_t i = 0; i < all.size(); ++i)
+      groups[kind == std::string("exact") ? all[i].fp.exact : all[i].fp.family].push_back(i);
+    for (const auto& [key, members] : groups) {
+      for (size_t x = 0; x < members.size(); ++x) {
+        for (size_t y = x + 1; y < members.size(); ++y) {
+          const Printed& a = all[members[x]];
+          const Printed& b = all[members[y]];
+          if (a.split.empty() || b.split.empty() || a.split == b.split) continue;   // not a leak
+          if (kind == std::string("family") && a.fp.exact == b.fp.exact) continue;  // reported as exact
+          pairs.push_back({members[x], members[y], kind});
+        }
+      }
+    }
+  }
+  auto where = [](const Printed& p) { return p.name + " (" + SplitLabel(p) + " of " + p.suite + ")"; };
+  if (args.json) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const Pair& p : pairs)
+      list.push_back({{"kind", p.kind}, {"a", PrintedJson(all[p.a])}, {"b", PrintedJson(all[p.b])}});
+    std::printf("%s\n", DumpJson(nlohmann::json{{"entries", all.size()}, {"pairs", list}}, 2).c_str());
+  } else if (pairs.empty()) {
+    std::printf(
+        "no leaks: %zu entries, no two of different splits with equal exact or family fingerprints (entries "
+        "without a split are not compared)\n",
+        all.size());
+  } else {
+    for (const Pair& p : pairs) {
+      std::printf("%s: %s and %s\n", p.kind == "exact" ? "same graph" : "same family",
+                  where(all[p.a]).c_str(), where(all[p.b]).c_str());
+    }
+    std::printf(
+        "%zu pair(s) across splits among %zu entries (exact: the same built graph; family: the same "
+        "model at another batch size or depth)\n",
+        pairs.size(), all.size());
+  }
+  return pairs.empty() ? 0 : 1;
+}
+
 }  // namespace
 
 void AddGraphsCommand(CLI::App& root) {
@@ -398,7 +520,23 @@ void AddGraphsCommand(CLI::App& root) {
   room->add_option("--cache", args->cache, "CSV of finished candidates; a rerun skips them");
   room->add_option("--name", args->name, "name of the written suite (default: SUITE_room)");
 
-  Commands().push_back({graphs, [args, list, stats, exp, room] {
+  CLI::App* fingerprint = graphs->add_subcommand(
+      "fingerprint", "Print a graph's exact fingerprint and its family fingerprint (batch and depth aside)");
+  InputFile(fingerprint->add_option("target", args->target, "graph file, suite YAML, or gen:NAME[:k=v,...]"))
+      ->required();
+  fingerprint->add_flag("--json", args->json, "print JSON instead of a table");
+  AddShapeOptions(fingerprint, &args->shape);
+
+  CLI::App* leaks = graphs->add_subcommand(
+      "leaks",
+      "List entries of different splits that are the same graph or the same model family; exit 1 if any");
+  InputFile(leaks->add_option("suites", args->suites, "suite YAMLs (every entry of all of them is compared)"))
+      ->required();
+  leaks->add_flag("--json", args->json, "print JSON instead of lines");
+
+  Commands().push_back({graphs, [args, list, stats, exp, room, fingerprint, leaks] {
+                          if (fingerprint->parsed()) return FingerprintCommand(*args);
+                          if (leaks->parsed()) return LeaksCommand(*args);
                           if (list->parsed()) return ListCommand(*args);
                           if (stats->parsed()) return StatsCommand(*args);
                           if (exp->parsed()) return ExportCommand(*args);

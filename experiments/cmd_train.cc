@@ -50,6 +50,15 @@ std::vector<std::string> CheckTrainingSplits(const YAML::Node& config, const std
       config["name"] && config["name"].IsScalar() ? config["name"].as<std::string>() : file;
   for (const graphs::SuiteEntry& entry : suite.entries)
     experiments::CheckNoLeak(entry, index, "training " + name);
+  // By content: a train or valid graph that builds a test graph is refused;
+  // one of a test graph's family is a warning line.
+  if (!suite.EntriesOf("train").empty() || !suite.EntriesOf("valid").empty()) {
+    experiments::TestContentIndex content = experiments::ProjectTestContent();
+    for (const graphs::SuiteEntry* entry : suite.EntriesOf("test"))
+      content.Add(*entry, "entry '" + entry->name + "' of the test split of " + suite.path);
+    for (const graphs::SuiteEntry& entry : suite.entries)
+      experiments::CheckNoContentLeak(entry, content, "training " + name);
+  }
   std::vector<std::string> touched;
   if (config["evaluate"]) {
     for (const graphs::SuiteEntry* entry : suite.EntriesOf("test"))

@@ -49,6 +49,9 @@ struct ExperimentConfig {
   // "name (where it is a test entry)" of every test graph among `graphs`
   // (experiments/splits.h); running them needs RunOptions::final.
   std::vector<std::string> test_graphs;
+  // Train or valid graphs of the same model family as a test graph (the
+  // content check, experiments/splits.h): said in every table's header.
+  std::vector<std::string> near_duplicates;
   std::vector<std::string> clusters;  // preset names or paths, as written
   std::string cost_model = sim::kDefaultCostModel;
   YAML::Node cost_model_options;  // a mapping (may be empty)

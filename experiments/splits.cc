@@ -13,6 +13,7 @@
 #include "core/version.h"
 #include "experiments/cells.h"
 #include "experiments/results.h"
+#include "graphs/fingerprint.h"
 
 namespace gosim::experiments {
 
@@ -80,6 +81,78 @@ void CheckNoLeak(const graphs::SuiteEntry& entry, const TestGraphIndex& index, c
           (entry.kind == graphs::SuiteEntry::Kind::kFile ? "file" : "generator and parameters") +
           "): the test set would leak",
       entry.where, "change the " + entry.split + " entry (another size or model), not the test one");
+}
+
+TestContentIndex TestContentIndex::FromSuites(const std::string& folder) {
+  TestContentIndex index;
+  const std::string resolved = ResolveDataPath(folder);
+  std::error_code ec;
+  if (!fs::is_directory(resolved, ec)) return index;
+  std::vector<std::string> files;
+  for (const auto& item : fs::directory_iterator(resolved, ec)) {
+    const std::string path = item.path().string();
+    if (item.is_regular_file() && (EndsWith(path, ".yaml") || EndsWith(path, ".yml"))) files.push_back(path);
+  }
+  std::sort(files.begin(), files.end());
+  for (const std::string& path : files) {
+    try {
+      const graphs::Suite suite = graphs::LoadSuite(path);
+      for (const graphs::SuiteEntry* entry : suite.EntriesOf("test"))
+        index.Add(*entry, "entry '" + entry->name + "' of the test split of " + suite.path);
+    } catch (const Error& e) {
+      GOSIM_LOG(Warn) << "test-split content check: skipping suite " << path << ": " << e.what();
+    }
+  }
+  return index;
+}
+
+void TestContentIndex::Add(const graphs::SuiteEntry& entry, const std::string& where) {
+  const graphs::GraphFingerprint fp = graphs::Fingerprint(graphs::MaterializeGraph(entry));
+  Add(fp.exact, fp.family, where);
+}
+
+void TestContentIndex::Add(const std::string& exact, const std::string& family, const std::string& where) {
+  exact_.emplace(exact, where);
+  std::vector<std::string>& members = family_[family];
+  if (std::find(members.begin(), members.end(), where) == members.end()) members.push_back(where);
+}
+
+std::string TestContentIndex::ExactOf(const std::string& exact) const {
+  const auto it = exact_.find(exact);
+  return it == exact_.end() ? std::string() : it->second;
+}
+
+std::vector<std::string> TestContentIndex::FamilyOf(const std::string& family) const {
+  const auto it = family_.find(family);
+  return it == family_.end() ? std::vector<std::string>() : it->second;
+}
+
+const TestContentIndex& ProjectTestContent() {
+  static const TestContentIndex index = TestContentIndex::FromSuites();
+  return index;
+}
+
+std::vector<std::string> CheckNoContentLeak(const graphs::SuiteEntry& entry, const TestContentIndex& index,
+                                            const std::string& purpose) {
+  if (entry.split != "train" && entry.split != "valid") return {};
+  const graphs::GraphFingerprint fp = graphs::Fingerprint(graphs::MaterializeGraph(entry));
+  const std::string exact = index.ExactOf(fp.exact);
+  if (!exact.empty()) {
+    throw ConfigError("graph '" + entry.name + "' of the " + entry.split + " split, used for " + purpose +
+                          ", builds the same graph as a test graph (" + exact +
+                          "; `gosim graphs fingerprint` " + fp.exact + "): the test set would leak",
+                      entry.where, "change the " + entry.split + " entry (another model), not the test one");
+  }
+  const std::vector<std::string> tests = index.FamilyOf(fp.family);
+  if (tests.empty()) return {};
+  std::string line =
+      "'" + entry.name + "' (" + entry.split + ") is the same model family as " + tests.front();
+  if (tests.size() > 1)
+    line +=
+        " and " + std::to_string(tests.size() - 1) + " more test entr" + (tests.size() == 2 ? "y" : "ies");
+  GOSIM_LOG(Warn) << "near-duplicate of a test graph: " << line
+                  << " (another batch size or depth; `gosim graphs leaks` lists them)";
+  return {line};
 }
 
 std::string ConfigDigest(const YAML::Node& resolved_config) {

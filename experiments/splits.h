@@ -52,6 +52,39 @@ class TestGraphIndex {
 // per process.
 const TestGraphIndex& ProjectTestGraphs();
 
+// Test graphs by content (graphs/fingerprint.h): what a train or valid
+// entry's graph *is*, whatever text built it. Exact: the same built graph;
+// family: the same model at another batch size or depth.
+class TestContentIndex {
+ public:
+  // The test entries of every suite in `folder` (built once each; a suite
+  // or entry that fails is skipped with a warning).
+  static TestContentIndex FromSuites(const std::string& folder = "configs/suites");
+  // Builds `entry`'s graph and adds it, described as `where`.
+  void Add(const graphs::SuiteEntry& entry, const std::string& where);
+  void Add(const std::string& exact, const std::string& family, const std::string& where);
+  // The description of a test graph with this exact fingerprint, or "".
+  std::string ExactOf(const std::string& exact) const;
+  // The test graphs of this family (descriptions, in the order added).
+  std::vector<std::string> FamilyOf(const std::string& family) const;
+  bool empty() const { return exact_.empty(); }
+
+ private:
+  std::map<std::string, std::string> exact_;
+  std::map<std::string, std::vector<std::string>> family_;
+};
+
+// TestContentIndex::FromSuites() of the project's configs/suites, built
+// once per process, when first asked for.
+const TestContentIndex& ProjectTestContent();
+
+// The content check of a train or valid entry (others pass): a ConfigError
+// at `entry.where` when its graph is exactly a test graph of `index`; else
+// the test graphs of its family, one warning line each (returned, for the
+// run's records).
+std::vector<std::string> CheckNoContentLeak(const graphs::SuiteEntry& entry, const TestContentIndex& index,
+                                            const std::string& purpose);
+
 // Throws ConfigError at `entry.where` when a train or valid entry is a test
 // graph (`purpose` says what the run does with it, e.g. "pre-training").
 void CheckNoLeak(const graphs::SuiteEntry& entry, const TestGraphIndex& index, const std::string& purpose);

@@ -55,6 +55,7 @@ Summary Summarize(const ExperimentConfig& config, const std::vector<Cell>& cells
   summary.mode = config.mode;
   summary.test_graphs = static_cast<int>(config.test_graphs.size());
   summary.final_runs = CountFinalRuns(config.output);
+  summary.near_duplicates = config.near_duplicates;
   summary.cost_model = config.cost_model;
   const DisplayMetric probe = ObjectiveDisplay(config.objective, 0.0, 0.0, 0.0);
 
@@ -202,6 +203,12 @@ std::string Summary::ToMarkdown() const {
   if (test_graphs > 0) {
     out << "Test split: " << test_graphs << " test graph(s), used in " << final_runs
         << " final run(s) of this folder (final_runs.jsonl)\n\n";
+  }
+  if (!near_duplicates.empty()) {
+    out << "Near-duplicates of test graphs (same model family at another batch size or depth; `gosim graphs "
+           "leaks`):";
+    for (const std::string& line : near_duplicates) out << "\n- " << line;
+    out << "\n\n";
   }
   size_t i = 0;
   for (const std::string& cluster : clusters) {

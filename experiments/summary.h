@@ -60,12 +60,13 @@ struct Summary {
   // Code version -> finished cells of the grid it produced (several when
   // `--reuse-other-code` copied cells of another build).
   std::map<std::string, int> code_versions;
-  int test_graphs = 0;                // graphs of the grid that are test graphs (experiments/splits.h)
-  int64_t final_runs = 0;             // lines of the run folder's final_runs.jsonl
-  std::string reference;              // label
-  std::string objective;              // "step_time", ...
-  std::string cost_model;             // the simulator's cost model, named in every table header
-  std::vector<SummaryEntry> entries;  // cluster-major, then graph, then agent (config order)
+  int test_graphs = 0;                       // graphs of the grid that are test graphs (experiments/splits.h)
+  int64_t final_runs = 0;                    // lines of the run folder's final_runs.jsonl
+  std::vector<std::string> near_duplicates;  // ExperimentConfig::near_duplicates
+  std::string reference;                     // label
+  std::string objective;                     // "step_time", ...
+  std::string cost_model;                    // the simulator's cost model, named in every table header
+  std::vector<SummaryEntry> entries;         // cluster-major, then graph, then agent (config order)
 
   // One table per cluster: a row per agent, a column per graph, then the
   // geometric-mean speedup against the reference, the mean evaluations
