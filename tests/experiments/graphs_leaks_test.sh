@@ -55,4 +55,26 @@ PY
 a=$("$gosim" graphs fingerprint gen:inception_v3:training=true --json | python3 -c "import json,sys; print(json.load(sys.stdin)['exact'])")
 b=$("$gosim" graphs fingerprint gen:inception_v3:training=true,batch=32 --json | python3 -c "import json,sys; print(json.load(sys.stdin)['exact'])")
 [ "$a" = "$b" ] || fail "exact fingerprints differ: $a $b"
+# gosim run refuses a train graph that builds a test graph under other
+# text: the test generator's graph, exported to a file.
+"$gosim" graphs export gen:rnnlm:layers=3,hidden=96 --out "$work/lm.gosimgraph" > /dev/null
+cat > "$work/file_leak.yaml" <<YAML
+name: file_leak
+graphs:
+  - {name: lm_test, generator: rnnlm, split: test, params: {layers: 3, hidden: 96}}
+  - {name: lm_file, file: $work/lm.gosimgraph, split: train}
+YAML
+cat > "$work/exp.yaml" <<YAML
+name: leaky_exp
+suite: $work/file_leak.yaml
+clusters: [k80x2]
+agents: [single_device]
+budget: 10
+seeds: 1
+YAML
+status=0
+out=$("$gosim" run "$work/exp.yaml" --list 2>&1) || status=$?
+[ "$status" != 0 ] || fail "gosim run accepted a leaky experiment: $out"
+grep -q "graph 'lm_file' of the train split, used for experiment leaky_exp, builds the same graph as a test graph (entry 'lm_test'" <<< "$out" || fail "no refusal line: $out"
+[ "$(wc -l <<< "$out")" -le 2 ] || fail "more than one error line: $out"
 echo "graphs leaks: ok"
