@@ -6,8 +6,10 @@ core, `--cluster from-graph`): everything on one accelerator, the human
 experts' split (the inference split applied to the training graph through
 colorClass, as their tools do), pipeline_dp (the optimal contiguous split),
 the integer program `ilp` on CBC (any split, not only contiguous ones)
-with a time limit and its gap, and the search agents optimizing max_load at
-one budget of simulator evaluations, over several seeds. Every decision is then simulated once more
+with a time limit and its gap, the search agents optimizing max_load at
+one budget of simulator evaluations, over several seeds, and BRKGA and
+simulated annealing optimizing the engine's pipeline time (`throughput`)
+at the same budget. Every decision is then simulated once more
 (`gosim simulate --objective max_load --json`) for its max-load, its
 feasibility and the engine's single-sample step time.
 
@@ -31,6 +33,9 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 GRAPHS = ["bert24_inference", "bert24_training", "gnmt_inference", "gnmt_training", "resnet50_inference",
           "resnet50_training", "inceptionv3_inference", "inceptionv3_training"]
 SEARCH = ["brkga", "local_search", "simulated_annealing", "random_search"]
+# The same search optimizing the engine's pipeline time itself (the
+# throughput objective at MICRO_BATCHES micro-batches) instead of max-load.
+THROUGHPUT = ["brkga@throughput", "simulated_annealing@throughput"]
 
 
 def shared_dir():
@@ -119,9 +124,9 @@ def main():
         if not os.path.exists(expert):
             expert = os.path.join(data, "human-experts", model + "_inference_expert.json")
         plans = [("single_accelerator", 0, None), ("expert", 0, None), ("pipeline_dp", 0, None), ("ilp", 0, None)]
-        plans += [(agent, seed, None) for agent in SEARCH for seed in range(1, args.seeds + 1)]
+        plans += [(agent, seed, None) for agent in SEARCH + THROUGHPUT for seed in range(1, args.seeds + 1)]
         for method, seed, _ in plans:
-            budget = args.budget if method in SEARCH else int(args.ilp_seconds) if method == "ilp" else 0
+            budget = args.budget if method in SEARCH + THROUGHPUT else int(args.ilp_seconds) if method == "ilp" else 0
             if (name, method, seed, budget) in done:
                 continue
             print(f"msr_table: {name} {method} seed {seed}", flush=True)
@@ -137,8 +142,14 @@ def main():
                     decision = os.path.join(tmp, "d.json")
                     try:
                         extra = ["--agent-option", f"time_limit={args.ilp_seconds:g}"] if method == "ilp" else []
-                        out = gosim("optimize", "--graph", graph, "--cluster", "from-graph", "--agent", method,
-                                    "--objective", "max_load", "--budget", str(max(budget, 1) if method in SEARCH else 1),
+                        agent, objective = method, "max_load"
+                        if method in THROUGHPUT:
+                            agent, objective = method.split("@")
+                            extra = ["--option", f"micro_batches={MICRO_BATCHES}", "--option",
+                                     "schedule=" + ("gpipe" if name.endswith("_training") else "streaming")]
+                        out = gosim("optimize", "--graph", graph, "--cluster", "from-graph", "--agent", agent,
+                                    "--objective", objective,
+                                    "--budget", str(max(budget, 1) if method in SEARCH + THROUGHPUT else 1),
                                     "--seed", str(seed), "--no-progress", "--out", decision, *extra,
                                     timeout=args.dp_timeout if method == "pipeline_dp" else None)
                     except subprocess.TimeoutExpired:
@@ -163,7 +174,7 @@ def main():
 
 
 def write_table(args, graphs, done, path=None):
-    methods = ["single_accelerator", "expert", "pipeline_dp", "ilp"] + SEARCH
+    methods = ["single_accelerator", "expert", "pipeline_dp", "ilp"] + SEARCH + THROUGHPUT
     lines = [
         "# msr-fiddle layer graphs: max-load (ms per sample), 6 accelerators + 1 CPU core",
         "",
@@ -172,7 +183,8 @@ def write_table(args, graphs, done, path=None):
         "docs/FORMATS.md); search agents optimize it at %d simulator evaluations, median over seeds "
         "[min, max]; `step` is the engine's single-sample step time of the same decision and `pipe` the "
         "engine's time per micro-batch with %d micro-batches in flight (GPipe for training, streaming for "
-        "inference; sim/pipeline.h), in ms. "
+        "inference; sim/pipeline.h), in ms. The `@throughput` columns are BRKGA and simulated annealing "
+        "optimizing that pipe time itself (`--objective throughput`, the same budget and seeds). "
         "`oom` marks a decision over an accelerator's memory; `-` a method that refused (reason below)."
         % (args.budget, args.seeds, args.ilp_seconds, args.ilp_seconds, args.budget, MICRO_BATCHES),
         "",
@@ -183,7 +195,7 @@ def write_table(args, graphs, done, path=None):
     for name in graphs:
         cells = []
         for method in methods:
-            budget = args.budget if method in SEARCH else int(args.ilp_seconds) if method == "ilp" else 0
+            budget = args.budget if method in SEARCH + THROUGHPUT else int(args.ilp_seconds) if method == "ilp" else 0
             runs = [r for (g, m, s, b), r in sorted(done.items()) if g == name and m == method and b == budget]
             if not runs:
                 cells.append("")
