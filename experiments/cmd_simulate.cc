@@ -177,7 +177,8 @@ void AddSimulateCommand(CLI::App& root) {
       "--option", args->sim_options,
       "A simulator option key=value (repeatable): track_memory, infeasible_step_time, stop_at_oom, "
       "reuse_transfers, oom_live_tensors, enforce_colocation, execution (auto|none|eager|graph|captured), "
-      "processes (auto|one|per_device), host_threads, launch_queue");
+      "processes (auto|one|per_device), host_threads, launch_queue, max_load, micro_batches (a pipeline of M), "
+      "schedule (gpipe|1f1b|streaming)");
   Commands().push_back({cmd, [args] { return Simulate(*args); }});
 }
 

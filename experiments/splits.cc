@@ -19,18 +19,28 @@ namespace gosim::experiments {
 
 namespace fs = std::filesystem;
 
-TestGraphIndex TestGraphIndex::FromSuites(const std::string& folder) {
-  TestGraphIndex index;
+namespace {
+
+// The suite files (*.yaml, *.yml) of `folder`, found as ResolveDataPath
+// finds data, sorted; none when there is no such folder.
+std::vector<std::string> SuiteFiles(const std::string& folder) {
+  std::vector<std::string> files;
   const std::string resolved = ResolveDataPath(folder);
   std::error_code ec;
-  if (!fs::is_directory(resolved, ec)) return index;
-  std::vector<std::string> files;
+  if (!fs::is_directory(resolved, ec)) return files;
   for (const auto& item : fs::directory_iterator(resolved, ec)) {
     const std::string path = item.path().string();
     if (item.is_regular_file() && (EndsWith(path, ".yaml") || EndsWith(path, ".yml"))) files.push_back(path);
   }
   std::sort(files.begin(), files.end());
-  for (const std::string& path : files) {
+  return files;
+}
+
+}  // namespace
+
+TestGraphIndex TestGraphIndex::FromSuites(const std::string& folder) {
+  TestGraphIndex index;
+  for (const std::string& path : SuiteFiles(folder)) {
     try {
       index.Add(graphs::LoadSuite(path));
     } catch (const Error& e) {
@@ -85,16 +95,7 @@ void CheckNoLeak(const graphs::SuiteEntry& entry, const TestGraphIndex& index, c
 
 TestContentIndex TestContentIndex::FromSuites(const std::string& folder) {
   TestContentIndex index;
-  const std::string resolved = ResolveDataPath(folder);
-  std::error_code ec;
-  if (!fs::is_directory(resolved, ec)) return index;
-  std::vector<std::string> files;
-  for (const auto& item : fs::directory_iterator(resolved, ec)) {
-    const std::string path = item.path().string();
-    if (item.is_regular_file() && (EndsWith(path, ".yaml") || EndsWith(path, ".yml"))) files.push_back(path);
-  }
-  std::sort(files.begin(), files.end());
-  for (const std::string& path : files) {
+  for (const std::string& path : SuiteFiles(folder)) {
     try {
       const graphs::Suite suite = graphs::LoadSuite(path);
       for (const graphs::SuiteEntry* entry : suite.EntriesOf("test"))
