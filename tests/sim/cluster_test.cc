@@ -197,6 +197,7 @@ TEST_CASE("Every preset loads and routes every pair of devices") {
         Expect{"p100x4_pcie", 4, "P100", 9.3e12}, Expect{"dgx1_v100", 8, "V100", 15.7e12},
         Expect{"a100x8_nvswitch", 8, "A100", 19.5e12}, Expect{"h100x8_nvswitch", 8, "H100", 67e12},
         Expect{"h200x8_nvswitch", 8, "H200", 67e12}, Expect{"2node_16gpu_200g", 16, "A100", 19.5e12},
+        Expect{"2node_h100x16_ib", 16, "H100", 67e12},
         Expect{"local", 2, "cpu", 128e9}}) {
     CAPTURE(e.name);
     const Cluster c = LoadCluster(e.name);
@@ -318,6 +319,20 @@ TEST_CASE("NVSwitch and two-node presets share per-GPU ports and per-node NICs")
   CHECK(back.resources == std::vector<int32_t>{n.FindResource("nic1.tx"), n.FindResource("nic0.rx")});
   CHECK(n.resource(n.FindResource("nic1.rx")).bandwidth == 25e9);
   CHECK(n.num_links() == 2 * 56 + 2 * 64);
+
+  // Two DGX H100: each GPU its own 400 Gb/s NIC; one process per GPU.
+  const Cluster h = LoadCluster("2node_h100x16_ib");
+  const int32_t hs = h.FindDevice("n1_gpu3");
+  const int32_t hd = h.FindDevice("n0_gpu5");
+  REQUIRE(h.Route(hs, hd).size() == 1);
+  const LinkSpec& ib = h.link(h.Route(hs, hd).front());
+  CHECK(ib.bandwidth == 50e9);
+  CHECK(ib.resources ==
+        std::vector<int32_t>{h.FindResource("n1_gpu3.nic_tx"), h.FindResource("n0_gpu5.nic_rx")});
+  const LinkSpec& nv = h.link(h.Route(h.FindDevice("n1_gpu0"), h.FindDevice("n1_gpu7")).front());
+  CHECK(nv.bandwidth == 450e9);
+  CHECK(h.host().processes == Processes::kPerDevice);
+  CHECK(h.num_links() == 2 * 56 + 2 * 64);
 }
 
 TEST_CASE("Invalid clusters are ConfigErrors with the YAML path and line") {
