@@ -177,6 +177,7 @@ void RegisterBuiltinAgents(const RegisterFn& add) {
   RegisterCpAgent(add);
   RegisterPipelineDpAgent(add);
   RegisterIlpAgent(add);
+  RegisterPipelineAgent(add);
 }
 
 }  // namespace gosim::agents

@@ -28,6 +28,7 @@ void RegisterBrkgaAgents(const RegisterFn& add);        // brkga/brkga_agent.cc
 void RegisterCpAgent(const RegisterFn& add);            // cp.cc
 void RegisterPipelineDpAgent(const RegisterFn& add);    // pipeline_dp.cc
 void RegisterIlpAgent(const RegisterFn& add);           // ilp.cc
+void RegisterPipelineAgent(const RegisterFn& add);      // pipeline_split.cc
 
 }  // namespace gosim::agents
 

@@ -1019,6 +1019,32 @@ class Run {
     }
     ws_.scratch.resize(static_cast<size_t>(n));
     int32_t done = 0;
+    // Counted gates (Decision::gate) order the program too: a gated task
+    // comes after as many of its counter's signal tasks as it needs, so that
+    // an in-order stream never holds it in front of the tasks it waits for.
+    // Tasks whose inputs are scheduled but whose gate is not reached wait
+    // in gate_parked (a heap by -need) until enough signals are scheduled.
+    const bool gated = gate_ != nullptr;
+    if (gated) {
+      Fill(ws_.gate_list_count, static_cast<int32_t>(ws_.gate_count.size()), 0);
+      for (auto& q : ws_.gate_parked) q.Clear();
+    }
+    auto available = [&](int32_t t) {
+      if (gated) {
+        const int32_t g = gate_[t];
+        if (g >= 0 && ws_.gate_list_count[static_cast<size_t>(g)] < gate_need_[t]) {
+          ws_.gate_parked[static_cast<size_t>(g)].PushHeap(-static_cast<double>(gate_need_[t]), t, 0.0);
+          return;
+        }
+      }
+      heap.PushHeap(key(t), t, 0.0);
+    };
+    if (gated) {  // the sources pushed above: re-sort them through their gates
+      std::vector<int32_t>& sources = ws_.members_scratch;
+      sources.clear();
+      while (!heap.empty()) sources.push_back(heap.PopHeap());
+      for (const int32_t t : sources) available(t);
+    }
     while (!heap.empty()) {
       const int32_t t = heap.PopHeap();
       ws_.scratch[static_cast<size_t>(done++)] = t;
@@ -1028,14 +1054,26 @@ class Run {
           const EngineModel::TensorInfo& info = m_.tensors[o];
           for (int32_t i = info.cons_begin; i < info.cons_end; ++i) {
             const int32_t ct = Task(m_.consumers[i].node);
-            if (ct != t && --indeg[ct] == 0) heap.PushHeap(key(ct), ct, 0.0);
+            if (ct != t && --indeg[ct] == 0) available(ct);
           }
         }
         for (int32_t i = node.ctrl_begin; i < node.ctrl_end; ++i) {
           const int32_t ct = Task(m_.ctrl[i]);
-          if (ct != t && --indeg[ct] == 0) heap.PushHeap(key(ct), ct, 0.0);
+          if (ct != t && --indeg[ct] == 0) available(ct);
+        }
+        if (gated && gate_signal_[v] >= 0) {
+          const int32_t g = gate_signal_[v];
+          const int32_t count = ++ws_.gate_list_count[static_cast<size_t>(g)];
+          ServiceQueue& parked = ws_.gate_parked[static_cast<size_t>(g)];
+          while (!parked.empty() && -parked.FrontHeap().priority <= count) {
+            const int32_t ready = parked.PopHeap();
+            heap.PushHeap(key(ready), ready, 0.0);
+          }
         }
       });
+    }
+    if (gated) {
+      for (auto& q : ws_.gate_parked) q.Clear();
     }
     if (done != tasks_total_) {
       throw DecisionError(std::to_string(tasks_total_ - done) + " of " + std::to_string(tasks_total_) +

@@ -209,6 +209,8 @@ struct Workspace {
   std::vector<ServiceQueue> gate_parked;
   std::vector<int32_t> task_gate;
   std::vector<int32_t> task_gate_need;
+  std::vector<int32_t> gate_list_count;  // per counter, while the program order is built
+  std::vector<int32_t> members_scratch;
   // Per link and resource.
   std::vector<uint8_t> link_busy;
   std::vector<uint8_t> link_dirty;
