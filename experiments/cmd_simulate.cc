@@ -173,12 +173,7 @@ void AddSimulateCommand(CLI::App& root) {
       ->capture_default_str();
   cmd->add_option("--cost-model-option", args->cost_model_options,
                   "A cost-model option key=value (repeatable; e.g. profile=configs/calibrated/a100.yaml)");
-  cmd->add_option(
-      "--option", args->sim_options,
-      "A simulator option key=value (repeatable): track_memory, infeasible_step_time, stop_at_oom, "
-      "reuse_transfers, oom_live_tensors, enforce_colocation, execution (auto|none|eager|graph|captured), "
-      "processes (auto|one|per_device), host_threads, launch_queue, max_load, micro_batches (a pipeline of M), "
-      "schedule (gpipe|1f1b|streaming)");
+  cmd->add_option("--option", args->sim_options, kSimOptionHelp);
   Commands().push_back({cmd, [args] { return Simulate(*args); }});
 }
 

@@ -43,6 +43,14 @@ struct ShapeArgs {
 };
 void AddShapeOptions(CLI::App* cmd, ShapeArgs* args);
 
+// The help of `--option key=value` (simulate, optimize): the simulator
+// options experiments::ParseSimOptions reads.
+inline constexpr const char* kSimOptionHelp =
+    "A simulator option key=value (repeatable): track_memory, infeasible_step_time, stop_at_oom, "
+    "reuse_transfers, oom_live_tensors, enforce_colocation, execution (auto|none|eager|graph|captured), "
+    "processes (auto|one|per_device), host_threads, launch_queue, max_load, micro_batches (a pipeline of M), "
+    "schedule (gpipe|1f1b|streaming)";
+
 void AddGraphsCommand(CLI::App& root);
 void AddSimulateCommand(CLI::App& root);
 void AddRunCommand(CLI::App& root);
