@@ -1299,9 +1299,9 @@ class Run {
   // freed slot takes the waiting task, which fills the queue again, so the
   // thread dispatches the next task and blocks on d once more: what waking
   // it (MarkThread, RunAhead) would do, without leaving and re-entering the
-  // wait list. False, and nothing changed, in any other case.
-  bool Relaunch(int32_t th, int32_t finished, int32_t d) {
-    const int32_t waiting = thread_task_[th];
+  // wait list. `waiting` launches at `at`. False, and nothing changed, in
+  // any other case.
+  bool Relaunch(int32_t th, int32_t waiting, int32_t d, double at) {
     if (sync_ && host_sync_[waiting]) return false;  // the thread then waits for it
     if (wait_next_[th] >= 0 || outstanding_[d] + 1 < queue_cap_) return false;
     const int32_t p = tpp_ == 1 ? th : th / tpp_;
@@ -1309,14 +1309,6 @@ class Run {
     if (cursor >= proc_off_[p + 1]) return false;
     const int32_t next = identity_order_ ? cursor : proc_order_[cursor];
     if (tasks_[next].device != d || !InQueue(next)) return false;
-    const double at = std::max(thread_clock_[th], now_);
-    if constexpr (kFull) {
-      if (at == now_) {  // the launch waited for this kernel's slot
-        ws_.thread_cause[static_cast<size_t>(th)] = finished;
-        ws_.launch_cause[static_cast<size_t>(waiting)] = finished;
-      }
-    }
-    (void)finished;
     LaunchNow(th, waiting, at);
     ++proc_cursor_[p];
     const double cost = host_cost_[next];
@@ -1348,26 +1340,24 @@ class Run {
     if (InQueue(task)) {
       --outstanding_[d];
       const int32_t th = wait_head_[d];
-      if (th >= 0 && !(launch_time_ != nullptr && Relaunch(th, task, d))) {
-        wait_head_[d] = wait_next_[th];
-        if (wait_head_[d] < 0) wait_tail_[d] = -1;
-        thread_state_[th] = kIdle;
+      if (th >= 0) {
         const int32_t waiting = thread_task_[th];
         // Eager: the thread may still be dispatching `waiting` (it ran
         // ahead); then the slot is free when the dispatch ends.
-        double at = now_;
-        if (launch_time_ != nullptr) {
-          double& clock = thread_clock_[th];
-          at = std::max(clock, now_);
-          clock = at;
-        }
+        const double at = launch_time_ != nullptr ? std::max(thread_clock_[th], now_) : now_;
         if constexpr (kFull) {
           if (at == now_) {  // the launch waited for this kernel's slot
             ws_.thread_cause[static_cast<size_t>(th)] = task;
             ws_.launch_cause[static_cast<size_t>(waiting)] = task;
           }
         }
-        if (Launch(th, waiting, at)) MarkThread(th);
+        if (launch_time_ == nullptr || !Relaunch(th, waiting, d, at)) {
+          wait_head_[d] = wait_next_[th];
+          if (wait_head_[d] < 0) wait_tail_[d] = -1;
+          thread_state_[th] = kIdle;
+          if (launch_time_ != nullptr) thread_clock_[th] = at;
+          if (Launch(th, waiting, at)) MarkThread(th);
+        }
       }
     }
     // A synchronizing task always has its launching thread waiting (Launch).
