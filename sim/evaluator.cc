@@ -25,8 +25,9 @@ namespace gosim::sim {
 struct Evaluator::Impl {
   Impl(const graphs::Graph& graph, const Cluster& cluster, const CostModel& cost_model,
        const SimOptions& options)
-      : pipeline(options.micro_batches > 1 ? std::optional<PipelineGraph>(BuildPipelineGraph(graph, options.micro_batches))
-                                           : std::nullopt),
+      : pipeline(options.micro_batches > 1
+                     ? std::optional<PipelineGraph>(BuildPipelineGraph(graph, options.micro_batches))
+                     : std::nullopt),
         engine(pipeline ? pipeline->graph : graph, cluster, cost_model, options) {
     if (options.micro_batches < 1) {
       throw ConfigError("micro_batches must be >= 1, not " + std::to_string(options.micro_batches), {},
@@ -40,9 +41,9 @@ struct Evaluator::Impl {
     if (!pipeline) return decision;
     const auto n = static_cast<size_t>(pipeline->original_nodes);
     if (decision.placement.size() != n || (decision.has_priority() && decision.priority.size() != n)) {
-      throw DecisionError("the decision has " + std::to_string(decision.placement.size()) + " placements and " +
-                              std::to_string(decision.priority.size()) + " priorities for a graph of " +
-                              std::to_string(n) + " nodes",
+      throw DecisionError("the decision has " + std::to_string(decision.placement.size()) +
+                              " placements and " + std::to_string(decision.priority.size()) +
+                              " priorities for a graph of " + std::to_string(n) + " nodes",
                           {}, "give one per node");
     }
     Decision& out = expanded.local();
@@ -224,8 +225,8 @@ void Evaluator::EvaluateBatch(std::span<const Decision> decisions, std::span<Eva
 
 SimResult Evaluator::Simulate(const Decision& decision, bool timeline) const {
   evaluations_.fetch_add(1, std::memory_order_relaxed);
-  SimResult result =
-      impl_->engine.Simulate(impl_->Engined(decision, options_.schedule), timeline, impl_->workspaces.local());
+  SimResult result = impl_->engine.Simulate(impl_->Engined(decision, options_.schedule), timeline,
+                                            impl_->workspaces.local());
   result.micro_batches = std::max(options_.micro_batches, 1);
   result.max_load /= static_cast<double>(result.micro_batches);
   result.cost_model = cost_model_description();

@@ -36,7 +36,7 @@ struct Evaluation {
   int32_t split_group = -1;  // first colocation group found on two devices (enforced only), or -1
   double host_busy = 0.0;    // seconds the busiest host thread dispatched (0 without a host)
   double max_load = -1.0;    // seconds, msr-fiddle's max-load (sim/msr.h); -1 unless SimOptions::max_load
-  double throughput = 0.0;   // seconds per micro-batch: step_time / SimOptions::micro_batches (sim/pipeline.h)
+  double throughput = 0.0;  // seconds per micro-batch: step_time / SimOptions::micro_batches (sim/pipeline.h)
 };
 
 struct Workspace;  // sim/engine.h

@@ -161,7 +161,8 @@ cluster "from-graph" takes the machine an msr-fiddle problem file brings.)")
                        const py::object& cost_model_options, const py::object& options) {
              GraphPtr g = GraphOf(graph);
              ClusterPtr c = ClusterFor(cluster, *g);
-             return std::make_unique<Simulator>(std::move(g), std::move(c), cost_model, cost_model_options, options);
+             return std::make_unique<Simulator>(std::move(g), std::move(c), cost_model, cost_model_options,
+                                                options);
            }),
            py::arg("graph"), py::arg("cluster"), py::arg("cost_model") = "auto",
            py::arg("cost_model_options") = py::none(), py::arg("options") = py::none())
@@ -269,14 +270,17 @@ cluster "from-graph" takes the machine an msr-fiddle problem file brings.)")
               py::gil_scoped_release release;
               const sim::SimResult r = s.evaluator().Simulate(d, timeline || !trace.empty());
               if (!trace.empty())
-                sim::WriteChromeTrace(trace, r, s.evaluator().simulated_graph(), *s.cluster(), s.cost_model_used());
+                sim::WriteChromeTrace(trace, r, s.evaluator().simulated_graph(), *s.cluster(),
+                                      s.cost_model_used());
               if (!trace.empty() && !timeline) {
                 sim::SimResult summary = r;
                 summary.ops.clear();
                 summary.transfer_hops.clear();
-                text = sim::SimResultToJson(summary, s.evaluator().simulated_graph(), *s.cluster(), s.cost_model_used());
+                text = sim::SimResultToJson(summary, s.evaluator().simulated_graph(), *s.cluster(),
+                                            s.cost_model_used());
               } else {
-                text = sim::SimResultToJson(r, s.evaluator().simulated_graph(), *s.cluster(), s.cost_model_used());
+                text = sim::SimResultToJson(r, s.evaluator().simulated_graph(), *s.cluster(),
+                                            s.cost_model_used());
               }
             }
             return py::module_::import("json").attr("loads")(text);

@@ -41,8 +41,8 @@ TEST_CASE("fingerprint: exact ignores names, sees sizes and edges; family ignore
   CHECK(a.exact.size() == 16);
   CHECK(a.family.size() == 16);
   CHECK(Fingerprint(Chain(5, 64, "renamed")).exact == a.exact);  // names do not enter it
-  CHECK(Fingerprint(Chain(5, 128)).exact != a.exact);              // sizes do
-  CHECK(Fingerprint(Chain(5, 128)).family == a.family);            // but not the family
+  CHECK(Fingerprint(Chain(5, 128)).exact != a.exact);            // sizes do
+  CHECK(Fingerprint(Chain(5, 128)).family == a.family);          // but not the family
   CHECK(Fingerprint(Chain(9, 64)).exact != a.exact);
   CHECK(Fingerprint(Chain(9, 64)).family == a.family);  // three or more repetitions: one family
   // Real generators: the issue's near-duplicates are found; other models are not.

@@ -12,9 +12,9 @@
 
 #include "agents/agent.h"
 #include "agents/learned/common/checkpoint.h"
-#include "agents/learned/common/training_options.h"
 #include "agents/learned/common/curves.h"
 #include "agents/learned/common/train.h"
+#include "agents/learned/common/training_options.h"
 #include "agents/learned/hrl/hrl_learner.h"
 #include "agents/options_util.h"
 #include "core/error.h"

@@ -11,11 +11,11 @@
 #include <sstream>
 
 #include "agents/learned/common/checkpoint.h"
-#include "agents/learned/common/training_options.h"
 #include "agents/learned/common/curves.h"
 #include "agents/learned/common/features.h"
 #include "agents/learned/common/rollout.h"
 #include "agents/learned/common/torch_lock.h"
+#include "agents/learned/common/training_options.h"
 #include "agents/options_util.h"
 #include "core/data_path.h"
 #include "core/error.h"
