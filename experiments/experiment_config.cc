@@ -331,23 +331,6 @@ ExperimentConfig ParseExperiment(const YAML::Node& root, const std::string& sour
       if (!entry.test_source.empty())
         config.test_graphs.push_back(entry.name + " (" + entry.test_source + ")");
     }
-    // The same by content: a train or valid graph that builds a test graph
-    // under other text is refused; one of a test graph's family is said.
-    const bool trains = std::any_of(config.graphs.begin(), config.graphs.end(), [](const GraphEntry& e) {
-      return e.split == "train" || e.split == "valid";
-    });
-    if (trains) {
-      TestContentIndex content = ProjectTestContent();
-      for (const GraphEntry& entry : config.graphs) {
-        if (entry.split == "test")
-          content.Add(entry.entry, "entry '" + entry.name + "' of the test split of " +
-                                       (has_suite ? config.suite : source));
-      }
-      for (const GraphEntry& entry : config.graphs) {
-        for (std::string& line : CheckNoContentLeak(entry.entry, content, "experiment " + config.name))
-          config.near_duplicates.push_back(std::move(line));
-      }
-    }
   }
   std::set<std::string> graph_names;
   for (const GraphEntry& entry : config.graphs) {
@@ -435,6 +418,24 @@ ExperimentConfig ParseExperiment(const YAML::Node& root, const std::string& sour
              "quick marks a pipeline check at toy sizes; full (the default) a result");
   }
   map.Finish();
+  // The same by content (after every key is read, so that a typo is the
+  // error reported): a train or valid graph that builds a test graph
+  // under other text is refused; one of a test graph's family is said.
+  const bool trains = std::any_of(config.graphs.begin(), config.graphs.end(), [](const GraphEntry& e) {
+    return e.split == "train" || e.split == "valid";
+  });
+  if (trains) {
+    TestContentIndex content = ProjectTestContent();
+    for (const GraphEntry& entry : config.graphs) {
+      if (entry.split == "test")
+        content.Add(entry.entry,
+                    "entry '" + entry.name + "' of the test split of " + (has_suite ? config.suite : source));
+    }
+    for (const GraphEntry& entry : config.graphs) {
+      for (std::string& line : CheckNoContentLeak(entry.entry, content, "experiment " + config.name))
+        config.near_duplicates.push_back(std::move(line));
+    }
+  }
   return config;
 }
 

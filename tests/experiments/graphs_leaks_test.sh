@@ -68,7 +68,7 @@ cat > "$work/exp.yaml" <<YAML
 name: leaky_exp
 suite: $work/file_leak.yaml
 clusters: [k80x2]
-agents: [single_device]
+agents: [{name: single_device}]
 budget: 10
 seeds: 1
 YAML
