@@ -402,7 +402,7 @@ class Run {
   }
 
   // Into its stream's ready queue.
-  void EnqueueTask(int32_t task, int32_t cause) {
+  [[gnu::always_inline]] void EnqueueTask(int32_t task, int32_t cause) {
     const int32_t d = Lane(task);
     if (tprio_ != nullptr) {
       ready_[d].PushHeap(tprio_[task], task, now_);
@@ -518,7 +518,7 @@ class Run {
 
   // A finished task adds its members' signals; waiting tasks whose need is
   // reached become ready, least need first.
-  void Signal(int32_t task) {
+  [[gnu::noinline]] void Signal(int32_t task) {
     ForEachMember(task, [&](int32_t v) {
       const int32_t g = gate_signal_[v];
       if (g < 0) return;
