@@ -13,11 +13,14 @@
 //   if it improves (steepest descent over a sampled neighbourhood); after
 //   `patience` evaluations without improvement the search restarts from a
 //   fresh random solution. The best solution over all restarts is returned.
-//   `warm_start` (default []) names one-shot agents (e.g. single_device,
-//   m_etf, human_expert) whose decisions are evaluated first (charged to the
-//   budget); the first descent then starts from the best of them, with the
-//   priorities of its own FIFO schedule (one more evaluation): the
-//   equal-budget "local search from the best heuristic" control.
+//   `warm_start` (default [single_device, m_etf], as brkga; [] when `init`
+//   is given, so `init: random` is REGAL's cold baseline) names one-shot
+//   agents (e.g. single_device, m_etf, human_expert) whose decisions are
+//   evaluated first (charged to the budget; agents/warm_start.h says what
+//   happens when all are out of memory); the first descent then starts from
+//   the best of them, with the priorities of its own FIFO schedule (one more
+//   evaluation): the equal-budget "local search from the best heuristic"
+//   control. `warm_start: []` starts from `init` (default random).
 //   `units: runs` moves runs of colocation groups instead of single groups
 //   (ColocationRuns, HRL's locality-prior groups, at most `max_runs`; 0 =
 //   min(256, 20 x devices)): HRL's decision space without its network.
@@ -105,7 +108,9 @@ class LocalSearchAgent : public Agent {
     neighbours_ = static_cast<int32_t>(GetInt(options, "neighbours", 16, 1, 1 << 16));
     patience_ = GetInt(options, "patience", 0, 0, int64_t{1} << 40);
     moves_ = MoveOptions::Parse(options);
-    warm_start_ = ParseWarmStart(options, "local_search", {});
+    // An explicit `init` is the start asked for: cold unless warm_start says otherwise.
+    warm_start_ = ParseWarmStart(options, "local_search",
+                                 options.Has("init") ? std::vector<std::string>{} : DefaultWarmStart());
     runs_ = GetChoice(options, "units", "colocation", {"colocation", "runs"}) == "runs";
     max_runs_ = static_cast<int32_t>(GetInt(options, "max_runs", 0, 0, 4096));
     options.Finish();
@@ -215,7 +220,8 @@ class LocalSearchAgent : public Agent {
   int64_t patience_ = 0;
   MoveOptions moves_;
   // `warm_start`: one-shot agents whose best decision the first descent
-  // starts from ([]: start from `init`, REGAL's baseline).
+  // starts from ([]: start from `init`, REGAL's baseline; absent: the
+  // default warm start unless `init` is given).
   std::vector<WarmStartAgent> warm_start_;
   bool runs_ = false;     // `units: runs`
   int32_t max_runs_ = 0;  // `max_runs` (0: min(256, 20 x devices))

@@ -73,7 +73,7 @@ class RoleSweepAgent : public Agent {
 
   AgentResult Optimize(const Problem& problem, const ProgressFn& progress) override {
     SearchTracker tracker(problem, progress, options_.evaluations);
-    const WarmStartResult warm = RunWarmStart(name(), options_.warm_start, problem, options_.evaluations);
+    const WarmStartResult warm = RunWarmStart(name(), options_.warm_start, problem, tracker.Remaining());
     if (warm.seeds.empty()) {
       throw ConfigError("role_sweep: no warm-start agent gave a decision for this graph", {},
                         "name another one-shot agent in warm_start, e.g. single_device");

@@ -4,6 +4,8 @@
 #include <chrono>
 #include <memory>
 
+#include "agents/repair.h"
+#include "agents/static_costs.h"
 #include "core/error.h"
 #include "core/log.h"
 #include "sim/result.h"
@@ -17,6 +19,10 @@ bool WarmStartAgent::operator==(const WarmStartAgent& other) const {
 
 namespace {
 // Search agents: seeding one with another would hide the budget.
+// Tried in this order when every named seed is out of memory.
+constexpr const char* kFallbackPartitioners[] = {"metis", "scotch"};
+// Simulator evaluations one seed's memory repair may use.
+constexpr int64_t kRepairEvaluations = 64;
 const std::vector<std::string> kSearchAgents = {"brkga",
                                                 "brkga_5k",
                                                 "tuned_brkga",
@@ -79,28 +85,94 @@ std::vector<WarmStartAgent> ParseWarmStart(YamlMap& options, const std::string& 
   return out;
 }
 
+namespace {
+
+// Runs one one-shot agent with a budget of one evaluation and appends its
+// decision to `out` (skipped with a warning when it cannot handle the graph).
+void RunSeed(const std::string& owner, const WarmStartAgent& spec, const Problem& problem,
+             WarmStartResult& out) {
+  const YAML::Node node =
+      spec.options && !spec.options.IsNull() ? YAML::Clone(spec.options) : YAML::Node(YAML::NodeType::Map);
+  YamlMap options(node, spec.file.empty() ? "warm_start" : spec.file, spec.path);
+  std::unique_ptr<Agent> agent = MakeAgent(spec.name, options);
+  Problem one_shot = problem;
+  one_shot.budget.evaluations = 1;
+  one_shot.budget.wall_seconds = 0.0;
+  try {
+    AgentResult r = agent->Optimize(one_shot);
+    out.evaluations += r.evaluations;
+    if (r.best.placement.size() != static_cast<size_t>(problem.graph.num_nodes())) return;
+    out.seeds.push_back({spec.name, std::move(r)});
+  } catch (const Error& e) {  // e.g. no expert rules for this graph: start without it
+    GOSIM_LOG(Warn) << owner << ": warm start from " << spec.name << " skipped: " << e.what();
+  }
+}
+
+bool AnyFeasible(const WarmStartResult& out) {
+  return std::any_of(out.seeds.begin(), out.seeds.end(),
+                     [](const WarmStartSeed& s) { return s.result.best_evaluation.feasible; });
+}
+
+// Every named seed ran out of memory: the partitioners, which balance memory
+// across devices, and then the memory repair of the seeds (best score first),
+// before the search falls back on its random starts (docs/AGENTS.md, "Warm
+// starts").
+void FallBack(const std::string& owner, const std::vector<WarmStartAgent>& named, const Problem& problem,
+              int64_t max_evaluations, WarmStartResult& out) {
+  GOSIM_LOG(Info) << owner << ": every warm start is out of memory; trying metis, scotch and memory repair";
+  const std::vector<std::string> registered = AgentNames();
+  for (const char* partitioner : kFallbackPartitioners) {
+    if (out.evaluations >= max_evaluations) return;
+    const bool listed = std::any_of(named.begin(), named.end(),
+                                    [&](const WarmStartAgent& a) { return a.name == partitioner; });
+    if (listed || std::find(registered.begin(), registered.end(), partitioner) == registered.end()) continue;
+    RunSeed(owner, {partitioner, YAML::Node(), "", ""}, problem, out);
+    if (AnyFeasible(out)) return;
+  }
+  if (problem.cluster.num_devices() < 2) return;
+  std::vector<size_t> order(out.seeds.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  auto score = [&](size_t i) {
+    return problem.objective.Score(out.seeds[i].result.best_evaluation, problem.cluster);
+  };
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return score(a) < score(b); });
+  // A quarter of what is left, at most kRepairEvaluations per seed.
+  const int64_t repair_budget = std::max<int64_t>(1, (max_evaluations - out.evaluations) / 4);
+  const int64_t repair_end = out.evaluations + repair_budget;
+  const StaticCosts costs(problem.evaluator);
+  for (size_t i : order) {
+    if (out.evaluations >= repair_end) return;
+    RepairOptions repair;
+    repair.keep_colocation = problem.evaluator.options().enforce_colocation;
+    repair.max_evaluations = std::min<int64_t>(kRepairEvaluations, repair_end - out.evaluations);
+    const AgentResult& seed = out.seeds[i].result;
+    RepairResult r = RepairMemory(
+        problem.graph, costs, seed.best,
+        [&](const sim::Decision& d) { return problem.evaluator.Evaluate(d); }, repair, seed.best_evaluation);
+    out.evaluations += r.evaluations;
+    if (!r.feasible) continue;
+    AgentResult repaired;
+    repaired.best = std::move(r.decision);
+    repaired.best_evaluation = r.evaluation;
+    repaired.best_objective = problem.objective.Score(r.evaluation, problem.cluster);
+    repaired.evaluations = r.evaluations;
+    out.seeds.push_back({"repair:" + out.seeds[i].agent, std::move(repaired)});
+    return;
+  }
+}
+
+}  // namespace
+
 WarmStartResult RunWarmStart(const std::string& owner, const std::vector<WarmStartAgent>& agents,
                              const Problem& problem, int64_t max_evaluations) {
   const auto start = std::chrono::steady_clock::now();
   WarmStartResult out;
   for (const WarmStartAgent& spec : agents) {
     if (out.evaluations >= max_evaluations) break;
-    const YAML::Node node =
-        spec.options && !spec.options.IsNull() ? YAML::Clone(spec.options) : YAML::Node(YAML::NodeType::Map);
-    YamlMap options(node, spec.file.empty() ? "warm_start" : spec.file, spec.path);
-    std::unique_ptr<Agent> agent = MakeAgent(spec.name, options);
-    Problem one_shot = problem;
-    one_shot.budget.evaluations = 1;
-    one_shot.budget.wall_seconds = 0.0;
-    try {
-      AgentResult r = agent->Optimize(one_shot);
-      out.evaluations += r.evaluations;
-      if (r.best.placement.size() != static_cast<size_t>(problem.graph.num_nodes())) continue;
-      out.seeds.push_back({spec.name, std::move(r)});
-    } catch (const Error& e) {  // e.g. no expert rules for this graph: start without it
-      GOSIM_LOG(Warn) << owner << ": warm start from " << spec.name << " skipped: " << e.what();
-    }
+    RunSeed(owner, spec, problem, out);
   }
+  if (!agents.empty() && !AnyFeasible(out) && out.evaluations < max_evaluations)
+    FallBack(owner, agents, problem, max_evaluations, out);
   out.wall_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return out;
 }

@@ -53,6 +53,12 @@ struct WarmStartResult {
 // `max_evaluations` have been spent (so the seeds never cost more than the search's own budget; the agents
 // left over are not run). An agent that cannot handle the graph (an Error,
 // e.g. no expert rules) is skipped with a warning naming `owner`.
+// When `agents` is not empty and every seed is out of memory, the memory-
+// balancing partitioners metis and scotch are tried next (unless named
+// already), and then the memory repair (agents/repair.h) of the seeds, best
+// score first, with at most a quarter of what is left: a feasible result
+// joins the seeds ("metis", "scotch", "repair:single_device"), so a search
+// starts from a decision that fits before it draws random ones.
 WarmStartResult RunWarmStart(const std::string& owner, const std::vector<WarmStartAgent>& agents,
                              const Problem& problem, int64_t max_evaluations);
 

@@ -73,6 +73,23 @@ class BrkgaAgent : public Agent {
     Problem rest = problem;
     rest.budget.evaluations = budget - used;
     AgentResult result = brkga::RunBrkga(rest, options_, brkga::UniformSampler(), progress, initial);
+    // A seed that generation 0 had no budget left to re-evaluate (or one
+    // cut off by the population size) still counts: it was simulated and
+    // charged above.
+    const WarmStartSeed* best_seed = nullptr;
+    for (const WarmStartSeed& seed : warm.seeds) {
+      const double score = problem.objective.Score(seed.result.best_evaluation, problem.cluster);
+      if (score < result.best_objective &&
+          (!best_seed || score < problem.objective.Score(best_seed->result.best_evaluation, problem.cluster)))
+        best_seed = &seed;
+    }
+    if (best_seed) {
+      result.best = best_seed->result.best;
+      result.best_evaluation = best_seed->result.best_evaluation;
+      result.best_objective = problem.objective.Score(result.best_evaluation, problem.cluster);
+      for (CurvePoint& point : result.curve)
+        point.best_objective = std::min(point.best_objective, result.best_objective);
+    }
     // The seeds' evaluations and time count as this agent's: the curve
     // starts after them, and the totals include them.
     const double total_seconds =

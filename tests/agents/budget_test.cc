@@ -12,6 +12,7 @@
 
 #include "agents/agent.h"
 #include "agents/learned_agents.h"
+#include "agents/warm_start.h"
 #include "core/error.h"
 #include "core/yaml.h"
 #include "graphs/generators/generators.h"
@@ -119,12 +120,70 @@ TEST_CASE(
       CHECK(r.extra.at("warm_start_evaluations") == (budget >= 4 ? 3.0 : 2.0));
     }
   }
-  // Without the option (REGAL's baseline) nothing is seeded.
-  Fixture cold(tight.graph, MakeCluster(4));
-  const AgentResult r =
-      testing::Make("local_search")->Optimize(cold.MakeProblem(ObjectiveKind::kStepTime, 20, 5));
-  CHECK(r.extra.count("warm_start_evaluations") == 0);
-  CHECK(cold.evaluator->evaluations() == 20);
+  // Without the option it starts warm, as brkga does.
+  Fixture warm(tight.graph, MakeCluster(4));
+  const AgentResult by_default =
+      testing::Make("local_search")->Optimize(warm.MakeProblem(ObjectiveKind::kStepTime, 20, 5));
+  CHECK(by_default.extra.at("warm_start_evaluations") == 3.0);
+  CHECK(by_default.best_objective <= best_seed);
+  // `warm_start: []` or an explicit `init` (REGAL's baseline): nothing is seeded.
+  for (const char* cold_options : {"{warm_start: []}", "{init: random}"}) {
+    CAPTURE(cold_options);
+    Fixture cold(tight.graph, MakeCluster(4));
+    const AgentResult r = testing::Make("local_search", cold_options)
+                              ->Optimize(cold.MakeProblem(ObjectiveKind::kStepTime, 20, 5));
+    CHECK(r.extra.count("warm_start_evaluations") == 0);
+    CHECK(cold.evaluator->evaluations() == 20);
+  }
+}
+
+TEST_CASE(
+    "When every warm start is out of memory, the partitioners and the memory repair come before random") {
+  const TightProblem tight = MakeTightProblem();
+  YAML::Node none;
+  // single_device alone is out of memory on the tight devices.
+  {
+    Fixture f(tight.graph, MakeCluster(4, tight.capacity));
+    const WarmStartResult r = RunWarmStart("test", {{"single_device", none, "", ""}},
+                                           f.MakeProblem(ObjectiveKind::kStepTime, 100, 5), 100);
+    REQUIRE(r.seeds.size() >= 2);
+    CHECK_FALSE(r.seeds[0].result.best_evaluation.feasible);
+    CHECK(r.seeds.back().result.best_evaluation.feasible);
+    CHECK((r.seeds.back().agent == "metis" || r.seeds.back().agent == "scotch"));
+    CHECK(r.evaluations == f.evaluator->evaluations());
+  }
+  // Devices holding 40% of the one-device peak, three of them: metis and
+  // scotch are out of memory too, and the memory repair of a seed fits.
+  for (const int64_t budget : {2, 5, 400}) {
+    CAPTURE(budget);
+    Fixture f(tight.graph, MakeCluster(3, static_cast<int64_t>(tight.capacity / 0.55 * 0.4)));
+    const WarmStartResult r = RunWarmStart("test", {{"single_device", none, "", ""}},
+                                           f.MakeProblem(ObjectiveKind::kStepTime, budget, 5), budget);
+    CHECK(r.evaluations == f.evaluator->evaluations());
+    CHECK(r.evaluations <= budget);
+    REQUIRE(r.seeds.size() == std::min<size_t>(static_cast<size_t>(budget), 3) + (budget >= 400 ? 1 : 0));
+    for (size_t i = 0; i + 1 < r.seeds.size(); ++i) CHECK_FALSE(r.seeds[i].result.best_evaluation.feasible);
+    if (budget >= 400) {
+      CHECK(r.seeds[1].agent == "metis");
+      CHECK(r.seeds[2].agent == "scotch");
+      CHECK(r.seeds.back().agent.rfind("repair:", 0) == 0);
+      CHECK(r.seeds.back().result.best_evaluation.feasible);
+      CHECK(r.evaluations <= 3 + 400 / 4);
+    }
+  }
+  // Searches get it from their warm start, and report every evaluation.
+  for (const std::string name : {"brkga", "local_search", "random_search"}) {
+    CAPTURE(name);
+    Fixture f(tight.graph, MakeCluster(4, tight.capacity));
+    const std::string yaml =
+        std::string(name == "brkga" ? "{population: 10, " : "{") + "warm_start: [single_device]}";
+    const AgentResult r = testing::Make(name, yaml)->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 3, 5));
+    CHECK(r.best_objective < Objective::kInfeasibleBase);
+    CHECK(f.evaluator->evaluations() == r.evaluations);
+  }
+  // Warm start off: nothing is tried.
+  Fixture f(tight.graph, MakeCluster(4, tight.capacity));
+  CHECK(RunWarmStart("test", {}, f.MakeProblem(ObjectiveKind::kStepTime, 100, 5), 100).evaluations == 0);
 }
 
 }  // namespace
