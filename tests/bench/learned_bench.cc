@@ -24,6 +24,7 @@
 //   build-learn/bench/learned_bench --benchmark_repetitions=3 --benchmark_report_aggregates_only=true
 // Figures: docs/BENCHMARKS.md ("Learned agents").
 #include <benchmark/benchmark.h>
+#include <sys/resource.h>
 #include <tbb/global_control.h>
 
 #include <algorithm>
@@ -32,13 +33,17 @@
 #include <map>
 #include <memory>
 
+#include "agents/learned/common/checkpoint.h"
 #include "agents/learned/common/features.h"
 #include "agents/learned/common/gnn.h"
 #include "agents/learned/common/torch_lock.h"
+#include "agents/learned/go/go_agent.h"
+#include "agents/learned/go/go_graph.h"
 #include "agents/learned/go/go_model.h"
 #include "agents/learned/hrl/hrl_learner.h"
 #include "agents/learned/regal/regal.h"
 #include "core/allocator.h"
+#include "core/data_path.h"
 #include "core/rng.h"
 #include "core/yaml.h"
 #include "graphs/generators/generators.h"
@@ -179,6 +184,96 @@ void BM_GoAttention(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_GoAttention)->Arg(1)->Arg(16)->Unit(benchmark::kMillisecond);
+
+// GO at the papers' scale (issue 35): the xl suite's GNMT-8 training graph
+// (configs/suites/xl.yaml, 92.8k nodes) on dgx1_v100's 8 devices, the
+// committed network (configs/checkpoints/go.pt) with the agent's runtime
+// settings. BM_GoForwardXl: the zero-shot forward pass (greedy, no
+// gradient). BM_GoPpoUpdateXl: one PPO update (PpoUpdate: `epochs` passes
+// of the clipped objective over a batch of `samples` decisions, Adam),
+// PpoOptions' defaults, the batch drawn once before timing. Arg: torch
+// threads. Counter `max_rss_gb`: the process's peak resident memory so far
+// (graph, network and every benchmark before; run one filter at a time for
+// its own figure). Targets: forward <= 1 s, update <= 5 s, <= 4 GB.
+struct GoXl {
+  graphs::Graph graph;
+  go::GoGraph inputs;
+  go::GoPolicy policy{nullptr};
+  static constexpr int64_t kDevices = 8;  // dgx1_v100
+};
+
+GoXl& GetGoXl() {
+  static GoXl* xl = [] {
+    auto* out = new GoXl;
+    out->graph = graphs::Generate(
+        "gnmt", LoadYamlString("{layers: 8, hidden: 1024, seq_len: 150, batch: 128, training: true}"),
+        "learned_bench");
+    out->inputs = go::MakeGoGraph(out->graph);
+    const std::string checkpoint = ResolveDataPath(go::kGoDefaultCheckpoint);
+    const go::GoModelOptions model = go::ModelOptionsFromSignature(
+        ReadCheckpointSignature(checkpoint, kGoCheckpoint), checkpoint, go::DefaultAgentModel());
+    out->policy = go::GoPolicy(model);
+    LoadCheckpoint(checkpoint, kGoCheckpoint, model.Signature(), *out->policy, nullptr);
+    return out;
+  }();
+  return *xl;
+}
+
+double MaxRssGb() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) * 1024.0 / 1e9;  // ru_maxrss is in KiB
+}
+
+void BM_GoForwardXl(benchmark::State& state) {
+  torch::set_num_threads(static_cast<int>(state.range(0)));
+  GoXl& xl = GetGoXl();
+  torch::NoGradGuard no_grad;
+  for (auto _ : state) {
+    const go::GoOutput out =
+        xl.policy->forward(xl.inputs, GoXl::kDevices, 1, go::GoPolicyImpl::Mode::kGreedy, nullptr);
+    benchmark::DoNotOptimize(out.actions.device.data_ptr<int64_t>());
+  }
+  state.counters["nodes"] = xl.graph.num_nodes();
+  state.counters["model"] = static_cast<double>(xl.policy->options().model);
+  state.counters["layers"] = static_cast<double>(xl.policy->options().layers);
+  state.counters["segment"] = static_cast<double>(xl.policy->options().segment);
+  state.counters["max_rss_gb"] = MaxRssGb();
+}
+BENCHMARK(BM_GoForwardXl)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+void BM_GoPpoUpdateXl(benchmark::State& state) {
+  torch::set_num_threads(static_cast<int>(state.range(0)));
+  GoXl& xl = GetGoXl();
+  const go::PpoOptions ppo;
+  Rng rng = Rng::Derive(1, {0x7070ULL});
+  go::GoOutput sampled;
+  {
+    torch::NoGradGuard no_grad;
+    sampled =
+        xl.policy->forward(xl.inputs, GoXl::kDevices, ppo.samples, go::GoPolicyImpl::Mode::kSample, &rng);
+  }
+  const torch::Tensor rewards = torch::randn({ppo.samples});
+  // A copy of the network, so that the forward benchmark keeps the committed weights.
+  go::GoPolicy policy(xl.policy->options());
+  {
+    torch::NoGradGuard no_grad;
+    const auto from = xl.policy->parameters();
+    const auto to = policy->parameters();
+    for (size_t i = 0; i < from.size(); ++i) to[i].copy_(from[i]);
+  }
+  torch::optim::Adam adam(policy->parameters(), torch::optim::AdamOptions(ppo.learning_rate));
+  for (auto _ : state) {
+    const go::PpoStats stats = go::PpoUpdate(policy, adam, xl.inputs, GoXl::kDevices, sampled.actions,
+                                             sampled.log_prob, sampled.value, rewards, ppo);
+    benchmark::DoNotOptimize(stats.loss);
+  }
+  state.counters["nodes"] = xl.graph.num_nodes();
+  state.counters["samples"] = static_cast<double>(ppo.samples);
+  state.counters["epochs"] = static_cast<double>(ppo.epochs);
+  state.counters["max_rss_gb"] = MaxRssGb();
+}
+BENCHMARK(BM_GoPpoUpdateXl)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(2);
 
 void BM_ConcurrentMatmul(benchmark::State& state) {
   torch::set_num_threads(1);

@@ -538,24 +538,21 @@ TEST_CASE("GoPolicy: shapes, device and fusion masks, greedy determinism, given 
   CHECK(!d.has_fusion());
 }
 
-TEST_CASE("BackwardBySegment: the gradients of back-propagating the whole loss, one segment at a time") {
-  // 15 nodes, segments of 4: 4 segments; the scope groups (chains) span segments.
-  const graphs::Graph g = IndependentChains(3, 5);
+struct BackwardSetting {
+  double noise;
+  learned::go::ActionGroups groups;
+  double moves;
+  double role_moves = 0.0;
+  bool heads = true;  // priority and fusion heads too
+};
+
+// BackwardBySegment's parameter gradients and loss against back-propagating
+// the whole loss of forward(kGiven), on `g` in segments of `segment`.
+void CheckBackwardBySegment(const graphs::Graph& g, int64_t segment, int expected_segments,
+                            const std::vector<BackwardSetting>& settings) {
   const GoGraph in = learned::go::MakeGoGraph(g);
-  struct Setting {
-    double noise;
-    learned::go::ActionGroups groups;
-    double moves;
-    double role_moves = 0.0;
-  };
-  for (const Setting& setting : std::vector<Setting>{{0.0, learned::go::ActionGroups::kNone, 0.0},
-                                                     {1.5, learned::go::ActionGroups::kNone, 0.0},
-                                                     {0.0, learned::go::ActionGroups::kScope, 0.0},
-                                                     {1.5, learned::go::ActionGroups::kChunks, 0.0},
-                                                     {0.0, learned::go::ActionGroups::kScope, 4.0},
-                                                     {1.5, learned::go::ActionGroups::kChunks, 4.0},
-                                                     {0.0, learned::go::ActionGroups::kScope, 0.0, 0.5},
-                                                     {1.5, learned::go::ActionGroups::kScope, 4.0, 0.5}}) {
+  const int64_t n = g.num_nodes();
+  for (const BackwardSetting& setting : settings) {
     CAPTURE(setting.noise);
     CAPTURE(learned::go::ActionGroupsName(setting.groups));
     CAPTURE(setting.moves);
@@ -565,6 +562,8 @@ TEST_CASE("BackwardBySegment: the gradients of back-propagating the whole loss, 
     options.action_groups = setting.groups;
     options.node_moves = setting.moves;
     options.role_moves = setting.role_moves;
+    options.segment = segment;
+    options.priority = options.fusion = setting.heads;
     torch::manual_seed(11);
     GoPolicy policy(options);
     Rng rng(12);
@@ -573,7 +572,7 @@ TEST_CASE("BackwardBySegment: the gradients of back-propagating the whole loss, 
       torch::NoGradGuard no_grad;
       sampled = policy->forward(in, 3, 5, GoPolicyImpl::Mode::kSample, &rng);
     }
-    const torch::Tensor weight = torch::randn({5, 15});  // a different weight per action
+    const torch::Tensor weight = torch::randn({5, n});  // a different weight per action
     const torch::Tensor target = torch::randn({5});
     auto grads = [&]() {
       std::vector<torch::Tensor> out;
@@ -598,7 +597,7 @@ TEST_CASE("BackwardBySegment: the gradients of back-propagating the whole loss, 
           return (log_prob * weight.slice(1, start, end)).sum() - 0.1 * entropy.sum();
         },
         [&](const torch::Tensor& value) { return (value - target).pow(2).mean(); });
-    CHECK(segments == 4);
+    CHECK(segments == expected_segments);
     CHECK(total == doctest::Approx(whole.item<double>()).epsilon(1e-5));
     const std::vector<torch::Tensor> got = grads();
     REQUIRE(got.size() == expected.size());
@@ -608,6 +607,56 @@ TEST_CASE("BackwardBySegment: the gradients of back-propagating the whole loss, 
       largest = std::max(largest, expected[i].abs().max().item<double>());
     }
     CHECK(largest > 0.0);  // the loss reaches the parameters
+  }
+}
+
+TEST_CASE("BackwardBySegment: the gradients of back-propagating the whole loss, one segment at a time") {
+  // 15 nodes, segments of 4: 4 segments; the scope groups (chains) span segments.
+  CheckBackwardBySegment(IndependentChains(3, 5), 4, 4,
+                         {{0.0, learned::go::ActionGroups::kNone, 0.0},
+                          {1.5, learned::go::ActionGroups::kNone, 0.0},
+                          {0.0, learned::go::ActionGroups::kScope, 0.0},
+                          {1.5, learned::go::ActionGroups::kChunks, 0.0},
+                          {0.0, learned::go::ActionGroups::kScope, 4.0},
+                          {1.5, learned::go::ActionGroups::kChunks, 4.0},
+                          {0.0, learned::go::ActionGroups::kScope, 0.0, 0.5},
+                          {1.5, learned::go::ActionGroups::kScope, 4.0, 0.5}});
+  // A long graph (68 segments of 2): the trunk in batches of segments, and
+  // with the placement head alone the groups' losses back-propagated once.
+  CheckBackwardBySegment(IndependentChains(9, 15), 2, 68,
+                         {{0.0, learned::go::ActionGroups::kScope, 0.0, 0.0, false},
+                          {1.5, learned::go::ActionGroups::kChunks, 0.0, 0.0, false},
+                          {0.0, learned::go::ActionGroups::kScope, 4.0, 0.5, true}});
+}
+
+TEST_CASE(
+    "GoPolicy: the placement trunk in batches of segments (with gradients) equals one segment at a time") {
+  // 135 nodes, segments of 2 (68 segments: a long graph): the first
+  // segment alone, then four batches of 16 full segments and one of 3, then
+  // a short last one (one node); each batch's first memory is the previous
+  // batch's last inputs.
+  const graphs::Graph g = IndependentChains(9, 15);
+  const GoGraph in = learned::go::MakeGoGraph(g);
+  for (const learned::go::ActionGroups groups :
+       {learned::go::ActionGroups::kScope, learned::go::ActionGroups::kChunks}) {
+    CAPTURE(learned::go::ActionGroupsName(groups));
+    GoModelOptions options = SmallModel();
+    options.segment = 2;
+    options.action_groups = groups;
+    options.priority = false;
+    options.fusion = false;
+    torch::manual_seed(21);
+    GoPolicy policy(options);
+    Rng rng(22);
+    GoOutput sampled;
+    {
+      torch::NoGradGuard no_grad;  // one segment at a time
+      sampled = policy->forward(in, 3, 4, GoPolicyImpl::Mode::kSample, &rng);
+    }
+    const GoOutput batched = policy->forward(in, 3, 4, GoPolicyImpl::Mode::kGiven, nullptr, &sampled.actions);
+    CHECK(batched.log_prob.requires_grad());
+    CHECK(torch::allclose(batched.log_prob, sampled.log_prob, 1e-5, 1e-6));
+    CHECK(torch::allclose(batched.entropy, sampled.entropy, 1e-5, 1e-6));
   }
 }
 

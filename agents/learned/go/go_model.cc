@@ -124,6 +124,10 @@ torch::Tensor RunSegmented(RecurrentAttention& layer, const torch::Tensor& x, in
 
 namespace {
 constexpr int64_t kTaskLayers = 3;  // placement, priority, fusion
+// Full segments the placement trunk runs as one batch when it computes
+// gradients on a long graph (PlacementTrunk, GoPolicyImpl::LongGraph).
+constexpr int64_t kTrunkBatch = 16;
+constexpr int64_t kLongGraphSegments = 64;
 
 // Width of the position features: each raw position plus a sine and a
 // cosine per frequency.
@@ -307,33 +311,55 @@ int64_t GoPolicyImpl::SegmentLength(int64_t n) const {
   return options_.segment <= 0 || options_.segment >= n ? std::max<int64_t>(n, 1) : options_.segment;
 }
 
+bool GoPolicyImpl::LongGraph(int64_t n) const {
+  return n >= kLongGraphSegments * SegmentLength(n);
+}
+
 void GoPolicyImpl::PlacementTrunk(const GoGraph& graph, const torch::Tensor& nodes,
                                   const torch::Tensor& graph_embedding, const torch::Tensor& noise,
                                   const TrunkSegmentFn& on_segment) {
   const int64_t n = graph.num_nodes;
   const int64_t segment = SegmentLength(n);
+  const int64_t d = options_.model;
   const size_t layers = trunk_.size();
   // Layers 0 .. layers-1: the shared trunk; layer `layers`: the placement layer.
-  std::vector<torch::Tensor> gamma(layers + 1), beta(layers + 1), memory(layers + 1);
+  std::vector<torch::Tensor> gamma(layers + 1), beta(layers + 1);
   for (size_t l = 0; l <= layers; ++l) {
     gamma[l] = FilmOf(l, graph_embedding, false, 1);
     beta[l] = FilmOf(l, graph_embedding, true, 1);
   }
-  for (int64_t start = 0; start < n; start += segment) {
-    const int64_t end = std::min(n, start + segment);
-    torch::Tensor x = input_(nodes.slice(0, start, end)).unsqueeze(0);  // [1 x L x d]
+  // Each layer's input on the last segment run: the next segment's memory.
+  std::vector<torch::Tensor> last(layers + 1);
+  // Batches of segments with gradients only: they cut the backward calls
+  // (PPO's update), while without gradients one segment's scores staying in
+  // cache is what counts (docs/BENCHMARKS.md, "GO at 92.8k nodes").
+  const int64_t batch = torch::GradMode::is_enabled() && LongGraph(n) ? kTrunkBatch : 1;
+  for (int64_t start = 0; start < n;) {
+    // Segments in this batch: the first and a short last one alone.
+    const int64_t count =
+        start == 0 || n - start < segment ? 1 : std::min<int64_t>(batch, (n - start) / segment);
+    const int64_t end = std::min(n, start + count * segment);
+    const int64_t len = count == 1 ? end - start : segment;
+    torch::Tensor x = input_(nodes.slice(0, start, end)).view({count, len, d});  // [C x L x d]
     for (size_t l = 0; l <= layers; ++l) {
       RecurrentAttention& layer = l < layers ? trunk_[l] : place_layer_;
-      torch::Tensor y = layer->forward(x, memory[l], gamma[l], beta[l]);
-      memory[l] = x.detach();  // Transformer-XL: the cached memory is not back-propagated into
+      // Segment i's memory: the input of segment i - 1, detached
+      // (Transformer-XL: the cached memory is not back-propagated into).
+      torch::Tensor memory;
+      if (last[l].defined())
+        memory = count == 1 ? last[l] : torch::cat({last[l], x.slice(0, 0, count - 1).detach()}, 0);
+      torch::Tensor y = layer->forward(x, memory, gamma[l], beta[l]);
+      last[l] = x.slice(0, count - 1, count).detach();
       x = y;
     }
-    torch::Tensor z = place_head_(x);  // [1 x L x max_devices]
+    x = x.reshape({1, end - start, d});
+    torch::Tensor z = place_head_(x);  // [1 x (end - start) x max_devices]
     if (noise.defined()) {
       const torch::Tensor positions = nodes.slice(0, start, end).slice(1, options_.gnn.hidden);
-      z = z + PlacementNoise(graph, start, end, x, positions, noise);  // [B x L x max_devices]
+      z = z + PlacementNoise(graph, start, end, x, positions, noise);  // [B x (end - start) x max_devices]
     }
     on_segment(start, end, x, z);
+    start = end;
   }
 }
 
@@ -343,12 +369,13 @@ GoPolicyImpl::PlacementPass GoPolicyImpl::RunPlacementPass(const GoGraph& graph,
                                                            const torch::Tensor& graph_embedding,
                                                            const torch::Tensor& noise) {
   PlacementPass pass;
-  std::vector<torch::Tensor> logits;
+  std::vector<torch::Tensor> states, logits;
   PlacementTrunk(graph, nodes, graph_embedding, noise,
                  [&](int64_t, int64_t, const torch::Tensor& state, const torch::Tensor& z) {
-                   pass.states.push_back(state);
+                   states.push_back(state);
                    logits.push_back(z);
                  });
+  pass.state = torch::cat(states, 1);               // [1 x n x d]
   const torch::Tensor all = torch::cat(logits, 1);  // [B' x n x max_devices]
   pass.pooled =
       torch::zeros({all.size(0), grouping.count, options_.max_devices}).index_add(1, grouping.group, all) /
@@ -607,7 +634,7 @@ void GoPolicyImpl::Stream(const GoGraph& graph, const torch::Tensor& nodes,
     const int64_t len = end - start;
     torch::Tensor log_prob, entropy, h, device;
     if (grouping != nullptr) {
-      const torch::Tensor& state = pass->states[static_cast<size_t>(start / segment)];  // [1 x L x d]
+      const torch::Tensor state = pass->state.slice(1, start, end);  // [1 x L x d]
       h = state.expand({b, len, d});
       log_prob = group_log_prob.slice(1, start, end);
       entropy = group_entropy.slice(1, start, end);
@@ -630,7 +657,8 @@ void GoPolicyImpl::Stream(const GoGraph& graph, const torch::Tensor& nodes,
       h = run(place_layer_, place, x.expand({b, len, d}));
       device = place_nodes(place_head_(h), h, start, end, torch::Tensor(), &log_prob, &entropy);
     }
-    torch::Tensor state = h + device_embedding_(device);
+    // The input of the priority and fusion layers (unused without them).
+    torch::Tensor state = options_.priority || options_.fusion ? h + device_embedding_(device) : h;
     if (options_.priority) {
       h = run(priority_layer_, priority, state);
       const torch::Tensor level =
@@ -701,20 +729,31 @@ double GoPolicyImpl::BackwardBySegment(const GoGraph& graph, int64_t devices, co
     }
     pass.pooled.requires_grad_(true);
     if (pass.node_logits.defined()) pass.node_logits.requires_grad_(true);
-    for (torch::Tensor& state : pass.states) state.requires_grad_(true);
+    pass.state.requires_grad_(true);
   }
   GoActions actions;
   double total = 0.0;
+  // Group mode with the placement head alone and no node moves: the
+  // segments only slice the groups' log-probabilities, so their losses are
+  // summed and back-propagated once (one segment's graph is small).
+  const bool sliced_only = grouping != nullptr && !options_.priority && !options_.fusion &&
+                           !(options_.node_moves > 0.0 && devices > 1) && LongGraph(graph.num_nodes);
+  torch::Tensor pending;
   Stream(
       graph, nodes_leaf, embedding_leaf, devices, samples, Mode::kGiven, nullptr, &given, &actions,
       [&](int64_t start, int64_t end, const torch::Tensor& lp, const torch::Tensor& h) {
         const torch::Tensor loss = segment_loss(start, end, lp, h);
         total += loss.item<double>();
+        if (sliced_only) {
+          pending = pending.defined() ? pending + loss : loss;
+          return;
+        }
         // The FiLM parameters, computed once from embedding_leaf, are
         // shared by every segment: keep their (small) graph.
         loss.backward({}, /*retain_graph=*/true);
       },
       grouping != nullptr ? &pass : nullptr);
+  if (pending.defined()) pending.backward({}, /*retain_graph=*/true);
   if (grouping != nullptr) {
     // The trunk again, segment by segment with its graph: a node's logits
     // receive its group's pooled gradient divided by the group's size (the
@@ -727,10 +766,11 @@ double GoPolicyImpl::BackwardBySegment(const GoGraph& graph, int64_t devices, co
     // Role moves read the node logits directly.
     const torch::Tensor logits_grad = pass.node_logits.defined() ? pass.node_logits.grad() : torch::Tensor();
     if (logits_grad.defined()) node_grad = node_grad.defined() ? node_grad + logits_grad : logits_grad;
-    size_t index = 0;
+    const torch::Tensor all_state_grad = pass.state.grad();
     PlacementTrunk(graph, nodes_leaf, embedding_leaf, noise,
                    [&](int64_t start, int64_t end, const torch::Tensor& state, const torch::Tensor& z) {
-                     const torch::Tensor& state_grad = pass.states[index++].grad();
+                     const torch::Tensor state_grad =
+                         all_state_grad.defined() ? all_state_grad.slice(1, start, end) : torch::Tensor();
                      torch::Tensor surrogate;
                      if (node_grad.defined()) surrogate = (z * node_grad.slice(1, start, end)).sum();
                      if (state_grad.defined()) {

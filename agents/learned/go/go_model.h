@@ -270,11 +270,11 @@ class GoPolicyImpl : public torch::nn::Module {
   // entropy)` after each. Actions go to `actions` (pre-sized [B x n]).
   using SegmentFn = std::function<void(int64_t start, int64_t end, const torch::Tensor& log_prob,
                                        const torch::Tensor& entropy)>;
-  // Group mode: the placement layer's states per segment ([1 x L x d]) and
-  // the group-pooled placement logits ([B' x G x max_devices], B' = 1
-  // without noise, unmasked).
+  // Group mode: the placement layer's states ([1 x n x d]) and the
+  // group-pooled placement logits ([B' x G x max_devices], B' = 1 without
+  // noise, unmasked).
   struct PlacementPass {
-    std::vector<torch::Tensor> states;
+    torch::Tensor state;
     torch::Tensor pooled;
     torch::Tensor node_logits;  // role moves: the placement logits per node [B' x n x max_devices]
   };
@@ -285,8 +285,16 @@ class GoPolicyImpl : public torch::nn::Module {
               GoActions* actions, const SegmentFn& on_segment, const PlacementPass* pass = nullptr);
   // The shared layers and the placement layer over the segments at batch 1,
   // calling `on_segment(start, end, state, logits)` with the placement
-  // layer's states [1 x L x d] and the logits [B' x L x max_devices] (plus
-  // the sample's noise when `noise` is defined) of each.
+  // layer's states [1 x (end - start) x d] and the logits
+  // [B' x (end - start) x max_devices] (plus the sample's noise when `noise`
+  // is defined) of each run of consecutive segments [start, end). A
+  // segment's memory is the previous segment's detached layer inputs, so
+  // given those the segments are independent: with gradients on a
+  // LongGraph, up to 16 full segments run as one batch, layer by layer,
+  // which computes what one segment at a time computes
+  // (tests/learned/go_model_test.cc) with a fraction of the backward calls
+  // (docs/BENCHMARKS.md, "GO at 92.8k nodes"). The first segment (no
+  // memory) and a short last one run alone.
   using TrunkSegmentFn = std::function<void(int64_t start, int64_t end, const torch::Tensor& state,
                                             const torch::Tensor& logits)>;
   void PlacementTrunk(const GoGraph& graph, const torch::Tensor& nodes, const torch::Tensor& graph_embedding,
@@ -320,6 +328,10 @@ class GoPolicyImpl : public torch::nn::Module {
                  const torch::Tensor& device_mask, Mode mode, Rng* rng, const GoActions* given,
                  GoActions* actions, torch::Tensor* log_prob, torch::Tensor* entropy);
   int64_t SegmentLength(int64_t n) const;
+  // At least 64 segments: PPO's update batches segments and back-propagates
+  // the groups' losses once (equal up to rounding; shorter graphs, those of
+  // the paper tables, keep the one-segment-at-a-time order bit for bit).
+  bool LongGraph(int64_t n) const;
   torch::Tensor Value(const torch::Tensor& graph_embedding, int64_t samples);
   // Draws (or takes) actions from logits [B x n x k] (masked entries are
   // -inf); returns the actions and adds log-probabilities and entropies.
