@@ -369,13 +369,19 @@ GoPolicyImpl::PlacementPass GoPolicyImpl::RunPlacementPass(const GoGraph& graph,
                                                            const torch::Tensor& graph_embedding,
                                                            const torch::Tensor& noise) {
   PlacementPass pass;
-  std::vector<torch::Tensor> states, logits;
+  std::vector<torch::Tensor> logits;
+  const int64_t segment = SegmentLength(graph.num_nodes);
   PlacementTrunk(graph, nodes, graph_embedding, noise,
-                 [&](int64_t, int64_t, const torch::Tensor& state, const torch::Tensor& z) {
-                   states.push_back(state);
+                 [&](int64_t start, int64_t end, const torch::Tensor& state, const torch::Tensor& z) {
+                   // One state per segment (a batch of segments is cut up).
+                   if (end - start <= segment) {
+                     pass.states.push_back(state);
+                   } else {
+                     for (int64_t from = 0; from < end - start; from += segment)
+                       pass.states.push_back(state.slice(1, from, std::min(end - start, from + segment)));
+                   }
                    logits.push_back(z);
                  });
-  pass.state = torch::cat(states, 1);               // [1 x n x d]
   const torch::Tensor all = torch::cat(logits, 1);  // [B' x n x max_devices]
   pass.pooled =
       torch::zeros({all.size(0), grouping.count, options_.max_devices}).index_add(1, grouping.group, all) /
@@ -634,7 +640,7 @@ void GoPolicyImpl::Stream(const GoGraph& graph, const torch::Tensor& nodes,
     const int64_t len = end - start;
     torch::Tensor log_prob, entropy, h, device;
     if (grouping != nullptr) {
-      const torch::Tensor state = pass->state.slice(1, start, end);  // [1 x L x d]
+      const torch::Tensor& state = pass->states[static_cast<size_t>(start / segment)];  // [1 x L x d]
       h = state.expand({b, len, d});
       log_prob = group_log_prob.slice(1, start, end);
       entropy = group_entropy.slice(1, start, end);
@@ -729,7 +735,8 @@ double GoPolicyImpl::BackwardBySegment(const GoGraph& graph, int64_t devices, co
     }
     pass.pooled.requires_grad_(true);
     if (pass.node_logits.defined()) pass.node_logits.requires_grad_(true);
-    pass.state.requires_grad_(true);
+    // Without gradient the trunk ran one segment at a time: each state is its own tensor.
+    for (torch::Tensor& state : pass.states) state.requires_grad_(true);
   }
   GoActions actions;
   double total = 0.0;
@@ -766,11 +773,20 @@ double GoPolicyImpl::BackwardBySegment(const GoGraph& graph, int64_t devices, co
     // Role moves read the node logits directly.
     const torch::Tensor logits_grad = pass.node_logits.defined() ? pass.node_logits.grad() : torch::Tensor();
     if (logits_grad.defined()) node_grad = node_grad.defined() ? node_grad + logits_grad : logits_grad;
-    const torch::Tensor all_state_grad = pass.state.grad();
+    const int64_t segment = SegmentLength(graph.num_nodes);
     PlacementTrunk(graph, nodes_leaf, embedding_leaf, noise,
                    [&](int64_t start, int64_t end, const torch::Tensor& state, const torch::Tensor& z) {
-                     const torch::Tensor state_grad =
-                         all_state_grad.defined() ? all_state_grad.slice(1, start, end) : torch::Tensor();
+                     // The batch's segments' state gradients, side by side (undefined: none reached them).
+                     std::vector<torch::Tensor> grads;
+                     bool any = false;
+                     for (int64_t from = start; from < end; from += segment) {
+                       const torch::Tensor& leaf = pass.states[static_cast<size_t>(from / segment)];
+                       grads.push_back(leaf.grad().defined() ? leaf.grad() : torch::zeros_like(leaf));
+                       any = any || leaf.grad().defined();
+                     }
+                     const torch::Tensor state_grad = !any                ? torch::Tensor()
+                                                      : grads.size() == 1 ? grads[0]
+                                                                          : torch::cat(grads, 1);
                      torch::Tensor surrogate;
                      if (node_grad.defined()) surrogate = (z * node_grad.slice(1, start, end)).sum();
                      if (state_grad.defined()) {

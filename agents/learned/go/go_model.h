@@ -270,11 +270,11 @@ class GoPolicyImpl : public torch::nn::Module {
   // entropy)` after each. Actions go to `actions` (pre-sized [B x n]).
   using SegmentFn = std::function<void(int64_t start, int64_t end, const torch::Tensor& log_prob,
                                        const torch::Tensor& entropy)>;
-  // Group mode: the placement layer's states ([1 x n x d]) and the
-  // group-pooled placement logits ([B' x G x max_devices], B' = 1 without
-  // noise, unmasked).
+  // Group mode: the placement layer's states per segment ([1 x L x d]) and
+  // the group-pooled placement logits ([B' x G x max_devices], B' = 1
+  // without noise, unmasked).
   struct PlacementPass {
-    torch::Tensor state;
+    std::vector<torch::Tensor> states;
     torch::Tensor pooled;
     torch::Tensor node_logits;  // role moves: the placement logits per node [B' x n x max_devices]
   };
