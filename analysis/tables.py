@@ -41,6 +41,14 @@ evaluations
 ("evals (pre-train)": the evaluations that produced the checkpoint the
 column's agent starts from; '?' when unknown).
 
+A layout's `leak_suites` (the table's test suite first, then the suites its
+networks were pre-trained or tuned on) adds a header line naming, for each
+of the table's graphs, the entries of those suites' train and valid splits
+with the same family fingerprint (`gosim graphs leaks`: the same model at
+another batch size or depth); `leak_suites: []` with `leak_note` says why
+none can apply, and `leak_note` beside suites is added to the line. It
+needs build/bin/gosim (or $GOSIM).
+
 Missing cells print as '-'; a layout naming no cell of the runs is an error.
 Every table starts with the code versions of its cells, the cost model(s)
 they were simulated with, the count of final runs on the test graphs logged
@@ -49,7 +57,9 @@ pipeline check, not a result"; run folders of both modes are never mixed in
 one table.
 """
 import argparse
+import json
 import os
+import subprocess
 import sys
 
 import pandas as pd
@@ -61,6 +71,7 @@ from gosim_analysis import (AnalysisError, fail, fmt, fmt_pm, geometric_mean, la
                             t_half_width)
 
 KINDS = ("grid", "regal", "running_time", "convergence")
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 UNITS = {"s": 1.0, "ms": 1e3, "us": 1e6, "GiB": 1.0 / 2**30, "MiB": 1.0 / 2**20, "GB": 1e-9, "MB": 1e-6}
 
@@ -391,6 +402,42 @@ def convergence(layout, df, curves):
     return header, rows, note
 
 
+def near_duplicates(layout, graphs):
+    """The header line on near-duplicates of the table's `graphs` (names) in
+    the layout's `leak_suites`, or None when the layout names none."""
+    suites = layout.get("leak_suites")
+    if suites is None:
+        return None
+    if not isinstance(suites, list) or not all(isinstance(x, str) for x in suites):
+        raise AnalysisError(f"layout {layout['name']}: leak_suites is a list of suite files (the test suite first)")
+    if not suites:
+        return f"Near-duplicates of test graphs: none can apply ({layout.get('leak_note', 'no network is trained across graphs')})"
+    program = os.environ.get("GOSIM", os.path.join(ROOT, "build", "bin", "gosim"))
+    if not os.access(program, os.X_OK):
+        raise AnalysisError(f"{program}: not found; layout {layout['name']} names leak_suites, which "
+                            "`gosim graphs leaks` checks (make build, or set GOSIM)")
+    done = subprocess.run([program, "graphs", "leaks", "--json", *suites], capture_output=True, text=True, cwd=ROOT)
+    if done.returncode not in (0, 1):  # 1: pairs found
+        raise AnalysisError(f"gosim graphs leaks {' '.join(suites)}: {done.stderr.strip()}")
+    found = {}
+    for pair in json.loads(done.stdout)["pairs"]:
+        for test, other in ((pair["a"], pair["b"]), (pair["b"], pair["a"])):
+            if test["split"] != "test" or test["suite"] != suites[0] or test["name"] not in graphs:
+                continue
+            if other["split"] == "test":
+                continue
+            suite = os.path.splitext(os.path.basename(other["suite"]))[0]
+            mark = ", EXACT" if pair["kind"] == "exact" else ""
+            found.setdefault(test["name"], []).append(f"{other['name']} ({suite} {other['split']}{mark})")
+    command = "gosim graphs leaks " + " ".join(suites)
+    note = f" ({layout['leak_note']})" if layout.get("leak_note") else ""
+    if not found:
+        return f"Near-duplicates of test graphs in the pre-training and tuning suites (`{command}`): none{note}"
+    listed = "; ".join(f"{g} ~ {', '.join(sorted(set(v)))}" for g, v in sorted(found.items()))
+    return ("Near-duplicates of test graphs in the pre-training and tuning suites (the same model family at "
+            f"another batch size or depth; `{command}`): {listed}{note}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("layout")
@@ -414,6 +461,9 @@ def main():
             if not os.path.isdir(folder):
                 raise AnalysisError(f"{folder}: --final-runs names no folder")
         head = provenance(df, args.runs + args.final_runs)
+        leaks = near_duplicates(layout, set(df["graph"].unique()))
+        if leaks:
+            head.append(leaks)
         md = f"### {layout['title']}\n\n" + "\n\n".join(head) + "\n\n" + markdown_table(header, rows) + \
             f"\n{note}\n"
         if layout.get("paper_note"):

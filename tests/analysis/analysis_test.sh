@@ -289,6 +289,28 @@ $py analysis/plot_calibration.py "$work/pred.csv" --out "$work/calibration.png" 
 for f in conv timeline placement strip calibration; do
   [ "$(head -c 4 "$work/$f.png" | od -An -c | tr -d ' ')" = "211PNG" ] || { echo "FAIL: $f.png is not a PNG"; exit 1; }
 done
+# Near-duplicates in the header (leak_suites): the table's graph g1 is the
+# test entry of one suite, and a train entry of another is BERT at another
+# depth and batch (the same family fingerprint).
+cat > "$work/suite_test.yaml" <<YAML
+name: leak_test
+graphs:
+  - {name: g1, generator: bert, params: {layers: 2, hidden: 64, heads: 2, seq_len: 8, batch: 2}, split: test}
+YAML
+cat > "$work/suite_train.yaml" <<YAML
+name: leak_train
+graphs:
+  - {name: bert3, generator: bert, params: {layers: 3, hidden: 64, heads: 2, seq_len: 8, batch: 4}, split: train}
+  - {name: other, generator: regal_random, params: {nodes: 50, seed: 3}, split: train}
+YAML
+{ cat "$work/layout.yaml"; echo "leak_suites: [$work/suite_test.yaml, $work/suite_train.yaml]"; } > "$work/layout_leaks.yaml"
+GOSIM="$gosim" $py analysis/tables.py "$work/layout_leaks.yaml" "$work/run" --out "$work/tables6" > "$work/grid6.md"
+grep -q "^Near-duplicates of test graphs .*: g1 ~ bert3 (suite_train train)$" "$work/grid6.md" ||
+  { echo "FAIL: the near-duplicate is not in the header"; cat "$work/grid6.md"; exit 1; }
+{ cat "$work/layout.yaml"; echo "leak_suites: [$work/suite_test.yaml]"; } > "$work/layout_noleak.yaml"
+GOSIM="$gosim" $py analysis/tables.py "$work/layout_noleak.yaml" "$work/run" --out "$work/tables7" > "$work/grid7.md"
+grep -q "^Near-duplicates of test graphs .*: none$" "$work/grid7.md" ||
+  { echo "FAIL: no near-duplicate should read none"; cat "$work/grid7.md"; exit 1; }
 # Bad input: one line, non-zero exit.
 if $py analysis/tables.py "$work/layout.yaml" "$work/nowhere" 2> "$work/err.txt"; then
   echo "FAIL: a missing run folder was accepted"; exit 1
