@@ -77,4 +77,7 @@ out=$("$gosim" run "$work/exp.yaml" --list 2>&1) || status=$?
 [ "$status" != 0 ] || fail "gosim run accepted a leaky experiment: $out"
 grep -q "graph 'lm_file' of the train split, used for experiment leaky_exp, builds the same graph as a test graph (entry 'lm_test'" <<< "$out" || fail "no refusal line: $out"
 [ "$(wc -l <<< "$out")" -le 2 ] || fail "more than one error line: $out"
+# The bench suite of real exported models: no pair across its splits.
+out=$("$gosim" graphs leaks configs/suites/bench.yaml 2>/dev/null) || fail "bench suite leaks: $out"
+grep -q "no leaks: " <<< "$out" || fail "bench suite: $out"
 echo "graphs leaks: ok"
