@@ -238,12 +238,14 @@ def main():
         torch.set_num_threads(args.threads)
     if not args.out:
         parser.error("--out is required unless --suite is given")
-    import gosim.torch as gosim_torch  # the package, installed or on PYTHONPATH
-
     names = args.models.split(",") if args.models else list(MODELS)
     unknown = [n for n in names if n not in MODELS]
     if unknown:
         sys.exit(f"export_bench.py: unknown model {unknown[0]} (known: {', '.join(MODELS)})")
+    try:
+        import gosim.torch as gosim_torch  # the package, installed or on PYTHONPATH
+    except ImportError:
+        sys.exit("export_bench.py: the gosim package is not importable: PYTHONPATH=python (or pip install .)")
     os.makedirs(args.out, exist_ok=True)
     prov_path = os.path.join(args.out, "provenance.json")
     provenance = json.load(open(prov_path)) if os.path.exists(prov_path) else {
