@@ -26,7 +26,6 @@ version, node counts and the sha256 of the JSON export. A model that fails
 is reported and the others go on; the exit status is 1 then.
 """
 import argparse
-import hashlib
 import importlib.util
 import json
 import os
@@ -34,7 +33,6 @@ import sys
 import time
 
 import torch
-import torch.nn as nn
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
@@ -48,6 +46,9 @@ def load(name, path):
 
 
 recorder = load("record_gpu_traces", os.path.join(ROOT, "calibration", "hardware", "record_gpu_traces.py"))
+# The calibration exporter's step module (forward + loss, under autocast),
+# optimizers and file digest: the bench's graphs are made the same way.
+recorded = load("export_recorded", os.path.join(ROOT, "calibration", "hardware", "export_recorded.py"))
 models = load("bench_models", os.path.join(HERE, "models.py"))
 tv = recorder.torchvision_model
 
@@ -170,33 +171,6 @@ def write_suite(path):
     print(f"{path}: {count['train']} train, {count['valid']} valid, {count['test']} test", flush=True)
 
 
-class Step(nn.Module):
-    """forward(*inputs) -> loss of `model`, under autocast when asked."""
-
-    def __init__(self, model, loss, amp):
-        super().__init__()
-        self.model, self.loss, self.amp = model, loss, amp
-
-    def forward(self, *inputs):
-        if self.amp:
-            with torch.autocast("cpu", dtype=torch.bfloat16):
-                return self.loss(self.model, inputs)
-        return self.loss(self.model, inputs)
-
-
-def optimizer_for(name, model):
-    if name == "adamw":
-        return torch.optim.AdamW(model.parameters(), lr=1e-4)
-    return torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-
-
-def sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        h.update(f.read())
-    return h.hexdigest()
-
-
 def export_one(name, gosim_torch, out, provenance, prov_path):
     started = time.time()
     build, device, amp = MODELS[name]
@@ -205,8 +179,8 @@ def export_one(name, gosim_torch, out, provenance, prov_path):
     dev = torch.device(device)
     model = model.to(dev)
     inputs = make(dev)
-    data = gosim_torch.export_json(Step(model, loss, amp), inputs, loss_fn=lambda out: out,
-                                   optimizer=optimizer_for(opt_name, model), name=f"{name}_train",
+    data = gosim_torch.export_json(recorded.Step(model, loss, amp), inputs, loss_fn=lambda out: out,
+                                   optimizer=recorded.optimizer_for(opt_name, model), name=f"{name}_train",
                                    log=lambda line: print(f"  {name}: {line}", flush=True), progress=False)
     data["metadata"].update({"model": name, "settings": settings, "optimizer": opt_name, "autocast": amp,
                              "trace_device": device, "model_code": "graphs/bench/export_bench.py"})
@@ -216,7 +190,7 @@ def export_one(name, gosim_torch, out, provenance, prov_path):
     provenance["graphs"] = [g for g in provenance["graphs"] if g["model"] != name] + [{
         "model": name, "file": os.path.basename(path), "nodes": len(data["nodes"]), "ops": ops,
         "optimizer": opt_name, "autocast": amp, "trace_device": device, "settings": settings,
-        "torch": torch.__version__, "sha256": sha256(path), "export_s": round(time.time() - started, 1)}]
+        "torch": torch.__version__, "sha256": recorded.sha256(path), "export_s": round(time.time() - started, 1)}]
     tmp = prov_path + ".tmp"
     with open(tmp, "w") as f:
         json.dump(provenance, f, indent=1, sort_keys=True)

@@ -95,14 +95,21 @@ def token_lm(model, vocab, seq, batch):
     return model, make, loss
 
 
-def llama(vocab, d, heads, kv_heads, ff, layers, seq, batch):
+def language_model(make_model, source, vocab, seq, batch, **settings):
+    """A builder of an AdamW-trained next-token language model."""
+
     def build():
-        model, make, loss = token_lm(LlamaLM(vocab, d, heads, kv_heads, ff, layers, seq), vocab, seq, batch)
-        return model, make, loss, "adamw", {"source": "graphs/bench/models.py LlamaLM (RMSNorm, RoPE, GQA, SwiGLU)",
-                                            "vocab": vocab, "d_model": d, "heads": heads, "kv_heads": kv_heads,
-                                            "d_ff": ff, "layers": layers, "seq_len": seq, "batch": batch}
+        model, make, loss = token_lm(make_model(), vocab, seq, batch)
+        return model, make, loss, "adamw", {"source": source, "vocab": vocab, **settings, "seq_len": seq,
+                                            "batch": batch}
 
     return build
+
+
+def llama(vocab, d, heads, kv_heads, ff, layers, seq, batch):
+    return language_model(lambda: LlamaLM(vocab, d, heads, kv_heads, ff, layers, seq),
+                          "graphs/bench/models.py LlamaLM (RMSNorm, RoPE, GQA, SwiGLU)", vocab, seq, batch,
+                          d_model=d, heads=heads, kv_heads=kv_heads, d_ff=ff, layers=layers)
 
 
 # ----------------------------------------------------------- mixture of experts
@@ -152,13 +159,9 @@ class MoeLM(nn.Module):
 
 
 def moe(vocab, d, heads, ff, experts, layers, seq, batch):
-    def build():
-        model, make, loss = token_lm(MoeLM(vocab, d, heads, ff, experts, layers, seq), vocab, seq, batch)
-        return model, make, loss, "adamw", {"source": "graphs/bench/models.py MoeLM (top-2 gate, dense dispatch)",
-                                            "vocab": vocab, "d_model": d, "heads": heads, "d_ff": ff,
-                                            "experts": experts, "layers": layers, "seq_len": seq, "batch": batch}
-
-    return build
+    return language_model(lambda: MoeLM(vocab, d, heads, ff, experts, layers, seq),
+                          "graphs/bench/models.py MoeLM (top-2 gate, dense dispatch)", vocab, seq, batch,
+                          d_model=d, heads=heads, d_ff=ff, experts=experts, layers=layers)
 
 
 # ------------------------------------------- recurrent encoder-decoders (GNMT)
