@@ -77,16 +77,18 @@ class BrkgaAgent : public Agent {
     // cut off by the population size) still counts: it was simulated and
     // charged above.
     const WarmStartSeed* best_seed = nullptr;
+    double best_score = result.best_objective;
     for (const WarmStartSeed& seed : warm.seeds) {
       const double score = problem.objective.Score(seed.result.best_evaluation, problem.cluster);
-      if (score < result.best_objective &&
-          (!best_seed || score < problem.objective.Score(best_seed->result.best_evaluation, problem.cluster)))
+      if (score < best_score) {
+        best_score = score;
         best_seed = &seed;
+      }
     }
     if (best_seed) {
       result.best = best_seed->result.best;
       result.best_evaluation = best_seed->result.best_evaluation;
-      result.best_objective = problem.objective.Score(result.best_evaluation, problem.cluster);
+      result.best_objective = best_score;
       for (CurvePoint& point : result.curve)
         point.best_objective = std::min(point.best_objective, result.best_objective);
     }
