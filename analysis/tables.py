@@ -417,10 +417,14 @@ def near_duplicates(layout, graphs):
         raise AnalysisError(f"{program}: not found; layout {layout['name']} names leak_suites, which "
                             "`gosim graphs leaks` checks (make build, or set GOSIM)")
     done = subprocess.run([program, "graphs", "leaks", "--json", *suites], capture_output=True, text=True, cwd=ROOT)
-    if done.returncode not in (0, 1):  # 1: pairs found
-        raise AnalysisError(f"gosim graphs leaks {' '.join(suites)}: {done.stderr.strip()}")
+    try:  # exit status 1 is both "pairs found" (JSON on stdout) and an error (a line on stderr)
+        pairs = json.loads(done.stdout)["pairs"]
+    except (ValueError, KeyError):
+        error = done.stderr.strip().splitlines()
+        raise AnalysisError(f"layout {layout['name']}: gosim graphs leaks failed: "
+                            f"{error[-1] if error else 'no output'}") from None
     found = {}
-    for pair in json.loads(done.stdout)["pairs"]:
+    for pair in pairs:
         for test, other in ((pair["a"], pair["b"]), (pair["b"], pair["a"])):
             if test["split"] != "test" or test["suite"] != suites[0] or test["name"] not in graphs:
                 continue

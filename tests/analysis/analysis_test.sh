@@ -311,6 +311,12 @@ grep -q "^Near-duplicates of test graphs .*: g1 ~ bert3 (suite_train train)$" "$
 GOSIM="$gosim" $py analysis/tables.py "$work/layout_noleak.yaml" "$work/run" --out "$work/tables7" > "$work/grid7.md"
 grep -q "^Near-duplicates of test graphs .*: none$" "$work/grid7.md" ||
   { echo "FAIL: no near-duplicate should read none"; cat "$work/grid7.md"; exit 1; }
+{ cat "$work/layout.yaml"; echo "leak_suites: [$work/no_such_suite.yaml]"; } > "$work/layout_badleak.yaml"
+if GOSIM="$gosim" $py analysis/tables.py "$work/layout_badleak.yaml" "$work/run" --out "$work/tables8" \
+    > /dev/null 2> "$work/err_leak.txt"; then
+  echo "FAIL: a missing leak suite was accepted"; exit 1
+fi
+[ "$(wc -l < "$work/err_leak.txt")" -eq 1 ] || { echo "FAIL: the leak error is not one line"; cat "$work/err_leak.txt"; exit 1; }
 # Bad input: one line, non-zero exit.
 if $py analysis/tables.py "$work/layout.yaml" "$work/nowhere" 2> "$work/err.txt"; then
   echo "FAIL: a missing run folder was accepted"; exit 1
