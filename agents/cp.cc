@@ -133,11 +133,12 @@ CpSolution SolvePeakMemoryModel(const graphs::Graph& graph, const sim::Cluster& 
   for (graphs::NodeId v = 0; v < n; ++v) {
     const int32_t outputs = static_cast<int32_t>(graph.node(v).outputs.size());
     for (int32_t k = 0; k < outputs; ++k) {
-      TensorVars tv{v,
-                    static_cast<double>(graph.node(v).outputs[static_cast<size_t>(k)].bytes) / scale,
-                    {},
-                    hi[static_cast<size_t>(v)],
-                    0};
+      TensorVars tv{
+          v,
+          static_cast<double>(graph.node(v).outputs[static_cast<size_t>(k)].resident_bytes()) / scale,
+          {},
+          hi[static_cast<size_t>(v)],
+          0};
       for (graphs::EdgeId e : graph.out_edges(v)) {
         const graphs::Edge& edge = graph.edge(e);
         if (edge.output_index != k) continue;
@@ -260,7 +261,8 @@ CpSolution SolvePeakMemoryModel(const graphs::Graph& graph, const sim::Cluster& 
   double total_persistent = 0.0;
   for (graphs::NodeId v = 0; v < n; ++v) {
     double resident = static_cast<double>(graph.node(v).persistent_bytes);
-    for (const graphs::TensorInfo& t : graph.node(v).outputs) resident += static_cast<double>(t.bytes);
+    for (const graphs::TensorInfo& t : graph.node(v).outputs)
+      resident += static_cast<double>(t.resident_bytes());
     std::vector<std::pair<graphs::NodeId, int32_t>> inputs;
     for (graphs::EdgeId e : graph.in_edges(v)) {
       const graphs::Edge& edge = graph.edge(e);
@@ -269,7 +271,7 @@ CpSolution SolvePeakMemoryModel(const graphs::Graph& graph, const sim::Cluster& 
     std::sort(inputs.begin(), inputs.end());
     inputs.erase(std::unique(inputs.begin(), inputs.end()), inputs.end());
     for (const auto& [src, k] : inputs) {
-      resident += static_cast<double>(graph.node(src).outputs[static_cast<size_t>(k)].bytes);
+      resident += static_cast<double>(graph.node(src).outputs[static_cast<size_t>(k)].resident_bytes());
     }
     peak_floor = std::max(peak_floor, resident);
     total_persistent += static_cast<double>(graph.node(v).persistent_bytes);

@@ -20,6 +20,8 @@ namespace {
 // Header: magic (8), version (u32), reserved (u32, 0), payload bytes (u64),
 // CRC-32 of the payload (u32), reserved (u32, 0).
 constexpr size_t kHeaderBytes = 32;
+// Per-output flags (version 2).
+constexpr uint8_t kAliasFlag = 1;
 constexpr const char* kFix =
     "write the file again (gosim graphs export G --out F.gosimgraph) or use its JSON";
 
@@ -126,7 +128,18 @@ bool IsBinaryGraph(std::string_view data) {
   return data.substr(0, kBinaryGraphMagic.size()) == kBinaryGraphMagic;
 }
 
-std::string WriteGraphBinary(const Graph& graph) {
+std::string WriteGraphBinary(const Graph& graph, uint32_t version) {
+  if (version < 1 || version > kBinaryGraphVersion)
+    throw GraphError("cannot write binary graph version " + std::to_string(version), Location(graph.name()));
+  if (version < 2) {
+    for (const Node& node : graph.nodes()) {
+      for (const TensorInfo& t : node.outputs) {
+        if (t.alias)
+          throw GraphError("binary graph version 1 cannot hold aliases (node '" + node.name + "')",
+                           Location(graph.name()), "write version 2");
+      }
+    }
+  }
   // The body refers to strings by index; the table is written before it.
   Writer body;
   body.Put<uint32_t>(body.Intern(graph.name()));
@@ -148,6 +161,7 @@ std::string WriteGraphBinary(const Graph& graph) {
     for (const TensorInfo& t : node.outputs) {
       body.Put<int64_t>(t.bytes);
       body.Put<uint8_t>(static_cast<uint8_t>(t.dtype));
+      if (version >= 2) body.Put<uint8_t>(t.alias ? kAliasFlag : 0);
       body.Put<uint32_t>(static_cast<uint32_t>(t.shape.size()));
       for (int64_t d : t.shape) body.Put<int64_t>(d);
     }
@@ -182,7 +196,7 @@ std::string WriteGraphBinary(const Graph& graph) {
 
   Writer file;
   file.out().append(kBinaryGraphMagic);
-  file.Put<uint32_t>(kBinaryGraphVersion);
+  file.Put<uint32_t>(version);
   file.Put<uint32_t>(0);
   file.Put<uint64_t>(payload.out().size());
   file.Put<uint32_t>(Crc32(payload.out()));
@@ -201,12 +215,13 @@ Graph ReadGraphBinary(std::string_view data, const std::string& source) {
   }
   header.Bytes(kBinaryGraphMagic.size(), "the magic bytes");
   const uint32_t version = header.Get<uint32_t>("the header");
-  if (version != kBinaryGraphVersion) {
+  if (version < 1 || version > kBinaryGraphVersion) {
     throw GraphError("unsupported binary graph version " + std::to_string(version), Location(source),
-                     "this gosim reads version " + std::to_string(kBinaryGraphVersion) +
+                     "this gosim reads versions 1 to " + std::to_string(kBinaryGraphVersion) +
                          "; export the graph again with this gosim, or use its JSON");
   }
-  // Reserved fields are 0 in every version-1 file: anything else is damage
+  const bool has_flags = version >= 2;
+  // Reserved fields are 0 in every file: anything else is damage
   // (or a later format this reader does not know).
   const auto reserved = [&] {
     const size_t at = header.at();
@@ -253,13 +268,18 @@ Graph ReadGraphBinary(std::string_view data, const std::string& source) {
     if (phase > static_cast<uint8_t>(Phase::kUpdate))
       in.Fail(in.at() - 1, "unknown phase " + std::to_string(phase));
     s.phase = static_cast<Phase>(phase);
-    s.outputs.resize(in.Count("an output count", 13));
+    s.outputs.resize(in.Count("an output count", has_flags ? 14 : 13));
     for (TensorInfo& t : s.outputs) {
       t.bytes = in.Get<int64_t>("an output");
       const uint8_t dtype = in.Get<uint8_t>("an output");
       if (dtype > static_cast<uint8_t>(kLastDType))
         in.Fail(in.at() - 1, "unknown dtype " + std::to_string(dtype));
       t.dtype = static_cast<DType>(dtype);
+      if (has_flags) {
+        const uint8_t flags = in.Get<uint8_t>("an output");
+        if ((flags & ~kAliasFlag) != 0) in.Fail(in.at() - 1, "unknown output flags " + std::to_string(flags));
+        t.alias = (flags & kAliasFlag) != 0;
+      }
       t.shape.resize(in.Count("a shape's rank", 8));
       for (int64_t& d : t.shape) {
         d = in.Get<int64_t>("a shape");

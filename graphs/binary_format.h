@@ -20,16 +20,20 @@
 
 namespace gosim::graphs {
 
-// The first 8 bytes of every binary graph, and its version.
+// The first 8 bytes of every binary graph, and the version written. Version 2
+// adds a flags byte per output (bit 0: TensorInfo::alias); version-1 files
+// are read as before (no aliases).
 inline constexpr std::string_view kBinaryGraphMagic = "GOSIMGRB";
-inline constexpr uint32_t kBinaryGraphVersion = 1;
+inline constexpr uint32_t kBinaryGraphVersion = 2;
 
 // Whether `data` starts with kBinaryGraphMagic.
 bool IsBinaryGraph(std::string_view data);
 
 // `source` names the input in errors.
 Graph ReadGraphBinary(std::string_view data, const std::string& source);
-std::string WriteGraphBinary(const Graph& graph);
+// `version` 1 is for readers older than aliases (a graph with an alias is a
+// GraphError then).
+std::string WriteGraphBinary(const Graph& graph, uint32_t version = kBinaryGraphVersion);
 
 }  // namespace gosim::graphs
 

@@ -15,7 +15,9 @@
 //   bytes_read = sum of the sizes of the inputs read, bytes_written = sum of
 //   the output sizes, FLOPs unknown (0). Op type: "NoOp" for _SOURCE and
 //   _SINK, "CostGraphNode" for every other node (the format has no op types).
-// Ignored: device, temporary_memory_size, alias_input_port, is_final,
+// Ignored: device, temporary_memory_size, alias_input_port (proto3 reads an
+// absent field as 0, "aliases input 0", so files that omit it, as REGAL's
+// do, could not be told from aliases; outputs are never aliases), is_final,
 // compute_time, memory_time, inaccurate, the deprecated memory fields and the
 // aggregated costs. Empty or repeated node names are made unique: an empty
 // name becomes "node_<id>", a repeated one "<name>_<id>" (the first keeps its

@@ -62,9 +62,18 @@ std::string_view PhaseName(Phase phase);
 bool ParsePhase(std::string_view text, Phase* phase);
 
 struct TensorInfo {
-  int64_t bytes = 0;           // size of the tensor in memory
+  int64_t bytes = 0;           // size of the tensor (what a transfer moves)
   std::vector<int64_t> shape;  // empty when unknown (or a scalar with bytes > 0)
   DType dtype = DType::kUnknown;
+  // The tensor is a view of memory that already exists: of the node's data
+  // inputs (a view such as a transpose or a slice, or an in-place op's
+  // result) or of the node's persistent bytes (a weight's read). It takes no
+  // device memory of its own, and the node's data inputs stay allocated
+  // while it is alive. A copy sent to another device is a real copy.
+  bool alias = false;
+
+  // Device memory the tensor takes where it is produced.
+  int64_t resident_bytes() const { return alias ? 0 : bytes; }
 
   bool operator==(const TensorInfo&) const = default;
 };

@@ -3,8 +3,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <functional>
 #include <iterator>
 #include <limits>
@@ -31,7 +31,7 @@ const std::vector<std::string> kTopKeys{"format", "version", "name", "metadata",
 const std::vector<std::string> kNodeKeys{
     "name",       "op",    "flops", "bytes_read", "bytes_written", "outputs", "persistent_bytes",
     "colocation", "scope", "phase", "measured",   "inputs"};
-const std::vector<std::string> kOutputKeys{"bytes", "shape", "dtype"};
+const std::vector<std::string> kOutputKeys{"bytes", "shape", "dtype", "alias"};
 const std::vector<std::string> kPhaseNames{"forward", "backward", "update"};
 
 // TrackingIterator (core/json_text.h) tells how far nlohmann's lexer has
@@ -397,6 +397,10 @@ class Reader {
              "valid dtypes: " + Join(names, ", "));
       }
     }
+    if (auto it = j.find("alias"); it != j.end()) {
+      if (!it->is_boolean()) Fail(Child(path, "alias"), node, "must be true or false, not " + it->dump());
+      t.alias = it->get<bool>();
+    }
     return t;
   }
 
@@ -414,7 +418,8 @@ class Reader {
 
   int64_t GetId(const Json& v, const std::string& path, int node) const {
     if (v.is_number_integer() || v.is_number_unsigned()) return v.get<int64_t>();
-    if (v.is_number_float() && v.get<double>() == std::floor(v.get<double>()) && std::abs(v.get<double>()) < 9e15)
+    if (v.is_number_float() && v.get<double>() == std::floor(v.get<double>()) &&
+        std::abs(v.get<double>()) < 9e15)
       return static_cast<int64_t>(v.get<double>());
     Fail(path, node, "must be an integer id, not " + v.dump());
   }
@@ -422,11 +427,13 @@ class Reader {
   MsrProblem ReadMsr(const Json& root) {
     const std::string hint = "docs/FORMATS.md, 'msr-fiddle workloads'";
     MsrProblem problem;
-    problem.accelerator_memory = GetNonNegative(Require(root, "maxSizePerFPGA", "", -1), "maxSizePerFPGA", -1);
+    problem.accelerator_memory =
+        GetNonNegative(Require(root, "maxSizePerFPGA", "", -1), "maxSizePerFPGA", -1);
     const int64_t accelerators = GetSize(Require(root, "maxFPGAs", "", -1), "maxFPGAs", -1);
     const int64_t cpus = GetSize(Require(root, "maxCPUs", "", -1), "maxCPUs", -1);
     if (accelerators > 1024 || cpus > 1024) Fail("maxFPGAs", -1, "more than 1024 devices", hint);
-    if (accelerators + cpus == 0) Fail("maxFPGAs", -1, "the machine has no device (maxFPGAs and maxCPUs are 0)", hint);
+    if (accelerators + cpus == 0)
+      Fail("maxFPGAs", -1, "the machine has no device (maxFPGAs and maxCPUs are 0)", hint);
     if (accelerators > 0 && !(problem.accelerator_memory > 0))
       Fail("maxSizePerFPGA", -1, "must be > 0 when there are accelerators", hint);
     problem.accelerators = static_cast<int32_t>(accelerators);
@@ -447,23 +454,28 @@ class Reader {
       const Json& j = nodes[i];
       if (!j.is_object()) Fail(path, n, "a node must be an object, not " + std::string(j.type_name()), hint);
       const int64_t id = GetId(Require(j, "id", path, n), Child(path, "id"), n);
-      if (!index.emplace(id, i).second) Fail(Child(path, "id"), n, "node id " + std::to_string(id) + " repeats", hint);
+      if (!index.emplace(id, i).second)
+        Fail(Child(path, "id"), n, "node id " + std::to_string(id) + " repeats", hint);
       id_of[i] = id;
       NodeSpec& s = specs[i];
       s.where = At(path, n);
       s.name = "node" + std::to_string(id);
       if (auto it = j.find("name"); it != j.end()) s.name = GetString(*it, Child(path, "name"), n);
       s.op = "msr";
-      if (!GetFlag(Require(j, "supportedOnFpga", path, n), Child(path, "supportedOnFpga"), n) && accelerators > 0) {
+      if (!GetFlag(Require(j, "supportedOnFpga", path, n), Child(path, "supportedOnFpga"), n) &&
+          accelerators > 0) {
         Fail(Child(path, "supportedOnFpga"), n,
-             "node " + std::to_string(id) + " cannot run on an accelerator, and gosim has no per-node device "
-             "restriction",
-             "gosim reads problems whose nodes all run on accelerators (every layer graph of msr-fiddle does)");
+             "node " + std::to_string(id) +
+                 " cannot run on an accelerator, and gosim has no per-node device "
+                 "restriction",
+             "gosim reads problems whose nodes all run on accelerators (every layer graph of msr-fiddle "
+             "does)");
       }
       const double cpu = GetNonNegative(Require(j, "cpuLatency", path, n), Child(path, "cpuLatency"), n);
       const double accel = GetNonNegative(Require(j, "fpgaLatency", path, n), Child(path, "fpgaLatency"), n);
       s.measured = {MeasuredTime{"any", accel * 1e-3}, MeasuredTime{"cpu", cpu * 1e-3}};
-      if (GetFlag(Require(j, "isBackwardNode", path, n), Child(path, "isBackwardNode"), n)) s.phase = Phase::kBackward;
+      if (GetFlag(Require(j, "isBackwardNode", path, n), Child(path, "isBackwardNode"), n))
+        s.phase = Phase::kBackward;
       if (auto it = j.find("colorClass"); it != j.end())
         s.colocation = "color" + std::to_string(GetId(*it, Child(path, "colorClass"), n));
       if (auto it = j.find("size"); it != j.end()) {
@@ -478,23 +490,27 @@ class Reader {
     for (size_t k = 0; k < edges.size(); ++k) {
       const std::string path = Element("edges", k);
       const Json& e = edges[k];
-      if (!e.is_object()) Fail(path, -1, "an edge must be an object, not " + std::string(e.type_name()), hint);
+      if (!e.is_object())
+        Fail(path, -1, "an edge must be an object, not " + std::string(e.type_name()), hint);
       size_t ends[2];
       const char* keys[2] = {"sourceId", "destId"};
       for (int side = 0; side < 2; ++side) {
         const int64_t id = GetId(Require(e, keys[side], path, -1), Child(path, keys[side]), -1);
         const auto it = index.find(id);
         if (it == index.end())
-          Fail(Child(path, keys[side]), -1, "no node has id " + std::to_string(id), "every edge joins two nodes' ids");
+          Fail(Child(path, keys[side]), -1, "no node has id " + std::to_string(id),
+               "every edge joins two nodes' ids");
         ends[side] = it->second;
       }
       if (ends[0] == ends[1])
-        Fail(path, -1, "edge from node " + std::to_string(id_of[ends[0]]) + " to itself", "remove the self-loop");
+        Fail(path, -1, "edge from node " + std::to_string(id_of[ends[0]]) + " to itself",
+             "remove the self-loop");
       const double c = GetNonNegative(Require(e, "cost", path, -1), Child(path, "cost"), -1);
       double& known = cost[ends[0]];
       if (known >= 0.0 && std::abs(known - c) > 1e-6 * std::max(1.0, known)) {
         char text[160];
-        std::snprintf(text, sizeof(text), "node %lld's edges disagree on the cost of its output (%g and %g ms)",
+        std::snprintf(text, sizeof(text),
+                      "node %lld's edges disagree on the cost of its output (%g and %g ms)",
                       static_cast<long long>(id_of[ends[0]]), known, c);
         Fail(Child(path, "cost"), -1, text, "give every edge of one source the same cost");
       }
@@ -507,7 +523,8 @@ class Reader {
       specs[i].outputs.push_back(TensorInfo{static_cast<int64_t>(std::llround(bytes)), {}, DType::kUnknown});
     }
     std::string name = source_;
-    if (const size_t slash = name.find_last_of('/'); slash != std::string::npos) name = name.substr(slash + 1);
+    if (const size_t slash = name.find_last_of('/'); slash != std::string::npos)
+      name = name.substr(slash + 1);
     if (const size_t dot = name.find('.'); dot != std::string::npos && dot > 0) name = name.substr(0, dot);
     GraphBuilder builder(name.empty() ? "msr" : name, source_);
     std::vector<std::string> names;
@@ -518,9 +535,11 @@ class Reader {
     }
     std::sort(pairs.begin(), pairs.end());
     pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
-    for (const auto& [src, dst] : pairs) builder.AddEdge(static_cast<int32_t>(src), static_cast<int32_t>(dst), 0);
+    for (const auto& [src, dst] : pairs)
+      builder.AddEdge(static_cast<int32_t>(src), static_cast<int32_t>(dst), 0);
     problem.graph = builder.Build();
-    for (size_t i = 0; i < names.size(); ++i) problem.ids.emplace_back(id_of[i], *problem.graph.FindNode(names[i]));
+    for (size_t i = 0; i < names.size(); ++i)
+      problem.ids.emplace_back(id_of[i], *problem.graph.FindNode(names[i]));
     std::sort(problem.ids.begin(), problem.ids.end());
     return problem;
   }
@@ -625,6 +644,7 @@ Json NodeJson(const Graph& g, NodeId id) {
       o["bytes"] = t.bytes;
       if (!t.shape.empty()) o["shape"] = t.shape;
       if (t.dtype != DType::kUnknown) o["dtype"] = DTypeName(t.dtype);
+      if (t.alias) o["alias"] = true;
       outputs.push_back(std::move(o));
     }
     n["outputs"] = std::move(outputs);

@@ -128,6 +128,7 @@ class Run {
     // Every entry of these is written before it is read in a run.
     ws_.copies.resize(static_cast<size_t>(m_.num_tensors));
     ws_.in_copy.resize(m_.inputs.size());
+    if (track_ && m_.has_alias) Fill(ws_.held, n, 0);
     ws_.seen_transfer.resize(nd_);
     Fill(ws_.seen, nd_, 0);
     Fill(ws_.mem, nd_, int64_t{0});
@@ -176,6 +177,7 @@ class Run {
     mem_ = ws_.mem.data();
     peak_ = ws_.peak.data();
     copies_ = ws_.copies.data();
+    held_ = ws_.held.data();
     in_copy_ = ws_.in_copy.data();
     seen_ = ws_.seen.data();
     seen_transfer_ = ws_.seen_transfer.data();
@@ -270,7 +272,7 @@ class Run {
           if (task_of[m_.ctrl_in[i]] != leader) ++pending;
         }
         for (int32_t t = node.out_begin; t < node.out_end; ++t) {
-          if (Materialized(t, leader)) alloc += m_.tensors[t].bytes;
+          if (Materialized(t, leader)) alloc += m_.tensors[t].bytes;  // the kernel writes it, aliases too
         }
       }
       const DeviceSpec& device = e_.cluster_.device(tasks_[leader].device);
@@ -310,6 +312,15 @@ class Run {
       if (Task(m_.consumers[i].node) != task) return true;
     }
     return false;
+  }
+
+  // Whether tensor t is an alias here: a view takes no memory of its own,
+  // except as the output of a fused group, which its kernel writes.
+  bool Aliased(int32_t t) const {
+    const EngineModel::TensorInfo& info = m_.tensors[t];
+    if (info.alias == 0) return false;
+    if constexpr (kFusion) return ws_.group_size[Task(info.producer)] == 1;
+    return true;
   }
 
   template <typename F>
@@ -536,6 +547,7 @@ class Run {
     TaskState* tasks = tasks_;
     const bool track = track_;
     const bool reuse = reuse_;
+    int32_t held = 0;  // alias outputs that something reads: they keep v's inputs allocated
     for (int32_t t = node.out_begin; t < node.out_end; ++t) {
       const EngineModel::TensorInfo& tensor = m_.tensors[t];
       int32_t users = 0;
@@ -565,10 +577,13 @@ class Run {
         }
       }
       if (track) {
+        const bool alias = Aliased(t);
+        const int64_t resident = alias ? 0 : tensor.bytes;
         if (users > 0) {
-          copies_[t] = CopyState{tensor.bytes, users, d};
+          copies_[t] = CopyState{resident, users, d};
+          held += alias ? 1 : 0;
         } else if (!internal) {
-          Free(d, tensor.bytes, t);  // nothing reads it: freed when its producer ends
+          Free(d, resident, t);  // nothing reads it: freed when its producer ends
         }
       }
     }
@@ -581,17 +596,39 @@ class Run {
       }
     }
     if (track) {
-      for (int32_t k = node.in_begin; k < node.in_end; ++k) {
-        const EngineModel::Input& in = m_.inputs[k];
-        if (kFusion && Task(in.producer) == task) continue;
-        CopyState& local = copies_[in.tensor];
-        if (local.device == d) {
-          if (--local.refs == 0) Free(d, local.bytes, in.tensor);
-        } else {
-          Transfer& tr = ws_.transfers[in_copy_[k]];
-          if (--tr.refs == 0) Free(d, tr.bytes, in.tensor);
-        }
+      if (held > 0) {
+        held_[v] = held;  // released with its last alias output (ReleaseCopy)
+      } else {
+        ReleaseInputs(v, task, d);
       }
+    }
+  }
+
+  // Node v (of `task`, on device d) no longer needs its inputs.
+  void ReleaseInputs(int32_t v, int32_t task, int32_t d) {
+    const EngineModel::NodeInfo& node = m_.nodes[v];
+    for (int32_t k = node.in_begin; k < node.in_end; ++k) {
+      const EngineModel::Input& in = m_.inputs[k];
+      if (kFusion && Task(in.producer) == task) continue;
+      CopyState& local = copies_[in.tensor];
+      if (local.device == d) {
+        if (--local.refs == 0) ReleaseCopy(in.tensor);
+      } else {
+        Transfer& tr = ws_.transfers[in_copy_[k]];
+        if (--tr.refs == 0) Free(d, tr.bytes, in.tensor);
+      }
+    }
+  }
+
+  // The last user of tensor t's copy on its producer's device is done. An
+  // alias frees nothing itself; the last of its node's live aliases lets the
+  // node's inputs go (which may be aliases in turn).
+  void ReleaseCopy(int32_t t) {
+    const CopyState& copy = copies_[t];
+    Free(copy.device, copy.bytes, t);
+    if (Aliased(t)) [[unlikely]] {
+      const int32_t v = m_.tensors[t].producer;
+      if (--held_[v] == 0) ReleaseInputs(v, Task(v), copy.device);
     }
   }
 
@@ -630,7 +667,7 @@ class Run {
       for (int32_t j = m_.res_links_off[r]; j < m_.res_links_off[r + 1]; ++j) MarkLink(m_.res_links[j]);
     }
     if (tr.hop == 0 && track_ && --copies_[tr.tensor].refs == 0) {
-      Free(tr.src, tr.bytes, tr.tensor);  // the data has left the source device
+      ReleaseCopy(tr.tensor);  // the data has left the source device
     }
     const int32_t cause = kFull ? m_.num_nodes + tr.record : -1;
     if (tr.hop + 1 < tr.hops) {
@@ -1401,7 +1438,10 @@ class Run {
         const int32_t copies = ws_.live[static_cast<int64_t>(t) * nd_ + d];
         if (copies <= 0) continue;
         const bool received = tasks_[m_.tensors[t].producer].device != d;
-        oom.live.push_back(LiveTensor{t, copies * m_.tensors[t].bytes, received});
+        // A live alias on its producer's device holds no bytes of its own.
+        const int64_t bytes = (copies - (!received && Aliased(t) ? 1 : 0)) * m_.tensors[t].bytes;
+        if (bytes <= 0) continue;
+        oom.live.push_back(LiveTensor{t, bytes, received});
       }
       const size_t keep = std::min(oom.live.size(), static_cast<size_t>(std::max(0, opt_.oom_live_tensors)));
       std::partial_sort(oom.live.begin(), oom.live.begin() + static_cast<std::ptrdiff_t>(keep),
@@ -1433,6 +1473,7 @@ class Run {
   int64_t* mem_ = nullptr;
   int64_t* peak_ = nullptr;
   CopyState* copies_ = nullptr;
+  int32_t* held_ = nullptr;
   int32_t* in_copy_ = nullptr;
   int32_t* seen_ = nullptr;
   int32_t* seen_transfer_ = nullptr;

@@ -41,12 +41,14 @@ struct EngineModel {
     int32_t out_begin, out_end;    // output tensors
     int32_t in_begin, in_end;      // into inputs
     int32_t ctrl_begin, ctrl_end;  // into ctrl (control successors)
-    int64_t out_bytes;             // bytes of all outputs
+    int64_t out_bytes;             // resident bytes of all outputs (aliases take none)
   };
   struct TensorInfo {
-    int64_t bytes;
+    int64_t bytes;                 // what a transfer moves (graphs::TensorInfo::bytes)
     int32_t cons_begin, cons_end;  // into consumers
     int32_t producer;
+    int32_t alias;  // 1: a view (graphs::TensorInfo::alias): no memory of its own where produced
+    int64_t resident() const { return alias != 0 ? 0 : bytes; }
   };
   struct Consumer {  // a distinct node reading a tensor
     int32_t node;
@@ -81,6 +83,7 @@ struct EngineModel {
   std::vector<int32_t> deps;         // [node] inputs + control predecessors
   std::vector<int32_t> sources;      // nodes with no dependencies, ascending (ready at time 0)
   std::vector<int64_t> persistent;   // [node]
+  bool has_alias = false;            // some tensor is an alias
 
   // Route from s to d: route_links[route_off[s * D + d] .. route_off[s * D + d + 1]).
   std::vector<int32_t> route_off;
@@ -178,6 +181,7 @@ struct Workspace {
   };
   std::vector<TaskState> tasks;
   std::vector<CopyState> copies;
+  std::vector<int32_t> held;           // [node] its alias outputs still alive: its inputs stay allocated
   std::vector<int32_t> in_copy;        // [input entry] transfer that brought a remote input
   std::vector<int32_t> seen_transfer;  // [device] transfer made for the current tensor
   // Fusion only.

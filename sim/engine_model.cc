@@ -186,9 +186,10 @@ EngineModel BuildEngineModel(const graphs::Graph& graph, const Cluster& cluster,
     info.out_end = info.out_begin + static_cast<int32_t>(node.outputs.size());
     info.out_bytes = 0;
     for (int32_t t = info.out_begin; t < info.out_end; ++t) {
-      const int64_t bytes = node.outputs[static_cast<size_t>(t - info.out_begin)].bytes;
-      m.tensors[static_cast<size_t>(t)] = EngineModel::TensorInfo{bytes, 0, 0, v};
-      info.out_bytes += bytes;
+      const graphs::TensorInfo& out = node.outputs[static_cast<size_t>(t - info.out_begin)];
+      m.tensors[static_cast<size_t>(t)] = EngineModel::TensorInfo{out.bytes, 0, 0, v, out.alias ? 1 : 0};
+      info.out_bytes += out.resident_bytes();
+      m.has_alias = m.has_alias || out.alias;
     }
     m.persistent[static_cast<size_t>(v)] = node.persistent_bytes;
     info.in_begin = static_cast<int32_t>(m.inputs.size());

@@ -37,6 +37,16 @@ VIEW_OPS = {
     "split", "split_with_sizes", "unbind", "chunk", "unflatten", "narrow",
     "diagonal", "view_as_real", "conj", "_conj", "lift_fresh", "unsafe_split",
     "unsafe_split_with_sizes", "unsafe_chunk"}
+
+
+def is_alias_op(op):
+    """Whether the aten op's results are views of its input's memory: a view
+    op, or an in-place op (`add_`, `copy_`: the result is `self`). Their
+    outputs are written with "alias": true (docs/FORMATS.md): the simulator
+    charges them no memory and keeps the input allocated while they live."""
+    return op in VIEW_OPS or (op.endswith("_") and not op.startswith("__"))
+
+
 # Ops that move or create data without arithmetic: 0 FLOPs.
 DATA_OPS = {
     "clone", "copy_", "copy", "_to_copy", "cat", "stack", "zeros", "zeros_like",
@@ -182,17 +192,19 @@ def compact(node):
         if v in (None, 0, 0.0, "", [], "forward"):
             continue
         if key == "outputs":
-            v = [output_json(t) for t in v]
+            v = [output_json(t, node.get("alias", False)) for t in v]
         out[key] = v
     return out
 
 
-def output_json(info):
+def output_json(info, alias=False):
     if info is None:  # an op result that is not a tensor (e.g. an undefined gradient)
         return {"bytes": 0}
     result = {"bytes": info[0], "shape": info[1]}
     if info[2]:
         result["dtype"] = info[2]
+    if alias and info[0] > 0:
+        result["alias"] = True
     return result
 
 
@@ -279,8 +291,10 @@ def check_graph(graph):
         if n.get("phase", "forward") not in PHASES:
             errors.append(f"{where}: phase must be one of {PHASES}")
         for k, out in enumerate(n.get("outputs", [])):
-            if not isinstance(out, dict) or set(out) - {"bytes", "shape", "dtype"}:
-                errors.append(f"{where}: outputs[{k}] must have only bytes/shape/dtype")
+            if not isinstance(out, dict) or set(out) - {"bytes", "shape", "dtype", "alias"}:
+                errors.append(f"{where}: outputs[{k}] must have only bytes/shape/dtype/alias")
+            elif not isinstance(out.get("alias", False), bool):
+                errors.append(f"{where}: outputs[{k}].alias must be true or false")
             elif not isinstance(out.get("bytes", 0), int) or out.get("bytes", 0) < 0:
                 errors.append(f"{where}: outputs[{k}].bytes must be an integer >= 0")
             elif out.get("dtype", "float32") not in DTYPE_SIZES:

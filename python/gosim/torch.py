@@ -689,6 +689,7 @@ def convert(gm, labels, sources, desc, name, log=None, tf32=False, progress=None
         node = {"name": src_name, "op": op, "outputs": [info]}
         if op in ("Parameter", "Buffer", "OptimizerState"):
             node["persistent_bytes"] = info[0]
+            node["alias"] = True  # the output is the resident tensor itself
             node["colocation"] = coloc if op != "Buffer" else ""
             node["scope"] = _module_scope(coloc)
         if op == "OptimizerState":
@@ -719,7 +720,8 @@ def convert(gm, labels, sources, desc, name, log=None, tf32=False, progress=None
             info = _tensor_info_of(torch, value)
             tensor_of[n] = (n.name, 0)
             outputs[n.name] = [info]
-            nodes.append({"name": n.name, "op": "Constant", "outputs": [info], "persistent_bytes": info[0]})
+            nodes.append({"name": n.name, "op": "Constant", "outputs": [info], "persistent_bytes": info[0],
+                          "alias": True})
             continue
         if n.op != "call_function" or n not in live:
             continue
@@ -764,6 +766,8 @@ def convert(gm, labels, sources, desc, name, log=None, tf32=False, progress=None
             data_dependent[dependent] += 1
             data_dependent_scopes.setdefault(dependent, scope)
         node = {"name": n.name, "op": f"aten::{packet}", "flops": flops}
+        if rules.is_alias_op(packet):
+            node["alias"] = True
         if packet not in rules.VIEW_OPS:
             node["bytes_read"] = sum(t[0] for t in in_infos if t)
             node["bytes_written"] = sum(t[0] for t in outs if t) if packet not in (

@@ -36,6 +36,24 @@ TEST_CASE("binary round trip is exact and gives the graph JSON gives") {
   CHECK(back.node(2).measured[2].seconds == 5e-324);
   CHECK(WriteGraphJson(back) == WriteGraphJson(g));
   CHECK(WriteGraphBinary(back) == data);
+  CHECK(back.node(3).outputs[0].alias);
+
+  // Version 1 (before aliases) is still read; it cannot hold an alias.
+  CHECK_THROWS_WITH_AS(WriteGraphBinary(g, 1), doctest::Contains("cannot hold aliases (node 'conv1_grad')"),
+                       GraphError);
+  GraphBuilder plain_builder("plain");
+  NodeSpec only;
+  only.name = "x";
+  only.op = "Placeholder";
+  only.outputs = {TensorInfo{12, {3}, DType::kInt32}};
+  plain_builder.AddNode(only);
+  const Graph plain = plain_builder.Build();
+  const std::string v1 = WriteGraphBinary(plain, 1);
+  CHECK(v1[8] == 1);
+  CHECK(v1.size() + 1 == WriteGraphBinary(plain).size());  // one flags byte per output
+  CheckSameGraph(plain, ReadGraphBinary(v1, "v1.gosimgraph"));
+  CHECK_THROWS_WITH_AS(WriteGraphBinary(plain, 3), doctest::Contains("cannot write binary graph version 3"),
+                       GraphError);
 
   // A generated model with thousands of nodes, through files, gzip'd or not.
   const Graph nmt = Generate("nmt", YAML::Load("{training: true}"), "test");
@@ -74,9 +92,12 @@ TEST_CASE("binary reader: every truncation and a flipped byte are one GraphError
           "again (gosim graphs export G --out F.gosimgraph) or use its JSON)");
   }
   std::string newer = data;
-  newer[8] = 2;
+  newer[8] = 3;
   CHECK_THROWS_WITH_AS(ReadGraphBinary(newer, "v.gosimgraph"),
-                       doctest::Contains("unsupported binary graph version 2"), GraphError);
+                       doctest::Contains("unsupported binary graph version 3"), GraphError);
+  newer[8] = 0;
+  CHECK_THROWS_WITH_AS(ReadGraphBinary(newer, "v.gosimgraph"),
+                       doctest::Contains("unsupported binary graph version 0"), GraphError);
   CHECK_THROWS_WITH_AS(ReadGraphBinary(data + "x", "x.gosimgraph"), doctest::Contains("trailing bytes"),
                        GraphError);
 }

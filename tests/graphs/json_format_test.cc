@@ -192,6 +192,11 @@ TEST_CASE("JSON semantic errors name the value's path and line") {
   CHECK(type.where().path == "nodes[0].flops");
   CHECK(std::string(type.what()).find("must be a number") != std::string::npos);
 
+  const GraphError alias =
+      ErrorOf(OneNode(R"("name": "a", "op": "Add", "outputs": [{"bytes": 4, "alias": 1}])"));
+  CHECK(alias.where().path == "nodes[0].outputs[0].alias");
+  CHECK(std::string(alias.what()).find("must be true or false") != std::string::npos);
+
   const GraphError fractional = ErrorOf(OneNode(R"("name": "a", "op": "Add", "bytes_read": 1.5)"));
   CHECK(fractional.where().path == "nodes[0].bytes_read");
 
@@ -270,7 +275,8 @@ TEST_CASE("Another program's JSON is 'not a gosim graph', saying what it looks l
   const std::string placement =
       message(R"({"maxSizePerFPGA": 8000, "maxFPGAs": 4, "maxCPUs": 1, "nodes": [{"id": 1}], "edges": []})");
   CHECK(has(placement, "missing required key 'supportedOnFpga'"));
-  CHECK(has(message(R"({"fpgas": [{"nodes": [1]}], "cpus": [], "maxLoad": -1})"), "looks like msr-fiddle's device split"));
+  CHECK(has(message(R"({"fpgas": [{"nodes": [1]}], "cpus": [], "maxLoad": -1})"),
+            "looks like msr-fiddle's device split"));
   CHECK(has(message(R"({"traceEvents": [], "displayTimeUnit": "ms"})"),
             "looks like a Chrome / PyTorch-profiler"));
   CHECK(has(message(R"([{"ph": "X", "name": "k", "ts": 1}])"), "looks like a Chrome / profiler trace"));

@@ -47,7 +47,7 @@ inline Graph RichGraph() {
   grad.flops = 1.0 / 3.0;
   grad.phase = Phase::kBackward;
   grad.colocation = "conv1_w";
-  grad.outputs = {TensorInfo{4, {1}, DType::kBFloat16}};
+  grad.outputs = {TensorInfo{4, {1}, DType::kBFloat16, /*alias=*/true}};
   const int igrad = b.AddNode(grad);
 
   NodeSpec update;

@@ -54,6 +54,10 @@ def test_resnet18_training_step_sgd():
     assert len(back) == 1 and back[0]["phase"] == "backward"
     phases = {n.get("phase", "forward") for n in g["nodes"]}
     assert phases == {"forward", "backward", "update"}
+    # Views, in-place results and parameter reads are aliases: no memory of their own.
+    aliased = {n["op"] for n in g["nodes"] if any(o.get("alias") for o in n.get("outputs", []))}
+    assert {"Parameter", "Buffer", "OptimizerState", "aten::t", "aten::view", "aten::relu_", "aten::add_"} <= aliased
+    assert not any(o.get("alias") for n in nodes_by(g, op=("aten::convolution", None)) for o in n["outputs"])
     graph = gosim.graph_from_json(json.dumps(g))
     assert graph.num_nodes == len(g["nodes"])
     assert graph.stats()["persistent_bytes"] == persistent(g, "Parameter") + persistent(g, "Buffer") + \

@@ -203,6 +203,56 @@ TEST_CASE("golden: a fused pair runs as one kernel without its internal tensor")
   CHECK(ev.Evaluate(d).step_time == 8.5);
 }
 
+TEST_CASE("golden: an alias takes no memory and keeps what it views allocated") {
+  // w holds 1000 persistent bytes and outputs them as an alias (a weight's
+  // read); a writes 100; v is a view of a (alias, 100); b reads v and w and
+  // writes 10. Times a 1, v 1, b 3 on one device: a [0, 1], v [1, 2], b [2, 5].
+  //   w's output adds nothing to its 1000 persistent bytes;
+  //   a:0 100 at 0; v:0 nothing at 1; v ends at 2, but a:0 stays while v:0
+  //   lives (b reads it until 5): 1000 + 100 + 10 = 1110 while b runs.
+  // Were the outputs plain tensors: 1000 + 1000 + 100 + 100 = 2200 at 1.
+  // Were a:0 freed when v ended: 1000 + 10 = 1010 while b runs, peak 1100.
+  const std::vector<testing::N> nodes = {{"w", 0, {1000}, {}, 1000, 0, 0, {0}},
+                                         {"a", 1, {100}},
+                                         {"v", 1, {100}, {"a"}, 0, 0, 0, {0}},
+                                         {"b", 3, {10}, {"v", "w"}}};
+  ClusterBuilder one("one");
+  one.AddDevice(Device("gpu0", 100000, 0.0, 1e12));
+  const Cluster cluster1 = one.Build();
+  const auto g = MakeGraph(nodes);
+  Evaluator ev(g, cluster1, Linear());
+  const SimResult r = ev.Simulate(Place({0, 0, 0, 0}), true);
+  CHECK(r.step_time == 5.0);
+  CHECK(r.devices[0].peak_memory == 1110);
+  std::vector<testing::N> plain = nodes;
+  plain[0].aliases.clear();
+  plain[2].aliases.clear();
+  const auto g_plain = MakeGraph(plain);
+  CHECK(Evaluator(g_plain, cluster1, Linear()).Simulate(Place({0, 0, 0, 0}), true).devices[0].peak_memory ==
+        2200);
+
+  // A view sent to another device arrives as a real copy; its base stays on
+  // the source until the copy has left. w, a, v on gpu0, b on gpu1; links
+  // 100 B/s, latency 0.5: w:0 crosses [0, 10.5], v:0 after it [10.5, 12]
+  // (FIFO on the link), b [12, 15].
+  //   gpu0: 1000 + a:0 100 until v:0 has left at 12 -> peak 1100.
+  //   gpu1: w:0's copy 1000 at 10.5, v:0's copy 100 at 12, b:0 10 -> 1110.
+  const Cluster cluster2 = MeshCluster(2, 100.0, 0.5);
+  Evaluator ev2(g, cluster2, Linear());
+  const SimResult r2 = ev2.Simulate(Place({0, 0, 0, 1}), true);
+  CHECK(r2.step_time == 15.0);
+  CHECK(r2.devices[0].peak_memory == 1100);
+  CHECK(r2.devices[1].peak_memory == 1110);
+  CHECK(r2.transferred_bytes == 1100);
+  CHECK(ev2.Evaluate(Place({0, 0, 0, 1})).peak_memory == 1110);
+
+  // Fused with its view, a's output is internal and the group's kernel
+  // writes v:0, a plain tensor then: 1000 + 100 + 10 while b runs.
+  Decision fused = Place({0, 0, 0, 0});
+  fused.fusion_group = {-1, 1, 1, -1};
+  CHECK(ev.Simulate(fused, true).devices[0].peak_memory == 1110);
+}
+
 TEST_CASE("golden: fusion errors are DecisionErrors, never hangs") {
   // {a, c} is not convex: a -> b -> c leaves the group and comes back.
   const auto g = MakeGraph({{"a", 1, {8}}, {"b", 1, {8}, {"a"}}, {"c", 1, {}, {"a", "b"}}});
@@ -469,7 +519,7 @@ TEST_CASE("golden: the Chrome trace names every kernel and hop") {
   CHECK(trace.find("\"name\":\"a\"") != std::string::npos);
   CHECK(trace.find("\"name\":\"a:0\"") != std::string::npos);
   CHECK(trace.find("\"gpu0->gpu1\"") != std::string::npos);
-  CHECK(trace.find("\"ts\":1000000.0") != std::string::npos);  // a:0 starts at 1 s
+  CHECK(trace.find("\"ts\":1000000.0") != std::string::npos);                // a:0 starts at 1 s
   CHECK(trace.find("\"cost_model\":\"linear_test\"") != std::string::npos);  // the Evaluator's
   CHECK(ChromeTraceJson(r, g, cluster, "linear").find("\"cost_model\":\"linear\"") != std::string::npos);
   CHECK_THROWS_AS(ChromeTraceJson(ev.Simulate(Place({0, 1}), false), g, cluster), Error);

@@ -82,6 +82,7 @@ struct N {
   int64_t persistent = 0;
   int64_t bytes_read = 0;
   int64_t bytes_written = 0;
+  std::vector<int32_t> aliases = {};  // indices of outputs that are aliases (graphs::TensorInfo::alias)
 };
 
 inline graphs::Graph MakeGraph(const std::vector<N>& nodes, const std::string& name = "test") {
@@ -96,6 +97,7 @@ inline graphs::Graph MakeGraph(const std::vector<N>& nodes, const std::string& n
     s.persistent_bytes = n.persistent;
     for (int64_t bytes : n.outputs)
       s.outputs.push_back(graphs::TensorInfo{bytes, {}, graphs::DType::kFloat32});
+    for (int32_t k : n.aliases) s.outputs.at(static_cast<size_t>(k)).alias = true;
     b.AddNode(std::move(s));
   }
   for (const N& n : nodes) {

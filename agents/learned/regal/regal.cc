@@ -113,7 +113,8 @@ std::vector<float> RegalMemoryFeatures(const graphs::Graph& graph) {
   std::vector<float> out(static_cast<size_t>(n) * kRegalMemoryFeatures, 0.0f);
   for (graphs::NodeId v = 0; v < n; ++v) {
     double allocated = 0.0, freed = 0.0, in = 0.0, last_bytes = 0.0, uses = 0.0;
-    for (const graphs::TensorInfo& t : graph.node(v).outputs) allocated += static_cast<double>(t.bytes);
+    for (const graphs::TensorInfo& t : graph.node(v).outputs)
+      allocated += static_cast<double>(t.resident_bytes());
     for (const int32_t c : consumers[v]) uses += c;
     for (graphs::EdgeId e : graph.in_edges(v)) {
       const graphs::Edge& edge = graph.edge(e);
