@@ -12,6 +12,11 @@
 //   the decisions of single_device and m_etf are its first samples
 //   (`warm_start`, charged to the budget); `warm_start: []` is the paper's
 //   cold random search.
+// data_parallel: PyTorch DDP over `replicas` devices (default all), each
+//   running the whole graph at its own batch, gradients all-reduced in
+//   25 MiB buckets overlapped with backward (Decision::data_parallel,
+//   sim/data_parallel.h): what users run. One evaluation; its step time is
+//   per graph batch (the DDP step / replicas), comparable with placements.
 #include <memory>
 #include <unordered_map>
 
@@ -53,6 +58,37 @@ class SingleDeviceAgent : public Agent {
  private:
   int32_t device_ = 0;
   FinishOptions finish_;
+};
+
+class DataParallelAgent : public Agent {
+ public:
+  explicit DataParallelAgent(YamlMap& options) {
+    replicas_ = static_cast<int32_t>(GetInt(options, "replicas", 0, 0, 1 << 20));
+    options.Finish();
+  }
+  std::string name() const override { return "data_parallel"; }
+
+  AgentResult Optimize(const Problem& problem, const ProgressFn& progress) override {
+    const int32_t devices = problem.cluster.num_devices();
+    const int32_t replicas = replicas_ > 0 ? replicas_ : devices;
+    if (replicas < 2 || replicas > devices) {
+      throw ConfigError("data_parallel: " + std::to_string(replicas) + " replicas on cluster '" +
+                            problem.cluster.name() + "' of " + std::to_string(devices) + " devices",
+                        {}, "data parallelism needs 2 to " + std::to_string(devices) + " replicas");
+    }
+    if (problem.evaluator.options().micro_batches > 1) {
+      throw ConfigError("data_parallel: the objective simulates a pipeline (micro_batches " +
+                            std::to_string(problem.evaluator.options().micro_batches) + "); DDP is not one",
+                        {}, "use the step_time objective");
+    }
+    problem.evaluator.PrepareDataParallel(replicas);  // refusals before anything is counted
+    SearchTracker tracker(problem, progress);
+    tracker.Evaluate(sim::DataParallelDecision(problem.graph, replicas));
+    return tracker.Finish();
+  }
+
+ private:
+  int32_t replicas_ = 0;  // 0: every device
 };
 
 class RoundRobinAgent : public Agent {
@@ -181,6 +217,9 @@ void RegisterSimpleAgents(const RegisterFn& add) {
   add(
       "single_device", [](YamlMap& o) { return std::make_unique<SingleDeviceAgent>(o); },
       "every op on one device (ColocRL/HRL 'Single GPU')");
+  add(
+      "data_parallel", [](YamlMap& o) { return std::make_unique<DataParallelAgent>(o); },
+      "PyTorch DDP: the whole graph on each device, bucketed all-reduces (what users run)");
   add(
       "round_robin", [](YamlMap& o) { return std::make_unique<RoundRobinAgent>(o); },
       "ops or layers dealt to devices in turn");

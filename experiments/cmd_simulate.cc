@@ -92,6 +92,11 @@ int Simulate(const SimulateArgs& args) {
                                      : sim::LoadDecision(args.decision, graph, cluster);
   }
   if (args.check_colocation) sim::ValidateDecision(decision, graph, cluster, true);
+  if (decision.is_data_parallel() && !args.trace.empty()) {
+    throw ConfigError(
+        "a data-parallel decision's timeline is its DDP graph's", Location{"--trace"},
+        "use --data-parallel " + std::to_string(decision.data_parallel) + " instead of --decision");
+  }
 
   const sim::Evaluator evaluator(graph, cluster, cost_model, options);
   const sim::SimResult result = evaluator.Simulate(decision, !args.trace.empty());
@@ -123,6 +128,11 @@ int Simulate(const SimulateArgs& args) {
       cluster.num_devices(), described.c_str(),
       decision_text.empty() ? ("everything on " + cluster.device(0).name).c_str() : decision_text.c_str());
   std::printf("%s", sim::FormatSimResult(result, evaluator.simulated_graph(), cluster).c_str());
+  if (result.data_parallel > 0) {
+    std::printf("data parallel: %d replicas of the graph's batch, DDP step %s, %s per graph batch\n",
+                result.data_parallel, FormatSeconds(result.ddp_step_time).c_str(),
+                FormatSeconds(result.step_time).c_str());
+  }
   if (result.micro_batches > 1) {
     std::printf("pipeline: %d micro-batches (%s), %s per micro-batch\n", result.micro_batches,
                 std::string(sim::ScheduleName(options.schedule)).c_str(),

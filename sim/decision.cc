@@ -20,6 +20,12 @@ Decision SingleDeviceDecision(const graphs::Graph& graph, int32_t device) {
   return d;
 }
 
+Decision DataParallelDecision(const graphs::Graph& graph, int32_t replicas) {
+  Decision d = SingleDeviceDecision(graph, 0);
+  d.data_parallel = replicas;
+  return d;
+}
+
 namespace internal {
 namespace {
 
@@ -53,6 +59,7 @@ class Checker {
 
   void Run(bool check_colocation) {
     CheckSizes();
+    if (d_.data_parallel != 0) CheckDataParallel();
     CheckPlacement();
     CheckPriorities();
     if (d_.has_fusion()) CheckFusion();
@@ -66,6 +73,23 @@ class Checker {
   }
 
   const std::string& DeviceName(int32_t d) const { return c_.device(d).name; }
+
+  void CheckDataParallel() const {
+    if (d_.data_parallel < 2 || d_.data_parallel > c_.num_devices()) {
+      Fail(Field::kWhole, -1,
+           "data_parallel is " + std::to_string(d_.data_parallel) + " but cluster '" + c_.name() + "' has " +
+               std::to_string(c_.num_devices()) + " devices",
+           "give 2 to " + std::to_string(c_.num_devices()) + " replicas, or 0 for a placement");
+    }
+    for (int32_t v = 0; v < n_; ++v) {
+      if (d_.placement[static_cast<size_t>(v)] != 0)
+        Fail(Field::kPlacement, v, "a data-parallel decision places every node on device 0 (the replica)",
+             "leave the placement out of a data-parallel decision");
+    }
+    if (d_.has_priority() || d_.has_fusion() || d_.has_transfer_priority() || d_.has_gates())
+      Fail(Field::kWhole, -1, "a data-parallel decision has no priorities, fusion or gates",
+           "leave them out: each replica runs the graph FIFO");
+  }
 
   void CheckSizes() const {
     const auto n = static_cast<size_t>(n_);

@@ -42,12 +42,25 @@ struct Decision {
   std::vector<int32_t> gate;         // [node] a counter, or -1
   std::vector<int32_t> gate_need;    // [node]
   std::vector<int32_t> gate_signal;  // [node] a counter, or -1
+  // Data parallelism (docs/SIMULATOR.md, "Data parallelism"): > 1 runs the
+  // whole graph as `data_parallel` DDP replicas on devices 0..N-1, one
+  // process each, gradients all-reduced in buckets (sim/data_parallel.h);
+  // the placement is then every node on device 0 (the replica), without
+  // priorities or fusion. Each replica runs the graph's own batch, so the
+  // step does N times the graph's work: the Evaluator reports the DDP step
+  // time divided by N (seconds per graph batch, comparable with a placement
+  // of the graph). 0: a placement.
+  int32_t data_parallel = 0;
 
   bool has_priority() const { return !priority.empty(); }
   bool has_gates() const { return !gate.empty(); }
   bool has_transfer_priority() const { return !transfer_priority.empty(); }
   bool has_fusion() const { return !fusion_group.empty(); }
+  bool is_data_parallel() const { return data_parallel > 0; }
 };
+
+// N data-parallel replicas of `graph` (Decision::data_parallel).
+Decision DataParallelDecision(const graphs::Graph& graph, int32_t replicas);
 
 // Everything on device `device`, FIFO, no fusion.
 Decision SingleDeviceDecision(const graphs::Graph& graph, int32_t device = 0);

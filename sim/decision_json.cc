@@ -39,8 +39,8 @@ class DecisionReader {
     if (!root.contains("format") && root.contains("fpgas") && root.contains("cpus"))
       return ParseMsrSplit(text_, source_, g_, c_);  // msr-fiddle's split (sim/msr.h)
     static const std::vector<std::string> kKeys{
-        "format",   "version",           "graph",  "cluster", "placement",
-        "priority", "transfer_priority", "fusion", "metadata"};
+        "format",   "version",           "graph",  "cluster",  "placement",
+        "priority", "transfer_priority", "fusion", "metadata", "data_parallel"};
     for (const auto& [key, value] : root.items()) {
       if (std::find(kKeys.begin(), kKeys.end(), key) == kKeys.end()) {
         Fail(key, "unknown key '" + key + "'." + DidYouMean(key, kKeys), "valid keys: " + Join(kKeys, ", "));
@@ -67,8 +67,19 @@ class DecisionReader {
       }
     }
     Decision d;
-    if (!root.contains("placement")) Fail("", "missing \"placement\"", "map every node name to a device");
-    ReadPlacement(root["placement"], &d);
+    if (root.contains("data_parallel")) {
+      const Json& replicas = root["data_parallel"];
+      if (!replicas.is_number_integer() || replicas.get<int64_t>() < 2 ||
+          replicas.get<int64_t>() > c_.num_devices()) {
+        Fail("data_parallel", "data_parallel must be a number of replicas from 2 to " +
+                                  std::to_string(c_.num_devices()) + " (the cluster's devices), not " +
+                                  replicas.dump());
+      }
+      d = DataParallelDecision(g_, static_cast<int32_t>(replicas.get<int64_t>()));
+    }
+    if (!root.contains("placement") && !d.is_data_parallel())
+      Fail("", "missing \"placement\"", "map every node name to a device, or give \"data_parallel\": N");
+    if (root.contains("placement")) ReadPlacement(root["placement"], &d);
     if (root.contains("priority")) ReadPriority(root["priority"], &d);
     if (root.contains("transfer_priority")) ReadTransferPriority(root["transfer_priority"], &d);
     if (root.contains("fusion")) ReadFusion(root["fusion"], &d);
@@ -348,15 +359,12 @@ Decision ParseDecisionJson(const std::string& text, const std::string& source, c
   return DecisionReader(text, source, graph, cluster).Read();
 }
 
-std::string DecisionToJson(const Decision& decision, const graphs::Graph& graph, const Cluster& cluster,
-                           const DecisionInfo& info) {
-  ValidateDecision(decision, graph, cluster);
-  // ordered_json keeps the node order of the graph in the file.
-  nlohmann::ordered_json root;
-  root["format"] = kFormat;
-  root["version"] = kVersion;
-  root["graph"] = graph.name();
-  root["cluster"] = cluster.name();
+namespace {
+
+// The placement, priorities and fusion groups of a placement decision.
+void WriteAssignment(const Decision& decision, const graphs::Graph& graph, const Cluster& cluster,
+                     nlohmann::ordered_json* out) {
+  nlohmann::ordered_json& root = *out;
   nlohmann::ordered_json placement = nlohmann::ordered_json::object();
   for (NodeId v = 0; v < graph.num_nodes(); ++v) {
     placement[graph.node(v).name] = cluster.device(decision.placement[static_cast<size_t>(v)]).name;
@@ -398,6 +406,24 @@ std::string DecisionToJson(const Decision& decision, const graphs::Graph& graph,
       fusion[it->second].push_back(graph.node(v).name);
     }
     root["fusion"] = std::move(fusion);
+  }
+}
+
+}  // namespace
+
+std::string DecisionToJson(const Decision& decision, const graphs::Graph& graph, const Cluster& cluster,
+                           const DecisionInfo& info) {
+  ValidateDecision(decision, graph, cluster);
+  // ordered_json keeps the node order of the graph in the file.
+  nlohmann::ordered_json root;
+  root["format"] = kFormat;
+  root["version"] = kVersion;
+  root["graph"] = graph.name();
+  root["cluster"] = cluster.name();
+  if (decision.is_data_parallel()) {
+    root["data_parallel"] = decision.data_parallel;  // replicas of the whole graph: no placement
+  } else {
+    WriteAssignment(decision, graph, cluster, &root);
   }
   nlohmann::ordered_json metadata = nlohmann::ordered_json::object();
   if (!info.agent.empty()) metadata["agent"] = info.agent;

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
@@ -17,6 +18,7 @@
 #include "core/error.h"
 #include "core/log.h"
 #include "sim/batch_exchange.h"
+#include "sim/data_parallel.h"
 #include "sim/engine.h"
 #include "sim/pipeline.h"
 
@@ -51,8 +53,39 @@ struct Evaluator::Impl {
     return out;
   }
 
+  // Data-parallel decisions (Decision::data_parallel): per replica count,
+  // the DDP step built once and its own evaluator (a process per device).
+  struct DataParallelRun {
+    DataParallelStep step;
+    std::unique_ptr<Evaluator> evaluator;
+  };
+  const DataParallelRun& DataParallel(const Evaluator& outer, int32_t replicas) const {
+    const std::lock_guard<std::mutex> lock(dp_mutex);
+    std::unique_ptr<DataParallelRun>& run = dp_runs[replicas];
+    if (run == nullptr) {
+      if (outer.options().micro_batches > 1)
+        throw DecisionError("a data-parallel decision cannot be simulated as a pipeline (micro_batches " +
+                                std::to_string(outer.options().micro_batches) + ")",
+                            {}, "simulate it with micro_batches 1");
+      auto built = std::make_unique<DataParallelRun>();
+      DataParallelOptions dp;
+      dp.replicas = replicas;
+      built->step = BuildDataParallel(outer.graph(), outer.cluster(), outer.cost_model(), dp);
+      SimOptions options = outer.options();
+      if (options.processes == Processes::kAuto) options.processes = Processes::kPerDevice;
+      options.max_load = false;
+      options.enforce_colocation = false;
+      built->evaluator =
+          std::make_unique<Evaluator>(built->step.graph, outer.cluster(), outer.cost_model_ptr(), options);
+      run = std::move(built);
+    }
+    return *run;
+  }
+
   std::optional<PipelineGraph> pipeline;
   Engine engine;
+  mutable std::mutex dp_mutex;
+  mutable std::map<int32_t, std::unique_ptr<DataParallelRun>> dp_runs;
   mutable tbb::enumerable_thread_specific<Decision> expanded;
   // Thread-local workspaces: a thread (TBB worker or caller) always reuses
   // its own, so evaluations allocate nothing once every workspace is warm.
@@ -116,7 +149,27 @@ std::optional<ColocationSplit> Evaluator::FindSplit(const std::vector<int32_t>& 
   return std::nullopt;
 }
 
+void Evaluator::PrepareDataParallel(int32_t replicas) const {
+  impl_->DataParallel(*this, replicas);
+}
+
+Evaluation Evaluator::RunDataParallel(const Decision& decision, std::span<int64_t> device_peak) const {
+  ValidateDecision(decision, graph_, cluster_);
+  const Impl::DataParallelRun& run = impl_->DataParallel(*this, decision.data_parallel);
+  Evaluation out = device_peak.empty() ? run.evaluator->Evaluate(run.step.decision)
+                                       : run.evaluator->Evaluate(run.step.decision, device_peak);
+  // N replicas do N graph batches: the figures per graph batch.
+  const double replicas = static_cast<double>(decision.data_parallel);
+  if (out.feasible || options_.infeasible_step_time <= 0.0) out.step_time /= replicas;
+  out.host_busy /= replicas;
+  out.throughput = out.step_time;
+  out.max_load = -1.0;
+  return out;
+}
+
 Evaluation Evaluator::Run(const Decision& decision, Workspace& workspace) const {
+  if (decision.is_data_parallel()) [[unlikely]]
+    return RunDataParallel(decision, {});
   Evaluation out = impl_->engine.Evaluate(impl_->Engined(decision, options_.schedule), workspace);
   const double micro_batches = static_cast<double>(std::max(options_.micro_batches, 1));
   out.throughput = out.step_time / micro_batches;
@@ -160,6 +213,7 @@ Evaluation Evaluator::Evaluate(const Decision& decision, std::span<int64_t> devi
                         {}, "pass a span of cluster().num_devices() values");
   }
   evaluations_.fetch_add(1, std::memory_order_relaxed);
+  if (decision.is_data_parallel()) return RunDataParallel(decision, device_peak);
   Workspace& ws = impl_->workspaces.local();
   const Evaluation evaluation = Run(decision, ws);
   std::copy(ws.peak.begin(), ws.peak.end(), device_peak.begin());
@@ -181,8 +235,13 @@ void Evaluator::EvaluateBatch(std::span<const Decision> decisions, std::span<Eva
                     [&](const tbb::blocked_range<size_t>& range) {
                       Workspace& ws = impl_->workspaces.local();
                       for (size_t i = range.begin(); i != range.end(); ++i) {
+                        const std::span<int64_t> peaks = device_peaks.subspan(i * devices, devices);
+                        if (decisions[i].is_data_parallel()) {
+                          out[i] = RunDataParallel(decisions[i], peaks);
+                          continue;
+                        }
                         out[i] = Run(decisions[i], ws);
-                        std::copy(ws.peak.begin(), ws.peak.end(), device_peaks.begin() + i * devices);
+                        std::copy(ws.peak.begin(), ws.peak.end(), peaks.begin());
                       }
                     });
 }
@@ -225,6 +284,27 @@ void Evaluator::EvaluateBatch(std::span<const Decision> decisions, std::span<Eva
 
 SimResult Evaluator::Simulate(const Decision& decision, bool timeline) const {
   evaluations_.fetch_add(1, std::memory_order_relaxed);
+  if (decision.is_data_parallel()) {
+    ValidateDecision(decision, graph_, cluster_);
+    const Impl::DataParallelRun& run = impl_->DataParallel(*this, decision.data_parallel);
+    SimResult result = run.evaluator->Simulate(run.step.decision, false);
+    // Node and tensor ids would be the DDP graph's, not graph()'s: left out
+    // (gosim simulate --data-parallel N shows that graph's timeline).
+    (void)timeline;
+    result.critical_path.steps.clear();
+    if (result.oom) {
+      result.oom->node = -1;
+      result.oom->tensor = -1;
+      result.oom->live.clear();
+    }
+    result.data_parallel = decision.data_parallel;
+    result.ddp_step_time = result.step_time;
+    const double replicas = static_cast<double>(decision.data_parallel);
+    result.step_time /= replicas;
+    result.host_busy /= replicas;
+    result.max_load = 0.0;
+    return result;
+  }
   SimResult result = impl_->engine.Simulate(impl_->Engined(decision, options_.schedule), timeline,
                                             impl_->workspaces.local());
   result.micro_batches = std::max(options_.micro_batches, 1);

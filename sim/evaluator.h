@@ -58,6 +58,7 @@ class Evaluator {
   graphs::NodeId original_node(graphs::NodeId simulated) const;
   const Cluster& cluster() const { return cluster_; }
   const CostModel& cost_model() const { return *cost_model_; }
+  const std::shared_ptr<const CostModel>& cost_model_ptr() const { return cost_model_; }
   const SimOptions& options() const { return options_; }
   // What SimOptions::execution and ::processes resolved to (kAuto: the
   // cluster's host settings, else eager where the cost model prices every
@@ -69,7 +70,10 @@ class Evaluator {
   const std::string& cost_model_description() const;
   std::string host_description() const;
 
-  // Simulates one decision. Thread-safe. The decision should be valid (see
+  // Simulates one decision. Thread-safe. A data-parallel decision
+  // (Decision::data_parallel = N) simulates the DDP step of N replicas
+  // (sim/data_parallel.h; the step is built on first use and kept), and
+  // reports step_time and host_busy per graph batch: the DDP step / N. The decision should be valid (see
   // ValidateDecision); cheap structural problems (sizes, device indices,
   // non-finite priorities, fusion across devices or non-convex fusion groups)
   // are DecisionErrors, never crashes or hangs. With
@@ -93,6 +97,11 @@ class Evaluator {
   // SimResult::split, with feasible false.
   SimResult Simulate(const Decision& decision, bool timeline = false) const;
 
+  // Builds the DDP step of `replicas` (Decision::data_parallel) now, without
+  // simulating it: the ConfigError of a graph or cost model that cannot run
+  // data-parallel (no parameter update, no measured times) comes before any
+  // evaluation is counted. Thread-safe; later evaluations reuse the step.
+  void PrepareDataParallel(int32_t replicas) const;
   // Number of simulations run so far (Evaluate, EvaluateBatch, Simulate).
   int64_t evaluations() const { return evaluations_.load(std::memory_order_relaxed); }
 
@@ -105,6 +114,9 @@ class Evaluator {
   struct Impl;
   Evaluation EvaluateOne(const Decision& decision, Workspace& workspace) const;
   Evaluation Run(const Decision& decision, Workspace& workspace) const;
+  // A data-parallel decision (Decision::data_parallel): the DDP step of its
+  // replicas, per graph batch; peaks written when `device_peak` is not empty.
+  Evaluation RunDataParallel(const Decision& decision, std::span<int64_t> device_peak) const;
   const graphs::Graph& graph_;
   const Cluster& cluster_;
   std::shared_ptr<const CostModel> cost_model_;

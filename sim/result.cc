@@ -133,6 +133,10 @@ std::string SimResultToJson(const SimResult& r, const graphs::Graph& graph, cons
   j["processes"] = std::string(ProcessesName(r.processes));
   j["host_busy_s"] = r.host_busy;
   j["max_load_s"] = r.max_load;
+  if (r.data_parallel > 0) {
+    j["data_parallel"] = r.data_parallel;
+    j["ddp_step_time_s"] = r.ddp_step_time;
+  }
   if (r.micro_batches > 1) {
     j["micro_batches"] = r.micro_batches;
     j["time_per_micro_batch_s"] = r.step_time / r.micro_batches;

@@ -149,6 +149,11 @@ struct SimResult {
   // Micro-batches simulated (SimOptions::micro_batches; sim/pipeline.h):
   // step_time / micro_batches is the time per micro-batch.
   int32_t micro_batches = 1;
+  // A data-parallel decision (Decision::data_parallel): its replicas, and
+  // the DDP step's makespan; step_time and host_busy are then per graph
+  // batch (the DDP step / replicas) while the timeline is the DDP step's.
+  int32_t data_parallel = 0;
+  double ddp_step_time = 0.0;
   // What priced it: the cost model's description (CostModel::Describe), as
   // the command line prints it.
   std::string cost_model;

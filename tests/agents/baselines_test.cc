@@ -5,6 +5,9 @@
 #include <cmath>
 
 #include "agents/agent.h"
+#include "core/yaml.h"
+#include "graphs/generators/generators.h"
+#include "sim/cost_model.h"
 #include "sim/decision.h"
 #include "tests/agents/test_util.h"
 
@@ -176,6 +179,34 @@ TEST_CASE(
     CHECK_THROWS_AS(Make(name, "{" + rules + "exclude_devices: [gpu0, gpu1, gpu2]}")->Optimize(problem),
                     ConfigError);
   }
+}
+
+TEST_CASE("data_parallel: one evaluation of the DDP step, per graph batch; refusals before any") {
+  const graphs::Graph nmt = graphs::Generate(
+      "nmt", LoadYamlString("{layers: 2, seq_len: 3, hidden: 64, vocab: 100, training: true}"), "test");
+  const sim::Cluster cluster = MakeCluster(4);
+  const auto cost = sim::MakeCostModel("auto");
+  const sim::Evaluator ev(nmt, cluster, cost);
+  Problem problem{nmt, cluster, ev, Objective{}, Budget{}, 1};
+  const AgentResult r = Make("data_parallel")->Optimize(problem);
+  CHECK(r.evaluations == 1);
+  CHECK(ev.evaluations() == 1);
+  CHECK(r.best.data_parallel == 4);
+  CHECK(r.best_evaluation.feasible);
+  const sim::Evaluator direct(nmt, cluster, cost);
+  CHECK(r.best_evaluation.step_time == direct.Evaluate(sim::DataParallelDecision(nmt, 4)).step_time);
+  CHECK(Make("data_parallel", "{replicas: 2}")->Optimize(problem).best.data_parallel == 2);
+
+  // An inference graph, too many replicas: one ConfigError, nothing simulated.
+  const graphs::Graph inference =
+      graphs::Generate("nmt", LoadYamlString("{layers: 2, seq_len: 3, hidden: 64, vocab: 100}"), "test");
+  const sim::Evaluator inf(inference, cluster, cost);
+  Problem inf_problem{inference, cluster, inf, Objective{}, Budget{}, 1};
+  CHECK_THROWS_WITH_AS(Make("data_parallel")->Optimize(inf_problem), doctest::Contains("no parameter update"),
+                       ConfigError);
+  CHECK(inf.evaluations() == 0);
+  CHECK_THROWS_WITH_AS(Make("data_parallel", "{replicas: 5}")->Optimize(problem),
+                       doctest::Contains("needs 2 to 4 replicas"), ConfigError);
 }
 
 TEST_CASE("Deterministic agents give the same result twice; seeded searches depend on the seed only") {

@@ -230,14 +230,16 @@ void CheckEveryAgentKeepsGroups(const graphs::Graph& graph, int devices,
 TEST_CASE("Every registered agent keeps each colocation group on one device (tiny training graph)") {
   // human_expert has no rules for this graph; it must say so, not place everything on gpu0.
   // pipeline_dp refuses backward nodes that share no group with a forward node.
-  CheckEveryAgentKeepsGroups(TinyTraining(), 2, {"human_expert", "pipeline_dp", "ilp"});
+  // data_parallel refuses cost models without measured times (its all-reduces are).
+  CheckEveryAgentKeepsGroups(TinyTraining(), 2, {"human_expert", "pipeline_dp", "ilp", "data_parallel"});
 }
 
 TEST_CASE("Every registered agent keeps each colocation group on one device (NMT training graph)") {
   const graphs::Graph nmt = graphs::Generate(
       "nmt", LoadYamlString("{layers: 2, seq_len: 3, hidden: 64, vocab: 100, training: true}"), "test");
   REQUIRE(nmt.colocation_groups().size() > 4);
-  CheckEveryAgentKeepsGroups(nmt, 4, {"cp", "pipeline_dp", "ilp"});  // cp refuses graphs over max_nodes (40)
+  // cp refuses graphs over max_nodes (40), data_parallel the tests' FLOP cost model.
+  CheckEveryAgentKeepsGroups(nmt, 4, {"cp", "pipeline_dp", "ilp", "data_parallel"});
 }
 
 TEST_CASE("With enforcement off, agents see one unit per node and the simulator accepts splits") {

@@ -6,6 +6,7 @@
 #include "graphs/graph_builder.h"
 #include "sim/cost_model.h"
 #include "sim/data_parallel.h"
+#include "sim/decision.h"
 #include "sim/evaluator.h"
 #include "tests/sim/engine_test_util.h"
 
@@ -139,6 +140,70 @@ TEST_CASE("data parallel: refusals") {
   const graphs::Graph inference = testing::MakeGraph({{"a", 1, {8}}, {"b", 1, {8}, {"a"}}});
   CHECK_THROWS_WITH_AS(BuildDataParallel(inference, cluster, *MakeCostModel("measured")),
                        doctest::Contains("no parameter update"), ConfigError);
+}
+
+TEST_CASE("data parallel: a decision the Evaluator simulates, per graph batch") {
+  const graphs::Graph g = TwoLayerStep();
+  const Cluster cluster = testing::MeshCluster(2, 100.0, 0.5);
+  const auto cost = MakeCostModel("measured");
+  const DataParallelStep step = BuildDataParallel(g, cluster, *cost);
+  const Evaluator ddp(step.graph, cluster, cost, [] {
+    SimOptions o;
+    o.processes = Processes::kPerDevice;
+    return o;
+  }());
+  const Evaluation whole = ddp.Evaluate(step.decision);
+
+  // The graph's own evaluator runs the same DDP step and reports it per
+  // graph batch: 2 replicas did 2 batches.
+  const Evaluator ev(g, cluster, cost);
+  const Decision dp = DataParallelDecision(g, 2);
+  const Evaluation e = ev.Evaluate(dp);
+  CHECK(e.feasible);
+  CHECK(e.step_time == whole.step_time / 2);
+  CHECK(e.peak_memory == whole.peak_memory);
+  std::vector<int64_t> peaks(2);
+  CHECK(ev.Evaluate(dp, peaks).step_time == e.step_time);
+  CHECK(peaks[1] > 0);
+  Evaluation batch[2];
+  const Decision both[2] = {dp, SingleDeviceDecision(g)};
+  ev.EvaluateBatch(both, batch);
+  CHECK(batch[0].step_time == e.step_time);
+  CHECK(batch[1].step_time == ev.Evaluate(SingleDeviceDecision(g)).step_time);
+  CHECK(ev.evaluations() == 5);
+  const SimResult r = ev.Simulate(dp);
+  CHECK(r.data_parallel == 2);
+  CHECK(r.ddp_step_time == whole.step_time);
+  CHECK(r.step_time == e.step_time);
+  CHECK(r.devices[1].comm_busy_time > 0.0);
+
+  // A decision file says "data_parallel": N and no placement.
+  const std::string text = DecisionToJson(dp, g, cluster);
+  CHECK(text.find("\"data_parallel\": 2") != std::string::npos);
+  CHECK(text.find("placement") == std::string::npos);
+  const Decision back = ParseDecisionJson(text, "dp.json", g, cluster);
+  CHECK(back.data_parallel == 2);
+  CHECK(back.placement == dp.placement);
+
+  // Refusals: replicas outside 2..devices, a placement off device 0,
+  // priorities; in files, one error line each.
+  Decision three = DataParallelDecision(g, 3);
+  CHECK_THROWS_WITH_AS(ev.Evaluate(three), doctest::Contains("data_parallel is 3"), DecisionError);
+  Decision moved = dp;
+  moved.placement[3] = 1;
+  CHECK_THROWS_WITH_AS(ev.Evaluate(moved), doctest::Contains("every node on device 0"), DecisionError);
+  Decision prioritized = dp;
+  prioritized.priority.assign(static_cast<size_t>(g.num_nodes()), 1.0);
+  CHECK_THROWS_WITH_AS(ev.Evaluate(prioritized), doctest::Contains("no priorities"), DecisionError);
+  const std::string bad = R"({"format": "gosim.decision", "version": 1, "data_parallel": 9})";
+  CHECK_THROWS_WITH_AS(ParseDecisionJson(bad, "bad.json", g, cluster),
+                       doctest::Contains("from 2 to 2 (the cluster's devices), not 9"), DecisionError);
+  const std::string none = R"({"format": "gosim.decision", "version": 1})";
+  CHECK_THROWS_WITH_AS(ParseDecisionJson(none, "none.json", g, cluster),
+                       doctest::Contains("\"data_parallel\": N"), DecisionError);
+  // A cost model without measured times cannot price the all-reduces.
+  const Evaluator roofline(g, cluster, MakeCostModel("roofline"));
+  CHECK_THROWS_AS(roofline.Evaluate(dp), ConfigError);
 }
 
 }  // namespace
