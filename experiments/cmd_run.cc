@@ -22,6 +22,7 @@ struct RunArgs {
   std::vector<std::string> only;
   bool reuse_other_code = false;
   bool final = false;
+  bool quick = false;
   int64_t max_cells = -1;
   bool list = false;
   bool no_progress = false;
@@ -71,7 +72,8 @@ int RunList(const experiments::ExperimentConfig& config) {
 }
 
 int Run(const RunArgs& args) {
-  const experiments::ExperimentConfig config = experiments::LoadExperiment(args.experiment, args.overrides);
+  const experiments::ExperimentConfig config =
+      experiments::LoadExperiment(args.experiment, args.overrides, args.quick);
   if (args.list) return RunList(config);
   for (const experiments::AgentSpec& agent : config.agents) {
     if (agents::IsLearnedAgent(agent.name)) PrepareForLibTorch();  // may start the program again
@@ -132,6 +134,9 @@ void AddRunCommand(CLI::App& root) {
                   "the grid, the run folder and the cells' identities stay the experiment's, so a later run "
                   "without --only finishes the rest (e.g. cheap rows first)")
       ->allow_extra_args(false);  // one label per --only: what follows is the experiment or an override
+  run->add_flag(
+      "--quick", args->quick,
+      "The experiment's quick mode: its `quick:` overrides first (a smaller grid, its own run folder)");
   run->add_flag("--final", args->final,
                 "Allow test graphs (a test split, or a graph of any suite's test split): a final evaluation, "
                 "logged in the run folder's final_runs.jsonl");

@@ -478,13 +478,33 @@ int64_t ParseBudgetEvaluations(const std::string& text, const Location& where) {
   return value;
 }
 
-ExperimentConfig LoadExperiment(const std::string& given, const std::vector<std::string>& overrides) {
+ExperimentConfig LoadExperiment(const std::string& given, const std::vector<std::string>& given_overrides,
+                                bool quick) {
   const std::string path = ResolveDataPath(given);
   YAML::Node root = LoadYamlFile(path);
   if (!root.IsMap()) {
     throw ConfigError("an experiment must be a YAML mapping", Location{path, 1},
                       "see docs/EXPERIMENTS.md for the schema");
   }
+  // `quick:` lists the overrides of the experiment's quick mode (--quick),
+  // applied before the command line's.
+  std::vector<std::string> overrides;
+  if (const YAML::Node list = root["quick"]; list) {
+    Location at{path, list.Mark().line + 1, list.Mark().column + 1};
+    at.path = "quick";
+    if (!list.IsSequence())
+      throw ConfigError("quick must be a list of overrides (\"key=value\")", at, "e.g. quick: [seeds=2]");
+    for (const YAML::Node& item : list) {
+      if (!item.IsScalar() || item.Scalar().find('=') == std::string::npos)
+        throw ConfigError("quick lists overrides \"key=value\", not '" + YAML::Dump(item) + "'", at);
+      if (quick) overrides.push_back(item.Scalar());
+    }
+    root.remove("quick");
+  } else if (quick) {
+    throw ConfigError("this experiment has no quick mode (no quick: list of overrides)", Location{path, 1},
+                      "run it without --quick, or give overrides on the command line");
+  }
+  overrides.insert(overrides.end(), given_overrides.begin(), given_overrides.end());
   for (const std::string& assignment : overrides) ApplyOverride(root, assignment);
   bool names_output = false, changes_grid = false;
   for (const std::string& assignment : overrides) {

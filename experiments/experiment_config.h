@@ -90,7 +90,10 @@ int64_t ParseBudgetEvaluations(const std::string& text, const Location& where);
 // (`output=DIR`) send the run to a sub-folder of the default one keyed by
 // the resolved configuration, OverrideFolder(), so that a run with other
 // settings never shares results.jsonl with the plain one.
-ExperimentConfig LoadExperiment(const std::string& path, const std::vector<std::string>& overrides = {});
+// With `quick`, the experiment's `quick:` list of overrides comes first (its
+// quick mode; a ConfigError when it has none).
+ExperimentConfig LoadExperiment(const std::string& path, const std::vector<std::string>& overrides = {},
+                                bool quick = false);
 
 // "with-<8 hex digits>": the digest of the resolved configuration, `output`
 // left out (a sub-folder name of the default run folder).

@@ -129,6 +129,28 @@ TEST_CASE("Overrides apply before validation") {
   CHECK(config.resolved["budget"]["evaluations"].as<int>() == 7);
 }
 
+TEST_CASE("--quick applies the experiment's quick overrides first; a bad quick list is one error") {
+  TempDir dir;
+  const std::string yaml =
+      TinyExperimentYaml(dir / "run") + "quick:\n  - budget.evaluations=3\n  - seeds=[4]\n";
+  const std::string path = WriteText(dir, "exp.yaml", yaml);
+  const ExperimentConfig full = LoadExperiment(path);
+  CHECK(full.agents[0].budget.evaluations != 3);
+  const ExperimentConfig quick = LoadExperiment(path, {}, true);
+  CHECK(quick.agents[0].budget.evaluations == 3);
+  CHECK(quick.agents[1].seeds == std::vector<uint64_t>{4});
+  CHECK(quick.output != full.output);  // its own run folder
+  // The command line's overrides come after the quick ones.
+  CHECK(LoadExperiment(path, {"budget.evaluations=5"}, true).agents[0].budget.evaluations == 5);
+
+  const std::string plain = WriteText(dir, "plain.yaml", TinyExperimentYaml(dir / "run"));
+  CHECK_THROWS_WITH_AS(LoadExperiment(plain, {}, true), doctest::Contains("has no quick mode"), ConfigError);
+  const std::string bad = WriteText(dir, "bad.yaml", TinyExperimentYaml(dir / "run") + "quick: [seeds]\n");
+  CHECK_THROWS_WITH_AS(LoadExperiment(bad), doctest::Contains("quick lists overrides"), ConfigError);
+  const std::string scalar = WriteText(dir, "scalar.yaml", TinyExperimentYaml(dir / "run") + "quick: yes\n");
+  CHECK_THROWS_WITH_AS(LoadExperiment(scalar), doctest::Contains("quick must be a list"), ConfigError);
+}
+
 TEST_CASE("Bad overrides are config errors") {
   const std::string yaml = TinyExperimentYaml("out", 1);
   // A misspelt key path creates an unknown key.
