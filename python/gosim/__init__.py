@@ -51,7 +51,7 @@ else:
 __all__ = [
     "BatchEvaluation", "Cluster", "ConfigError", "DecisionError", "Error", "Evaluation", "ExportError",
     "ExportWarning", "Graph", "GraphError", "IoError", "OptimizeResult", "Simulator", "StateError", "Suite",
-    "TraceError", "agents", "cost_models", "data_home", "env", "generate", "generators", "graph_from_json",
+    "TraceError", "agents", "bench", "cost_models", "data_home", "env", "generate", "generators", "graph_from_json",
     "load_cluster", "load_graph", "load_suite", "optimize", "program_path", "read_results", "run_experiment",
     "set_num_threads"]
 
@@ -104,6 +104,10 @@ def __getattr__(name):
     if name == "torch":
         import importlib
         return importlib.import_module(".torch", __name__)
+    if name == "bench":
+        _need_core(name)
+        import importlib
+        return importlib.import_module(".bench", __name__)
     if name in _CORE_NAMES or name == "env":
         _need_core(name)
     raise AttributeError(f"module 'gosim' has no attribute {name!r}")

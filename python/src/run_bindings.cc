@@ -168,8 +168,8 @@ void BindRun(py::module_& m) {
   m.def(
       "run_experiment",
       [](const std::string& path, const std::vector<std::string>& overrides, int64_t max_cells, bool progress,
-         const std::vector<std::string>& only, bool final) {
-        const experiments::ExperimentConfig config = experiments::LoadExperiment(path, overrides);
+         const std::vector<std::string>& only, bool final, bool quick) {
+        const experiments::ExperimentConfig config = experiments::LoadExperiment(path, overrides, quick);
         experiments::RunOptions options;
         options.max_cells = max_cells;
         options.progress = progress;
@@ -192,9 +192,11 @@ void BindRun(py::module_& m) {
       },
       py::arg("path"), py::arg("overrides") = std::vector<std::string>{}, py::arg("max_cells") = -1,
       py::arg("progress") = false, py::arg("only") = std::vector<std::string>{}, py::arg("final") = false,
+      py::arg("quick") = false,
       "Runs (or resumes) a YAML experiment as `gosim run` does; overrides are 'key=value' strings, `only` "
       "the agent labels to run now (`--only`), `final` allows test graphs (`--final`, logged in the run "
-      "folder). Returns {'folder', 'total_cells', 'already_finished', 'reused', 'ran', 'held_back', "
+      "folder), `quick` applies the experiment's quick: overrides first (`--quick`). Returns {'folder', "
+      "'total_cells', 'already_finished', 'reused', 'ran', 'held_back', "
       "'failed'}; read_results(folder) reads what it wrote.");
 }
 

@@ -26,7 +26,7 @@ def run_blocks(blocks, source):
 
 def test_python_md_blocks_run(tmp_path, monkeypatch, capsys):
     blocks = python_blocks(ROOT / "docs/PYTHON.md")
-    assert len(blocks) == 6
+    assert len(blocks) == 7
     monkeypatch.chdir(tmp_path)
     ns = run_blocks(blocks, "docs/PYTHON.md")
     for written in ("step.json", "best.json", "same.json", "mlp.json.gz"):
