@@ -40,12 +40,12 @@ def main():
     program = os.environ.get("GOSIM", os.path.join(ROOT, "build", "bin", "gosim"))
     if not os.access(program, os.X_OK):
         sys.exit(f"compare_steps.py: {program} not found (make build, or set GOSIM)")
-    rows, errors, gpus, torches = [], [], set(), set()
+    rows, errors, gpus, torches, memory_errors = [], [], set(), set(), []
     with open(args.steps) as f:
         lines = [json.loads(line) for line in f if line.strip()]
     for m in lines:
         if "error" in m:
-            rows.append(f"| {m['model']} | - | - | - | - | not measured: {m['error']} |")
+            rows.append(f"| {m['model']} | - | - | - | - | - | - | not measured: {m['error']} |")
             continue
         gpus.add(m.get("gpu", "?"))
         torches.add(m.get("torch", "?"))
@@ -57,21 +57,30 @@ def main():
         if done.returncode not in (0, 3):
             sys.exit(f"compare_steps.py: gosim simulate {path}: {done.stderr.strip()}")
         sim = json.loads(done.stdout)
+        measured_peak = m.get("peak_memory_bytes", 0) / 2**30
+        peaks = f"{measured_peak:.2f} | {sim['peak_memory'] / 2**30:.2f}" if measured_peak else \
+            f"- | {sim['peak_memory'] / 2**30:.2f}"
+        if measured_peak:
+            memory_errors.append(abs(sim["peak_memory"] / 2**30 / measured_peak - 1.0))
         if not sim["feasible"] or not sim["completed"]:
-            measured_peak = m.get("peak_memory_bytes", 0) / 2**30
-            rows.append(f"| {m['model']} | {sim['kernels']:,} | {m['step_s'] * 1e3:.2f} | - | - | simulated out of "
-                        f"memory: peak {sim['peak_memory'] / 2**30:.1f} GiB, measured peak {measured_peak:.1f} GiB |")
+            rows.append(f"| {m['model']} | {sim['kernels']:,} | {m['step_s'] * 1e3:.2f} | - | - | {peaks} | simulated "
+                        "out of memory |")
             continue
         error = sim["step_time"] / m["step_s"] - 1.0
         errors.append(abs(error))
         rows.append(f"| {m['model']} | {sim['kernels']:,} | {m['step_s'] * 1e3:.2f} | {sim['step_time'] * 1e3:.2f} | "
-                    f"{error * 100:+.1f}% | host {sim['host_busy_s'] * 1e3:.1f} ms |")
+                    f"{error * 100:+.1f}% | {peaks} | host {sim['host_busy_s'] * 1e3:.1f} ms |")
     head = [f"Simulated ({args.cluster}, one device, `gosim simulate`) against measured steps "
             f"({', '.join(sorted(gpus))}, PyTorch {', '.join(sorted(torches))}; `time_steps.py`, unprofiled, "
-            "synchronized before and after 20 steps)", "",
-            "| model | ops | measured ms | simulated ms | error | simulated host busy |", "|---|---:|---:|---:|---:|---|"]
+            "synchronized before and after 20 steps); peak memory: measured `torch.cuda.max_memory_allocated` "
+            "against the simulated peak (GiB)", "",
+            "| model | ops | measured ms | simulated ms | error | measured peak | simulated peak | simulated host busy |",
+            "|---|---:|---:|---:|---:|---:|---:|---|"]
     summary = (f"\n{len(errors)} models simulated to the end: median |error| {statistics.median(errors) * 100:.1f}%, "
                f"worst {max(errors) * 100:.1f}%\n") if errors else "\nno model measured\n"
+    if memory_errors:
+        summary += (f"peak memory of {len(memory_errors)} models: median |error| "
+                    f"{statistics.median(memory_errors) * 100:.1f}%, worst {max(memory_errors) * 100:.1f}%\n")
     text = "\n".join(head + rows) + "\n" + summary
     print(text)
     if args.out:
