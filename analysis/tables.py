@@ -34,8 +34,12 @@ bootstrap over the seeds says so (10,000 resamples; "n.s." where it does
 not). A grid layout with `mean_row: true` ends with the geometric-mean
 speedup against the reference per column (GO's "faster than experts on
 average", without the arithmetic mean of percentages that a slow reference
-inflates) and the count of better / worse / n.s. rows; a reference slower
-than the one-device column is flagged. Every grid ends with the mean
+inflates) and the count of better / worse / n.s. rows; a column without a
+value on every row has no mean ('-'), unless the layout says
+`partial_means: true` (a column run on some rows by design, said in its
+title): its mean over the rows it has, with their count. A reference slower
+than the one-device column is flagged, and a second mean row compares with
+the faster of the two per row. Every grid ends with the mean
 evaluations per cell of each column, the seeds per row, and its pre-training
 evaluations
 ("evals (pre-train)": the evaluations that produced the checkpoint the
@@ -219,7 +223,12 @@ def grid(layout, df):
                 tally.append("")
             else:
                 g = geometric_mean(s) if s and len(s) == reference_rows else None
-                mean.append(f"{g:.3f}x" if g else "-")
+                if g is None and s and layout.get("partial_means"):
+                    # A column run on some rows only (said in its title): its
+                    # mean over those rows, with their count.
+                    mean.append(f"{geometric_mean(s):.3f}x ({len(s)} of {reference_rows} rows)")
+                else:
+                    mean.append(f"{g:.3f}x" if g else "-")
                 v = verdicts[c["label"]]
                 tally.append(f"{v.count('better')} / {v.count('worse')} / {v.count('n.s.')}")
         rows.append(mean + ["" for _ in paper_columns])
