@@ -82,6 +82,12 @@ struct Evaluator::Impl {
     return *run;
   }
 
+  // The step of a data-parallel decision, after checking the decision.
+  const DataParallelRun& DataParallelFor(const Evaluator& outer, const Decision& decision) const {
+    ValidateDecision(decision, outer.graph(), outer.cluster());
+    return DataParallel(outer, decision.data_parallel);
+  }
+
   std::optional<PipelineGraph> pipeline;
   Engine engine;
   mutable std::mutex dp_mutex;
@@ -154,8 +160,7 @@ void Evaluator::PrepareDataParallel(int32_t replicas) const {
 }
 
 Evaluation Evaluator::RunDataParallel(const Decision& decision, std::span<int64_t> device_peak) const {
-  ValidateDecision(decision, graph_, cluster_);
-  const Impl::DataParallelRun& run = impl_->DataParallel(*this, decision.data_parallel);
+  const Impl::DataParallelRun& run = impl_->DataParallelFor(*this, decision);
   Evaluation out = device_peak.empty() ? run.evaluator->Evaluate(run.step.decision)
                                        : run.evaluator->Evaluate(run.step.decision, device_peak);
   // N replicas do N graph batches: the figures per graph batch.
@@ -285,8 +290,7 @@ void Evaluator::EvaluateBatch(std::span<const Decision> decisions, std::span<Eva
 SimResult Evaluator::Simulate(const Decision& decision, bool timeline) const {
   evaluations_.fetch_add(1, std::memory_order_relaxed);
   if (decision.is_data_parallel()) {
-    ValidateDecision(decision, graph_, cluster_);
-    const Impl::DataParallelRun& run = impl_->DataParallel(*this, decision.data_parallel);
+    const Impl::DataParallelRun& run = impl_->DataParallelFor(*this, decision);
     SimResult result = run.evaluator->Simulate(run.step.decision, false);
     // Node and tensor ids would be the DDP graph's, not graph()'s: left out
     // (gosim simulate --data-parallel N shows that graph's timeline).
