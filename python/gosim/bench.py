@@ -20,7 +20,8 @@ host-aware profile). The agent is a callable
 
   - agent(graph, cluster, evaluate, seed): `evaluate` is a budgeted
     gosim.Simulator.evaluate (devices, priority=None, fusion=None,
-    transfer_priority=None) -> gosim.Evaluation; or
+    transfer_priority=None, *, data_parallel=0) -> gosim.Evaluation
+    (data_parallel=N instead of a placement: DDP over N GPUs); or
   - with env=True, agent(env, seed): env is a gosim.env.PlacementEnv whose
     simulator is budgeted the same way.
 
@@ -28,7 +29,8 @@ Every simulation counts (evaluate, evaluate_batch, simulate); past the
 budget a call raises BudgetExhausted, which ends the run as a normal stop.
 The result of a run is the best decision it evaluated (feasible first, then
 by step time); a decision the agent returns that it never evaluated is
-evaluated then, if the budget allows. Rows are written, one JSON line per
+evaluated then, if the budget allows (an array of devices, or a dict of
+evaluate's keyword arguments, e.g. {"data_parallel": 8}). Rows are written, one JSON line per
 (graph, seed), to OUTPUT/results.jsonl in the format of `gosim run`'s
 results (docs/EXPERIMENTS.md), so that table() sets them beside gosim's own
 agents (a run folder of `gosim run configs/experiments/bench.yaml`).
@@ -87,11 +89,13 @@ class _Budgeted:
             self.best = (key,) + decision + (result,)
             self.curve.append([self.used, time.perf_counter() - self.started, float(result.step_time_s)])
 
-    def evaluate(self, devices, priority=None, fusion=None, transfer_priority=None):
+    def evaluate(self, devices=None, priority=None, fusion=None, transfer_priority=None, *, data_parallel=0):
         self._charge(1)
-        result = self._sim.evaluate(devices, priority=priority, fusion=fusion, transfer_priority=transfer_priority)
+        result = self._sim.evaluate(devices, priority=priority, fusion=fusion, transfer_priority=transfer_priority,
+                                    data_parallel=data_parallel)
         key = (not result.feasible, float(result.step_time_s))
-        self._record(key, (np.array(devices, copy=True), priority, fusion, transfer_priority), result)
+        kept = None if devices is None else np.array(devices, copy=True)
+        self._record(key, (kept, priority, fusion, transfer_priority, data_parallel), result)
         return result
 
     def evaluate_batch(self, decisions, priorities=None, fusions=None, transfer_priorities=None):
@@ -205,7 +209,10 @@ def evaluate(agent, split="valid", budget=1000, seeds=3, *, label=None, suite=DE
             except BudgetExhausted:
                 pass
             if returned is not None and budgeted.used < budget:
-                budgeted.evaluate(np.asarray(returned, dtype=np.int32))
+                if isinstance(returned, dict):  # decision parts: {"devices": ..., ...} or {"data_parallel": N}
+                    budgeted.evaluate(**returned)
+                else:
+                    budgeted.evaluate(np.asarray(returned, dtype=np.int32))
             if budgeted.best is None:
                 raise _errors.StateError(f"gosim.bench.evaluate: agent {label} evaluated nothing on {name} (seed "
                                          f"{seed}); call evaluate() at least once")

@@ -86,8 +86,14 @@ void BindRun(py::module_& m) {
                              "What an agent found: its best decision and how it got there.")
       .def_readonly("agent", &OptimizeResult::agent)
       .def_property_readonly(
-          "devices", [](const OptimizeResult& r) { return ArrayOrNone(r.best.placement); },
-          "device per node of the best decision (int32)")
+          "devices",
+          [](const OptimizeResult& r) {
+            return r.best.is_data_parallel() ? py::object(py::none()) : ArrayOrNone(r.best.placement);
+          },
+          "device per node of the best decision (int32); None for a data-parallel one")
+      .def_property_readonly(
+          "data_parallel", [](const OptimizeResult& r) { return r.best.data_parallel; },
+          "DDP replicas of a data-parallel decision (agent data_parallel), 0 for a placement")
       .def_property_readonly(
           "priority", [](const OptimizeResult& r) { return ArrayOrNone(r.best.priority); },
           "scheduling priority per node, or None")
@@ -101,13 +107,18 @@ void BindRun(py::module_& m) {
           "decision",
           [](const OptimizeResult& r) {
             py::dict d;
+            if (r.best.is_data_parallel()) {
+              d["data_parallel"] = r.best.data_parallel;
+              return d;
+            }
             d["devices"] = ArrayOrNone(r.best.placement);
             d["priority"] = ArrayOrNone(r.best.priority);
             d["fusion"] = ArrayOrNone(r.best.fusion_group);
             d["transfer_priority"] = ArrayOrNone(r.best.transfer_priority);
             return d;
           },
-          "the best decision as keyword arguments of Simulator.evaluate: sim.evaluate(**r.decision())")
+          "the best decision as keyword arguments of Simulator.evaluate: sim.evaluate(**r.decision()) "
+          "({'data_parallel': N} for a data-parallel one)")
       .def(
           "save",
           [](const OptimizeResult& r, const std::string& path) {

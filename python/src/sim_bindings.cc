@@ -61,6 +61,27 @@ std::vector<double> DoubleVector(const py::handle& value, const char* what) {
   return std::vector<double>(values.data(), values.data() + values.size());
 }
 
+// The decision of evaluate() / simulate(): a placement with its optional
+// parts, or `data_parallel` DDP replicas of the whole graph (no placement).
+sim::Decision DecisionOf(const Simulator& s, const py::handle& devices, const py::handle& priority,
+                         const py::handle& fusion, const py::handle& transfer_priority, int data_parallel) {
+  if (data_parallel == 0) {
+    if (devices.is_none())
+      throw DecisionError("no decision: give devices (a device per node) or data_parallel=N", {},
+                          "e.g. sim.evaluate(numpy.zeros(sim.num_nodes, numpy.int32)) or "
+                          "sim.evaluate(data_parallel=sim.num_devices)");
+    return MakeDecision(devices, priority, fusion, transfer_priority);
+  }
+  if (!devices.is_none() || !priority.is_none() || !fusion.is_none() || !transfer_priority.is_none())
+    throw DecisionError(
+        "data_parallel=" + std::to_string(data_parallel) +
+            " replicates the whole graph: give no devices, priority, fusion or transfer_priority",
+        {}, "drop the placement arrays, or data_parallel");
+  sim::Decision d = sim::DataParallelDecision(*s.graph(), data_parallel);
+  sim::ValidateDecision(d, *s.graph(), *s.cluster());
+  return d;
+}
+
 py::array_t<int64_t> Peaks(const std::vector<int64_t>& peaks) {
   return py::array_t<int64_t>(static_cast<py::ssize_t>(peaks.size()), peaks.data());
 }
@@ -182,14 +203,16 @@ cluster "from-graph" takes the machine an msr-fiddle problem file brings.)")
       .def(
           "evaluate",
           [](const Simulator& s, const py::handle& devices, const py::handle& priority,
-             const py::handle& fusion, const py::handle& transfer_priority) {
-            return s.Evaluate(MakeDecision(devices, priority, fusion, transfer_priority));
+             const py::handle& fusion, const py::handle& transfer_priority, int data_parallel) {
+            return s.Evaluate(DecisionOf(s, devices, priority, fusion, transfer_priority, data_parallel));
           },
-          py::arg("devices"), py::arg("priority") = py::none(), py::arg("fusion") = py::none(),
-          py::arg("transfer_priority") = py::none(),
+          py::arg("devices") = py::none(), py::arg("priority") = py::none(), py::arg("fusion") = py::none(),
+          py::arg("transfer_priority") = py::none(), py::kw_only(), py::arg("data_parallel") = 0,
           "Simulates one decision: a device index per node (integer array); optional priority per node "
           "(higher runs first), fusion group per node (-1 = not fused) and priority per (tensor, "
-          "destination device), indexed tensor * num_devices + device (REGAL's tensor genes). "
+          "destination device), indexed tensor * num_devices + device (REGAL's tensor genes). Or "
+          "data_parallel=N instead of a placement: PyTorch DDP over devices 0..N-1, a replica of the "
+          "graph's batch each; step_time_s is the DDP step / N (per graph batch, docs/AGENTS.md). "
           "Releases the GIL.")
       .def(
           "evaluate_batch",
@@ -263,8 +286,13 @@ cluster "from-graph" takes the machine an msr-fiddle problem file brings.)")
           "simulate",
           [](const Simulator& s, const py::handle& devices, const py::handle& priority,
              const py::handle& fusion, const py::handle& transfer_priority, bool timeline,
-             const std::string& trace) {
-            const sim::Decision d = MakeDecision(devices, priority, fusion, transfer_priority);
+             const std::string& trace, int data_parallel) {
+            const sim::Decision d =
+                DecisionOf(s, devices, priority, fusion, transfer_priority, data_parallel);
+            if (data_parallel > 0 && (timeline || !trace.empty()))
+              throw DecisionError("simulate: no timeline or trace for a data-parallel decision", {},
+                                  "`gosim simulate --data-parallel " + std::to_string(data_parallel) +
+                                      " --trace FILE` writes the DDP step's timeline");
             std::string text;
             {
               py::gil_scoped_release release;
@@ -285,16 +313,22 @@ cluster "from-graph" takes the machine an msr-fiddle problem file brings.)")
             }
             return py::module_::import("json").attr("loads")(text);
           },
-          py::arg("devices"), py::arg("priority") = py::none(), py::arg("fusion") = py::none(),
+          py::arg("devices") = py::none(), py::arg("priority") = py::none(), py::arg("fusion") = py::none(),
           py::arg("transfer_priority") = py::none(), py::arg("timeline") = false, py::arg("trace") = "",
+          py::kw_only(), py::arg("data_parallel") = 0,
           "The full result as a dict, the JSON of `gosim simulate --json` (with the timeline when asked; "
           "'cost_model' is Simulator.cost_model_used); trace=PATH also writes the Chrome trace (opens in "
-          "Perfetto; its otherData names the cost model too).")
+          "Perfetto; its otherData names the cost model too). data_parallel=N: the DDP step of N replicas "
+          "('ddp_step_time_s', and 'step_time_s' per graph batch), as evaluate().")
       .def(
           "load_decision",
           [](const Simulator& s, const std::string& path) {
             const sim::Decision d = sim::LoadDecision(path, *s.graph(), *s.cluster());
             py::dict out;
+            if (d.is_data_parallel()) {
+              out["data_parallel"] = d.data_parallel;
+              return out;
+            }
             out["devices"] =
                 py::array_t<int32_t>(static_cast<py::ssize_t>(d.placement.size()), d.placement.data());
             out["priority"] =
@@ -314,7 +348,7 @@ cluster "from-graph" takes the machine an msr-fiddle problem file brings.)")
           },
           py::arg("path"),
           "A decision JSON file as {'devices', 'priority', 'fusion', 'transfer_priority'} arrays (None when "
-          "absent).")
+          "absent), or {'data_parallel': N} for a data-parallel decision (evaluate(**it) simulates either).")
       .def(
           "save_decision",
           [](const Simulator& s, const std::string& path, const py::object& decision,
@@ -332,16 +366,20 @@ cluster "from-graph" takes the machine an msr-fiddle problem file brings.)")
               const py::dict dict = parts;
               for (const auto& [key, value] : dict) {
                 const std::string k = py::cast<std::string>(key);
-                if (k != "devices" && k != "priority" && k != "fusion" && k != "transfer_priority")
+                if (k != "devices" && k != "priority" && k != "fusion" && k != "transfer_priority" &&
+                    k != "data_parallel")
                   throw DecisionError("save_decision: unknown decision part '" + k + "'", {},
-                                      "the parts are devices, priority, fusion and transfer_priority");
+                                      "the parts are devices, priority, fusion, transfer_priority and "
+                                      "data_parallel");
               }
-              if (!dict.contains("devices"))
-                throw DecisionError("save_decision: the decision has no 'devices'");
               const auto part = [&dict](const char* key) -> py::handle {
                 return dict.contains(key) ? py::handle(dict[key]) : py::handle(py::none());
               };
-              d = MakeDecision(part("devices"), part("priority"), part("fusion"), part("transfer_priority"));
+              const int replicas = part("data_parallel").is_none() ? 0 : py::cast<int>(part("data_parallel"));
+              if (replicas == 0 && !dict.contains("devices"))
+                throw DecisionError("save_decision: the decision has no 'devices' (nor 'data_parallel')");
+              d = DecisionOf(s, part("devices"), part("priority"), part("fusion"), part("transfer_priority"),
+                             replicas);
             } else {
               d = MakeDecision(parts, priority, fusion, transfer_priority);
             }
@@ -351,7 +389,8 @@ cluster "from-graph" takes the machine an msr-fiddle problem file brings.)")
           py::arg("path"), py::arg("decision"), py::arg("priority") = py::none(),
           py::arg("fusion") = py::none(), py::arg("transfer_priority") = py::none(),
           "Writes a decision JSON file (docs/FORMATS.md) that `gosim simulate --decision` reads: an "
-          "OptimizeResult or a dict of parts (all of its parts), or a device array with the optional parts.");
+          "OptimizeResult or a dict of parts (all of its parts; {'data_parallel': N} for DDP), or a device "
+          "array with the optional parts.");
 }
 
 }  // namespace gosim::python

@@ -71,3 +71,16 @@ def test_env_form_and_refusals(tmp_path):
     with pytest.raises(gosim.StateError, match="evaluated nothing"):
         gosim.bench.evaluate(lambda graph, cluster, evaluate: None, budget=2, seeds=1, suite=SUITE,
                              graphs=["dlrm"], progress=False)
+
+
+def test_an_agent_may_choose_data_parallelism(tmp_path):
+    # A decision is a placement or N DDP replicas, evaluated or returned.
+    def ddp_or_one(graph, cluster, evaluate, seed):
+        one = evaluate(np.zeros(graph.num_nodes, np.int32))
+        return {"data_parallel": cluster.num_devices} if seed == 1 else one and None
+
+    rows = gosim.bench.evaluate(ddp_or_one, budget=3, seeds=2, suite=SUITE, graphs=["dlrm"],
+                                output=str(tmp_path / "dp"), progress=False)
+    sim = gosim.Simulator(gosim.load_suite(SUITE).graph("dlrm"), "h100x8_nvswitch")
+    assert rows[0]["evaluations"] == 1 and rows[1]["evaluations"] == 2
+    assert rows[1]["step_time"] == min(sim.evaluate(data_parallel=8).step_time_s, rows[0]["step_time"])

@@ -428,3 +428,50 @@ def test_msr_problem_from_python(tmp_path):
     assert best.feasible
     with pytest.raises(Exception, match="from-graph"):
         gosim.Simulator("gen:regal_random:nodes=20,seed=1", "from-graph")
+
+
+def test_data_parallel_from_python_matches_the_command_line(tmp_path):
+    # A training graph with measured times (the calibrated H100 profile):
+    # data_parallel=N is the decision a file with "data_parallel": N holds
+    # (`gosim simulate --decision`: per graph batch), whose DDP step is the
+    # step of `gosim simulate --data-parallel N` (the DDP graph itself).
+    graph_file = ROOT / "calibration" / "data" / "gpu" / "graphs" / "alexnet.gosimgraph.gz"
+    sim = gosim.Simulator(str(graph_file), "h100x8_nvswitch", "auto")
+    dp = sim.evaluate(data_parallel=4)
+    one = sim.evaluate(np.zeros(sim.num_nodes, np.int32))
+    assert dp.feasible and 0 < dp.step_time_s < one.step_time_s
+    path = str(tmp_path / "dp.json")
+    sim.save_decision(path, {"data_parallel": 4})
+    assert sim.load_decision(path) == {"data_parallel": 4}
+    assert sim.evaluate(**sim.load_decision(path)).step_time_s == dp.step_time_s
+
+    def cli(*extra):
+        return json.loads(subprocess.run(
+            [gosim_program(), "simulate", "--graph", str(graph_file), "--cluster", "h100x8_nvswitch",
+             "--cost-model", "auto", "--json", *extra], check=True, capture_output=True, text=True).stdout)
+    ours = sim.simulate(data_parallel=4)
+    assert ours == cli("--decision", path)  # the whole result, field by field
+    assert ours["step_time"] == dp.step_time_s
+    assert ours["ddp_step_time_s"] == cli("--data-parallel", "4")["step_time"]
+    with pytest.raises(gosim.DecisionError, match="give no devices"):
+        sim.evaluate(np.zeros(sim.num_nodes, np.int32), data_parallel=4)
+    with pytest.raises(gosim.DecisionError, match="has 8 devices"):
+        sim.evaluate(data_parallel=9)
+    with pytest.raises(gosim.DecisionError, match="give devices"):
+        sim.evaluate()
+    with pytest.raises(gosim.DecisionError, match="no timeline"):
+        sim.simulate(data_parallel=4, timeline=True)
+
+
+def test_data_parallel_agent_result_keeps_its_decision(tmp_path):
+    # OptimizeResult.decision() of the data_parallel agent is the DDP decision
+    # (not the all-zero placement underneath it), so re-evaluating it and
+    # saving it give the agent's step.
+    graph_file = ROOT / "calibration" / "data" / "gpu" / "graphs" / "alexnet.gosimgraph.gz"
+    best = gosim.optimize(str(graph_file), "h100x8_nvswitch", "data_parallel", budget=1)
+    assert best.data_parallel == 8 and best.devices is None
+    assert best.decision() == {"data_parallel": 8}
+    sim = gosim.Simulator(str(graph_file), "h100x8_nvswitch", "auto")
+    assert sim.evaluate(**best.decision()).step_time_s == best.step_time_s
+    sim.save_decision(str(tmp_path / "best.json"), best)
+    assert sim.load_decision(str(tmp_path / "best.json")) == {"data_parallel": 8}
