@@ -40,7 +40,8 @@ value on every row has no mean ('-'), unless the layout says
 title): its mean over the rows it has, with their count. A reference slower
 than the one-device column is flagged, and a second mean row compares with
 the faster of the two per row. Every grid ends with the mean
-evaluations per cell of each column, the seeds per row, and its pre-training
+evaluations per cell of each column, the seeds per row (with `wall_row:
+true`, the median wall seconds of its cells), and its pre-training
 evaluations
 ("evals (pre-train)": the evaluations that produced the checkpoint the
 column's agent starts from; '?' when unknown).
@@ -62,6 +63,7 @@ one table.
 """
 import argparse
 import json
+import statistics
 import os
 import subprocess
 import sys
@@ -148,6 +150,7 @@ def grid(layout, df):
     verdicts = {c["label"]: [] for c in columns}
     evaluations = {c["label"]: [] for c in columns}
     pretrain = {c["label"]: [] for c in columns}
+    walls = {c["label"]: [] for c in columns}  # wall seconds of each cell (its optimization)
     seed_counts = {c["label"]: [] for c in columns}  # per row with cells, the seeds that ran
     reference_rows = 0  # rows where the reference has a feasible value
     slow_reference = []  # rows where the reference is slower than the single_device column
@@ -164,6 +167,7 @@ def grid(layout, df):
             if n:
                 evaluations[c["label"]] += list(group["evaluations"])
                 pretrain[c["label"]] += list(group["pretrain_evaluations"])
+                walls[c["label"]] += list(group["wall_seconds"])
                 seed_counts[c["label"]].append(int(group["seed"].nunique()))
         ref, ref_seeds = None, {}
         if reference is not None:
@@ -247,6 +251,10 @@ def grid(layout, df):
                  for c in columns] + ["" for _ in paper_columns])
     rows.append(["evals (pre-train)"] + [pretrain_text(pretrain[c["label"]]) for c in columns] +
                 ["" for _ in paper_columns])
+    if layout.get("wall_row"):
+        rows.append(["wall s per cell (median)"] +
+                    [f"{statistics.median(walls[c['label']]):.3g}" if walls[c["label"]] else "-" for c in columns] +
+                    ["" for _ in paper_columns])
     rows.append(["seeds"] + [seed_text(seed_counts[c["label"]]) for c in columns] + ["" for _ in paper_columns])
     note = (f"{metric.replace('_', ' ')} in {unit}, mean over seeds ± half-width of the 95% t-interval "
             "(2 or more feasible seeds; rounded at the mean's last digit, so ±0 is a spread below it)")
