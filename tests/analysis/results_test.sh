@@ -32,7 +32,8 @@ check results/go_placement analysis/layouts/go_convergence.yaml results/go_place
 check results/go_multitask analysis/layouts/go_multitask.yaml results/go_multitask/run
 check results/regal_table1 analysis/layouts/regal_table1.yaml results/regal_table1/run --final-runs results/regal_table1/train
 check results/regal_table2 analysis/layouts/regal_table2.yaml results/regal_table1/run --final-runs results/regal_table1/train
-check results/bench analysis/layouts/bench.yaml results/bench/run results/bench/run_10k
+check results/bench analysis/layouts/bench.yaml results/bench/run results/bench/run_10k \
+  results/bench/run_learned_go results/bench/run_learned_gdp_regal results/bench/run_learned_hrl
 check results/go_valid_warm_start analysis/layouts/go_valid_warm_start.yaml results/go_valid_warm_start/run
 check results/go_valid_warm_floor analysis/layouts/go_valid_warm_floor.yaml results/go_valid_warm_floor/run
 check results/hrl_table1 analysis/layouts/hrl_table1.yaml results/hrl_table1/2gpu results/hrl_table1/4gpu \
