@@ -19,8 +19,16 @@ namespace {
 std::string CheckpointOf(const std::string& agent, const nlohmann::json& options) {
   const auto it = options.find("checkpoint");
   if (it != options.end() && it->is_string()) return it->get<std::string>();
-  // REGAL loads its committed policy when no checkpoint is named.
+  // REGAL and GO load their committed networks when no checkpoint is named
+  // (GO: unless `preset: paper`, a fresh network; agents/learned/go/go_agent.h
+  // kGoDefaultCheckpoint).
   if (agent == "regal") return "configs/checkpoints/regal.pt";
+  if (agent == "go") {
+    const auto preset = options.find("preset");
+    const bool paper =
+        preset != options.end() && preset->is_string() && preset->get<std::string>() == "paper";
+    return paper ? "" : "configs/checkpoints/go.pt";
+  }
   return "";
 }
 

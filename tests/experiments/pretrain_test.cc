@@ -20,7 +20,7 @@ using testing::TempDir;
 TEST_CASE("Only an agent that starts from a checkpoint has a pre-training cost") {
   CHECK(FindPretrainCost("brkga", nlohmann::json::object()).evaluations == 0);
   CHECK(FindPretrainCost("hrl", nlohmann::json::object()).evaluations == 0);
-  CHECK(FindPretrainCost("go", nlohmann::json::object()).evaluations == 0);           // fresh network
+  CHECK(FindPretrainCost("go", {{"preset", "paper"}}).evaluations == 0);              // fresh network
   CHECK(FindPretrainCost("go", {{"checkpoint", ""}}).evaluations == 0);               // fresh network
   CHECK(FindPretrainCost("go", {{"checkpoint", "no/such.pt"}}).evaluations == -1);    // not trained yet
   CHECK(FindPretrainCost("brkga", {{"checkpoint", "no/such.pt"}}).evaluations == 0);  // not a learned agent
@@ -33,6 +33,9 @@ TEST_CASE("The committed checkpoints' sidecars match their files and give the tr
   const PretrainCost go = FindPretrainCost("go", {{"checkpoint", "configs/checkpoints/go.pt"}});
   CHECK_MESSAGE(go.evaluations == 2304, go.source);
   CHECK(go.source.find("sidecar") == 0);
+  // GO without a checkpoint option loads the committed network too (it
+  // reported 0, "no checkpoint", before).
+  CHECK(FindPretrainCost("go", nlohmann::json::object()).evaluations == 2304);
   // REGAL without a checkpoint option loads its committed policy.
   const PretrainCost regal = FindPretrainCost("regal", nlohmann::json::object());
   CHECK_MESSAGE(regal.evaluations == 876000, regal.source);
