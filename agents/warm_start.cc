@@ -177,6 +177,38 @@ WarmStartResult RunWarmStart(const std::string& owner, const std::vector<WarmSta
   return out;
 }
 
+int64_t RescueReserve(int64_t budget_evaluations) {
+  // The repair's evaluations and the two partitioners', never more than a
+  // quarter of the budget (a small budget keeps its samples).
+  return std::min<int64_t>(kRepairEvaluations + 2, budget_evaluations / 4);
+}
+
+bool RescueInfeasible(const std::string& owner, SearchTracker& tracker) {
+  if (tracker.has_best() && tracker.best_evaluation().feasible) return true;
+  const Problem& problem = tracker.problem();
+  if (!tracker.has_best() || tracker.Done() || problem.cluster.num_devices() < 2) return false;
+  GOSIM_LOG(Info) << owner << ": no feasible decision; trying metis, scotch and the memory repair";
+  // The partitioners first (one evaluation each; they balance memory), with
+  // RunWarmStart's repair of them when both are out of memory.
+  const std::vector<WarmStartAgent> partitioners = {{"metis", YAML::Node(), "", ""},
+                                                    {"scotch", YAML::Node(), "", ""}};
+  const WarmStartResult seeds = RunWarmStart(owner, partitioners, problem, tracker.Remaining());
+  // RunWarmStart's evaluations are its own; Record charges one per seed.
+  tracker.Charge(seeds.evaluations - static_cast<int64_t>(seeds.seeds.size()));
+  for (const WarmStartSeed& seed : seeds.seeds) tracker.Record(seed.result.best, seed.result.best_evaluation);
+  if (tracker.best_evaluation().feasible) return true;
+  if (tracker.Done()) return false;
+  // Then the repair of the best decision with what is left.
+  RepairOptions repair;
+  repair.keep_colocation = problem.evaluator.options().enforce_colocation;
+  repair.max_evaluations = std::min<int64_t>(kRepairEvaluations, tracker.Remaining());
+  const sim::Decision start = tracker.best();
+  const RepairResult r = RepairMemory(
+      problem.graph, StaticCosts(problem.evaluator), start,
+      [&](const sim::Decision& d) { return tracker.Evaluate(d); }, repair, tracker.best_evaluation());
+  return r.feasible;
+}
+
 void MakeOrderExplicit(const Problem& problem, sim::Decision* decision) {
   const sim::SimResult run = problem.evaluator.Simulate(*decision, /*timeline=*/true);
   decision->priority.assign(static_cast<size_t>(problem.graph.num_nodes()), 0.0);

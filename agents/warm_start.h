@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "agents/agent.h"
+#include "agents/search_tracker.h"
 #include "core/yaml.h"
 
 namespace gosim::agents {
@@ -61,6 +62,18 @@ struct WarmStartResult {
 // starts from a decision that fits before it draws random ones.
 WarmStartResult RunWarmStart(const std::string& owner, const std::vector<WarmStartAgent>& agents,
                              const Problem& problem, int64_t max_evaluations);
+
+// The last resort of an agent that samples decisions (GO): while it has no
+// feasible decision, it keeps RescueReserve(budget) evaluations for
+// RescueInfeasible, which, when the tracker's best decision is out of
+// memory, spends what is left on the partitioners metis and scotch (and
+// their repair, as RunWarmStart falls back) and then on the memory repair
+// (agents/repair.h) of the best decision (at most 64 evaluations), every
+// evaluation charged and recorded. Returns true when the tracker then holds
+// a feasible decision. A run that found one before never reaches it, so
+// its result is what it was without the reserve.
+int64_t RescueReserve(int64_t budget_evaluations);
+bool RescueInfeasible(const std::string& owner, SearchTracker& tracker);
 
 // Gives `decision` (which has no priorities) the op priorities that
 // reproduce its FIFO schedule: minus each op's ready time in a simulation of

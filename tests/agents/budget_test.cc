@@ -24,6 +24,8 @@ namespace {
 
 using testing::Fixture;
 using testing::MakeCluster;
+using testing::MakeTightProblem;
+using testing::TightProblem;
 
 // Options that keep each agent quick, and memory repair on where the agent
 // has it (so its extra evaluations are exercised).
@@ -40,23 +42,6 @@ std::unique_ptr<Agent> MakeWithRepair(const std::string& name) {
   } catch (const ConfigError&) {  // a search agent: no `repair` option
     return testing::Make(name, Options(name, false));
   }
-}
-
-// A small NMT training graph (colocation groups) on 4 devices whose memory
-// holds 55% of the single-device peak, so one device is out of memory and
-// the agents' repair and colocation handling run.
-struct TightProblem {
-  graphs::Graph graph;
-  int64_t capacity = 0;
-};
-
-TightProblem MakeTightProblem() {
-  TightProblem out{graphs::Generate(
-      "nmt", LoadYamlString("{layers: 2, seq_len: 3, hidden: 64, vocab: 100, training: true}"), "test")};
-  Fixture roomy(out.graph, MakeCluster(4));
-  const sim::Evaluation one = roomy.evaluator->Evaluate(sim::SingleDeviceDecision(out.graph, 0));
-  out.capacity = static_cast<int64_t>(one.peak_memory * 0.55);
-  return out;
 }
 
 TEST_CASE("Every non-learned agent reports exactly the simulator evaluations it made, within its budget") {

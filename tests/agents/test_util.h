@@ -11,6 +11,7 @@
 
 #include "agents/agent.h"
 #include "core/yaml.h"
+#include "graphs/generators/generators.h"
 #include "graphs/graph.h"
 #include "graphs/graph_builder.h"
 #include "sim/cluster.h"
@@ -136,6 +137,23 @@ inline bool KeepsGroups(const graphs::Graph& graph, const std::vector<int32_t>& 
     if (d != placement[static_cast<size_t>(v)]) return false;
   }
   return true;
+}
+
+// A small NMT training graph (colocation groups) on 4 devices whose memory
+// holds 55% of the single-device peak, so one device is out of memory and
+// the agents' repair and colocation handling run.
+struct TightProblem {
+  graphs::Graph graph;
+  int64_t capacity = 0;
+};
+
+inline TightProblem MakeTightProblem() {
+  TightProblem out{graphs::Generate(
+      "nmt", LoadYamlString("{layers: 2, seq_len: 3, hidden: 64, vocab: 100, training: true}"), "test")};
+  Fixture roomy(out.graph, MakeCluster(4));
+  const sim::Evaluation one = roomy.evaluator->Evaluate(sim::SingleDeviceDecision(out.graph, 0));
+  out.capacity = static_cast<int64_t>(one.peak_memory * 0.55);
+  return out;
 }
 
 }  // namespace gosim::agents::testing

@@ -12,6 +12,7 @@
 #include "agents/learned/common/train.h"
 #include "agents/learned/go/go_agent.h"
 #include "agents/learned/go/go_model.h"
+#include "agents/warm_start.h"
 #include "core/error.h"
 #include "core/yaml.h"
 #include "graphs/generators/generators.h"
@@ -110,6 +111,31 @@ TEST_CASE("go agent: zero-shot is one forward pass and one evaluation; bad optio
   CHECK_THROWS_AS(MakeGoPaper("{model: {action_groups: scope, node_moves: -1}}"), ConfigError);
   auto missing = MakeGoPaper("{checkpoint: /nonexistent/go.pt}");
   CHECK_THROWS_AS(missing->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 0, 1)), IoError);
+}
+
+TEST_CASE("go without a feasible sample spends its reserve on the repair and the partitioners") {
+  // Three devices holding 45% of the one-device peak each: no decision a
+  // fresh network samples fits in 400 evaluations (nor its zero-shot one);
+  // the partitioners or the repair of its best do.
+  const testing::TightProblem tight = testing::MakeTightProblem();
+  Fixture f(tight.graph, MakeCluster(3, static_cast<int64_t>(tight.capacity / 0.55 * 0.45)));
+  auto agent =
+      MakeGoPaper("{model: {gnn_hidden: 8, model: 8, attention_heads: 2, layers: 1}, ppo: {samples: 4}}");
+  const int64_t budget = 400;
+  const AgentResult r = agent->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, budget, 3));
+  CHECK(r.extra.at("zero_shot_feasible") == 0.0);
+  CHECK(r.best_evaluation.feasible);
+  CHECK(r.extra.at("rescued") == 1.0);  // no sample fitted: the reserve found it
+  CHECK(r.evaluations == f.evaluator->evaluations());
+  CHECK(r.evaluations <= budget);
+  // PPO stopped with the reserve (66 evaluations here) left, not before.
+  const double reserve = static_cast<double>(RescueReserve(budget));
+  CHECK(reserve == 66);
+  CHECK(r.extra.at("evaluations_before_rescue") == budget - reserve);
+  // A budget of one: the zero-shot decision alone, out of memory, no rescue.
+  const AgentResult one = agent->Optimize(f.MakeProblem(ObjectiveKind::kStepTime, 1, 3));
+  CHECK_FALSE(one.best_evaluation.feasible);
+  CHECK(one.evaluations == 1);
 }
 
 // The learning curve of a GO run in the test log: mean sampled step time of

@@ -519,8 +519,12 @@ AgentResult RunGo(const Problem& problem, const GoAgentOptions& options, const P
     torch::optim::Adam optimizer(policy->parameters(), torch::optim::AdamOptions(options.ppo.learning_rate));
     std::vector<sim::Decision> decisions;
     std::vector<sim::Evaluation> evaluations;
+    // Without a feasible decision, the last evaluations go to the repair
+    // (RescueInfeasible below; docs/AGENTS.md, "GO").
+    const int64_t reserve = RescueReserve(tracker.budget_evaluations());
     while (!tracker.Done()) {
-      const int64_t k = std::min<int64_t>(options.ppo.samples, tracker.Remaining());
+      const bool rescue = !tracker.best_evaluation().feasible && reserve > 0;
+      const int64_t k = std::min<int64_t>(options.ppo.samples, tracker.Remaining() - (rescue ? reserve : 0));
       if (k <= 0) break;
       GoOutput sampled;
       {
@@ -550,7 +554,11 @@ AgentResult RunGo(const Problem& problem, const GoAgentOptions& options, const P
       ++ppo_steps;
     }
   }
+  const int64_t before_rescue = tracker.evaluations();
+  const bool rescued = !tracker.best_evaluation().feasible && RescueInfeasible("go", tracker);
   return tracker.Finish({{"zero_shot_objective", zero_objective},
+                         {"rescued", rescued ? 1.0 : 0.0},
+                         {"evaluations_before_rescue", static_cast<double>(before_rescue)},
                          {"zero_shot_feasible", zero_eval.feasible ? 1.0 : 0.0},
                          {"forward_seconds", forward_seconds},
                          {"ppo_steps", static_cast<double>(ppo_steps)},
