@@ -137,9 +137,7 @@ class LocalSearchAgent : public Agent {
     int64_t warm_evaluations = 0;
     if (!warm_start_.empty()) {
       const WarmStartResult seeds = RunWarmStart(name(), warm_start_, problem, tracker.Remaining());
-      tracker.Charge(seeds.evaluations - static_cast<int64_t>(seeds.seeds.size()));
-      for (const WarmStartSeed& seed : seeds.seeds)
-        tracker.Record(seed.result.best, seed.result.best_evaluation);
+      RecordWarmStart(seeds, tracker);
       warm_evaluations = seeds.evaluations;
       if (tracker.has_best()) {
         warm = tracker.best();

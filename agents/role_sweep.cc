@@ -79,9 +79,7 @@ class RoleSweepAgent : public Agent {
                         "name another one-shot agent in warm_start, e.g. single_device");
     }
     // The seeds' evaluations, their memory repair's included (Record counts one each).
-    tracker.Charge(warm.evaluations - static_cast<int64_t>(warm.seeds.size()));
-    for (const WarmStartSeed& seed : warm.seeds)
-      tracker.Record(seed.result.best, seed.result.best_evaluation);
+    RecordWarmStart(warm, tracker);
     const double start_objective = tracker.best_objective();
 
     const NodePartition roles =

@@ -161,9 +161,7 @@ class RandomSearchAgent : public Agent {
     if (!warm_start_.empty()) {
       // The seeds' decisions count as samples; their evaluations are charged.
       const WarmStartResult warm = RunWarmStart(name(), warm_start_, problem, tracker.Remaining());
-      tracker.Charge(warm.evaluations - static_cast<int64_t>(warm.seeds.size()));
-      for (const WarmStartSeed& seed : warm.seeds)
-        tracker.Record(seed.result.best, seed.result.best_evaluation);
+      RecordWarmStart(warm, tracker);
     }
     const int32_t n = problem.graph.num_nodes();
     const int32_t num_devices = problem.cluster.num_devices();

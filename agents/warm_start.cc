@@ -177,6 +177,11 @@ WarmStartResult RunWarmStart(const std::string& owner, const std::vector<WarmSta
   return out;
 }
 
+void RecordWarmStart(const WarmStartResult& warm, SearchTracker& tracker) {
+  tracker.Charge(warm.evaluations - static_cast<int64_t>(warm.seeds.size()));
+  for (const WarmStartSeed& seed : warm.seeds) tracker.Record(seed.result.best, seed.result.best_evaluation);
+}
+
 int64_t RescueReserve(int64_t budget_evaluations) {
   // The repair's evaluations and the two partitioners', never more than a
   // quarter of the budget (a small budget keeps its samples).
@@ -192,10 +197,7 @@ bool RescueInfeasible(const std::string& owner, SearchTracker& tracker) {
   // RunWarmStart's repair of them when both are out of memory.
   const std::vector<WarmStartAgent> partitioners = {{"metis", YAML::Node(), "", ""},
                                                     {"scotch", YAML::Node(), "", ""}};
-  const WarmStartResult seeds = RunWarmStart(owner, partitioners, problem, tracker.Remaining());
-  // RunWarmStart's evaluations are its own; Record charges one per seed.
-  tracker.Charge(seeds.evaluations - static_cast<int64_t>(seeds.seeds.size()));
-  for (const WarmStartSeed& seed : seeds.seeds) tracker.Record(seed.result.best, seed.result.best_evaluation);
+  RecordWarmStart(RunWarmStart(owner, partitioners, problem, tracker.Remaining()), tracker);
   if (tracker.best_evaluation().feasible) return true;
   if (tracker.Done()) return false;
   // Then the repair of the best decision with what is left.

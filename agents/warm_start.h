@@ -63,6 +63,10 @@ struct WarmStartResult {
 WarmStartResult RunWarmStart(const std::string& owner, const std::vector<WarmStartAgent>& agents,
                              const Problem& problem, int64_t max_evaluations);
 
+// Charges a warm start's evaluations to `tracker` and records its seeds'
+// decisions (Record counts one evaluation per seed, the rest is charged).
+void RecordWarmStart(const WarmStartResult& warm, SearchTracker& tracker);
+
 // The last resort of an agent that samples decisions (GO): while it has no
 // feasible decision, it keeps RescueReserve(budget) evaluations for
 // RescueInfeasible, which, when the tracker's best decision is out of

@@ -63,8 +63,8 @@ one table.
 """
 import argparse
 import json
-import statistics
 import os
+import statistics
 import subprocess
 import sys
 

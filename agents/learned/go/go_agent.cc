@@ -433,9 +433,7 @@ AgentResult RunGo(const Problem& problem, const GoAgentOptions& options, const P
   int64_t imitation_steps = 0;
   if (options.imitation_steps > 0 && !tracker.Done()) {
     const WarmStartResult seeds = RunWarmStart("go", options.warm_start, problem, tracker.Remaining());
-    tracker.Charge(seeds.evaluations - static_cast<int64_t>(seeds.seeds.size()));
-    for (const WarmStartSeed& seed : seeds.seeds)
-      tracker.Record(seed.result.best, seed.result.best_evaluation);
+    RecordWarmStart(seeds, tracker);
     GoActions target;
     double best = zero_eval.feasible ? zero_objective : std::numeric_limits<double>::infinity();
     for (const WarmStartSeed& seed : seeds.seeds) {
