@@ -77,7 +77,13 @@ sim::Decision DecisionOf(const Simulator& s, const py::handle& devices, const py
         "data_parallel=" + std::to_string(data_parallel) +
             " replicates the whole graph: give no devices, priority, fusion or transfer_priority",
         {}, "drop the placement arrays, or data_parallel");
-  // Checked where it is used (the evaluator, save_decision), as a placement is.
+  // A negative count would read as a placement (is_data_parallel() is
+  // false): refused here; the rest is checked where the decision is used
+  // (the evaluator, save_decision), as a placement is.
+  if (data_parallel < 0)
+    throw DecisionError(
+        "data_parallel=" + std::to_string(data_parallel) + " is negative", {},
+        "give 2 to " + std::to_string(s.cluster()->num_devices()) + " replicas, or 0 for a placement");
   return sim::DataParallelDecision(*s.graph(), data_parallel);
 }
 

@@ -457,6 +457,8 @@ def test_data_parallel_from_python_matches_the_command_line(tmp_path):
         sim.evaluate(np.zeros(sim.num_nodes, np.int32), data_parallel=4)
     with pytest.raises(gosim.DecisionError, match="has 8 devices"):
         sim.evaluate(data_parallel=9)
+    with pytest.raises(gosim.DecisionError, match="is negative"):
+        sim.evaluate(data_parallel=-2)
     with pytest.raises(gosim.DecisionError, match="give devices"):
         sim.evaluate()
     with pytest.raises(gosim.DecisionError, match="no timeline"):
