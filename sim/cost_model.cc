@@ -693,6 +693,43 @@ HostWork CalibratedCostModel::HostOf(const graphs::Graph& graph, graphs::NodeId 
   return work;
 }
 
+double CalibratedCostModel::LaunchDelta(const graphs::Graph& graph, std::string_view op_type, double flops,
+                                        double bytes, graphs::DType dtype, graphs::NodeId op_node, bool alone,
+                                        const DeviceSpec& device) const {
+  const DeviceProfile* profile = ProfileFor(device.kind);
+  if (profile == nullptr || !profile->host) return 0.0;
+  if (Empty(flops, bytes) && !options_.roofline.charge_empty_ops) return 0.0;  // Time is 0: no kernel
+  const graphs::OpClass op_class = graphs::ClassifyOp(op_type);
+  const double kernels = std::max(1.0, profile->host->For(op_type, op_class, true).kernels);
+  if (alone) {
+    if (const MultiTensorShare share = MultiTensorOf(graph, op_node, device); share.fit != nullptr)
+      return (profile->kernel_gap - profile->launch_overhead) / share.parameters;
+  }
+  const graphs::ConvKind conv_kind =
+      op_node >= 0 && (op_class == graphs::OpClass::kConv || op_class == graphs::OpClass::kConvBackward)
+          ? NodeConvKind(graph, op_node)
+          : graphs::ConvKind::kDense;
+  // Without a fit of its precision, Time priced it by roofline, with the
+  // device's launch overhead.
+  const double included = profile->FitOfPrecision(op_type, op_class, dtype, conv_kind) != nullptr
+                              ? profile->launch_overhead
+                              : device.launch_overhead;
+  return kernels * profile->kernel_gap - included;
+}
+
+double CalibratedCostModel::HostedLaunchDelta(const graphs::Graph& graph, graphs::NodeId node,
+                                              const DeviceSpec& device) const {
+  const graphs::Node& n = graph.node(node);
+  return LaunchDelta(graph, graph.op_type_name(n.op), n.flops, NodeBytes(n), NodeDType(n), node, true,
+                     device);
+}
+
+double CalibratedCostModel::HostedKernelLaunchDelta(const graphs::Graph& graph, const KernelWork& work,
+                                                    const DeviceSpec& device) const {
+  return LaunchDelta(graph, graph.op_type_name(work.op), work.flops, work.bytes_read + work.bytes_written,
+                     work.dtype, work.op_node, work.nodes.size() <= 1, device);
+}
+
 HostCosts CalibratedCostModel::HostCostsOf(const DeviceSpec& device) const {
   const DeviceProfile* profile = ProfileFor(device.kind);
   if (profile == nullptr || !profile->host) return {};

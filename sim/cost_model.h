@@ -146,6 +146,28 @@ class CostModel {
     (void)device;
     return {};
   }
+  // Where the engine models the host: the change (seconds, usually
+  // negative) to NodeTime / KernelTime when the launch overhead they include
+  // is replaced by the GPU idle between kernels queued back to back. A
+  // profile's launch_overhead is the mean GPU idle per op of GPU-bound
+  // traces: without a host it stands for the launches; with the host
+  // modelled, the idle a slow host leaves comes from the engine itself and
+  // only the queued gap is the device's (docs/SIMULATOR.md, "The host").
+  // Default: no change.
+  virtual double HostedLaunchDelta(const graphs::Graph& graph, graphs::NodeId node,
+                                   const DeviceSpec& device) const {
+    (void)graph;
+    (void)node;
+    (void)device;
+    return 0.0;
+  }
+  virtual double HostedKernelLaunchDelta(const graphs::Graph& graph, const KernelWork& work,
+                                         const DeviceSpec& device) const {
+    (void)graph;
+    (void)work;
+    (void)device;
+    return 0.0;
+  }
   // What the model uses for this graph and cluster, in a few words for
   // table headers (e.g. "auto: calibrated V100 profile"). Default: name().
   virtual std::string Describe(const graphs::Graph& graph, const Cluster& cluster) const {

@@ -142,6 +142,18 @@ double AutoCostModel::KernelTime(const graphs::Graph& graph, const KernelWork& w
                  work.bytes_read + work.bytes_written, work.dtype, launch, device);
 }
 
+double AutoCostModel::HostedLaunchDelta(const graphs::Graph& graph, graphs::NodeId node,
+                                        const DeviceSpec& device) const {
+  return HasMeasured(graph, node, device) ? 0.0 : calibrated_.HostedLaunchDelta(graph, node, device);
+}
+
+double AutoCostModel::HostedKernelLaunchDelta(const graphs::Graph& graph, const KernelWork& work,
+                                              const DeviceSpec& device) const {
+  bool measured = !work.nodes.empty();
+  for (const graphs::NodeId v : work.nodes) measured = measured && HasMeasured(graph, v, device);
+  return measured ? 0.0 : calibrated_.HostedKernelLaunchDelta(graph, work, device);
+}
+
 LinkCost AutoCostModel::LinkCostOf(const Cluster& cluster, const LinkSpec& link) const {
   return calibrated_.LinkCostOf(cluster, link);
 }

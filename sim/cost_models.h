@@ -183,8 +183,18 @@ class CalibratedCostModel : public CostModel {
   bool HostModelled(const DeviceSpec& device) const override;
   HostWork HostOf(const graphs::Graph& graph, graphs::NodeId node, const DeviceSpec& device) const override;
   HostCosts HostCostsOf(const DeviceSpec& device) const override;
+  // The profile's launch_overhead (its roofline fallback's: the device's)
+  // replaced by kernel_gap per kernel the op launches (the host table's
+  // mean, at least one); a multi-tensor share takes its share of both.
+  double HostedLaunchDelta(const graphs::Graph& graph, graphs::NodeId node,
+                           const DeviceSpec& device) const override;
+  double HostedKernelLaunchDelta(const graphs::Graph& graph, const KernelWork& work,
+                                 const DeviceSpec& device) const override;
 
  private:
+  // HostedLaunchDelta of work of `op_type` (`op_node` -1: a fused group).
+  double LaunchDelta(const graphs::Graph& graph, std::string_view op_type, double flops, double bytes,
+                     graphs::DType dtype, graphs::NodeId op_node, bool alone, const DeviceSpec& device) const;
   // `alone`: the work is one node's (a fused group is one kernel, never a
   // share of a multi-tensor call).
   // `raised` (may be null): set when the fit was raised to the device's
@@ -244,6 +254,11 @@ class AutoCostModel : public CostModel {
     return calibrated_.HostOf(graph, node, device);
   }
   HostCosts HostCostsOf(const DeviceSpec& device) const override { return calibrated_.HostCostsOf(device); }
+  // Measured nodes keep their time (it has no launch in it by default).
+  double HostedLaunchDelta(const graphs::Graph& graph, graphs::NodeId node,
+                           const DeviceSpec& device) const override;
+  double HostedKernelLaunchDelta(const graphs::Graph& graph, const KernelWork& work,
+                                 const DeviceSpec& device) const override;
   // The profile used for a device kind, or nullptr (roofline).
   const DeviceProfile* ProfileFor(std::string_view device_kind) const {
     return calibrated_.ProfileFor(device_kind);

@@ -276,7 +276,11 @@ class Run {
         }
       }
       const DeviceSpec& device = e_.cluster_.device(tasks_[leader].device);
-      const double time = e_.cost_model_.KernelTime(graph, work, device);
+      double time = e_.cost_model_.KernelTime(graph, work, device);
+      if constexpr (kHost) {
+        if (time > 0.0)
+          time = std::max(0.0, time + e_.cost_model_.HostedKernelLaunchDelta(graph, work, device));
+      }
       if (!std::isfinite(time) || time < 0.0) {
         throw ConfigError("cost model '" + e_.cost_model_.name() + "' gives time " + std::to_string(time) +
                           " s for the fused group of '" + graph.node(leader).name + "'");

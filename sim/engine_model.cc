@@ -94,7 +94,8 @@ EngineModel BuildEngineModel(const graphs::Graph& graph, const Cluster& cluster,
   for (int32_t v = 0; v < n; ++v) {
     for (int32_t c = 0; c < m.num_classes; ++c) {
       const DeviceSpec& device = cluster.device(class_rep[static_cast<size_t>(c)]);
-      const double t = cost_model.NodeTime(graph, v, device);
+      double t = cost_model.NodeTime(graph, v, device);
+      if (host && t > 0.0) t = std::max(0.0, t + cost_model.HostedLaunchDelta(graph, v, device));
       if (!std::isfinite(t) || t < 0.0) {
         throw ConfigError("cost model '" + cost_model.name() + "' gives time " + std::to_string(t) +
                               " s for node '" + graph.node(v).name + "' on device '" + device.name + "'",

@@ -20,6 +20,8 @@
 #include "graphs/op_costs.h"
 #include "sim/cost_models.h"
 #include "sim/device_profile.h"
+#include "sim/evaluator.h"
+#include "sim/options.h"
 #include "tests/sim/cost_model_test_util.h"
 
 namespace gosim::sim {
@@ -494,6 +496,61 @@ TEST_CASE("Calibrated: update nodes as shares of multi-tensor calls") {
       Make("auto", "profiles_dir: " + dir.string() + "\nmulti_tensor_updates: false\n");
   CHECK(automatic_off->NodeTime(g, N(g, "buf0"), a100) == launch + std::ldexp(1.0, -19));
   CHECK(!Contains(automatic_off->Describe(g, ClusterOf(a100)), "multi-tensor"));
+}
+
+TEST_CASE("Calibrated: with the host modelled, a launch becomes the queued gap per kernel") {
+  const graphs::Graph g = CostGraph();
+  const std::string base(kProfile);
+  const std::string hosted = base.substr(0, base.find("links:")) +
+                             "kernel_gap: 9.5367431640625e-07\n" +  // 2^-20
+                             "host:\n"
+                             "  launch: {seconds: 1.52587890625e-05, kernels: 3}\n"
+                             "  op_types:\n"
+                             "    Relu: {seconds: 1.52587890625e-05, kernels: 2}\n"
+                             "    MatMul: {seconds: 1.52587890625e-05, kernels: 0.25}\n";
+  const DeviceSpec a100 = Device("A100");
+  const double launch = std::ldexp(1.0, -18), gap = std::ldexp(1.0, -20);
+  const CalibratedCostModel model({ParseDeviceProfile(hosted, "a100.yaml")});
+  REQUIRE(model.HostModelled(a100));
+  // Relu launches two kernels: two queued gaps instead of one launch.
+  CHECK(model.HostedLaunchDelta(g, N(g, "relu"), a100) == 2 * gap - launch);
+  // At least one kernel per op with work.
+  CHECK(model.HostedLaunchDelta(g, N(g, "mm"), a100) == gap - launch);
+  // No work, no kernel: NodeTime is 0 and stays so.
+  CHECK(model.HostedLaunchDelta(g, N(g, "view"), a100) == 0.0);
+  // The launch is never more than NodeTime holds.
+  CHECK(model.NodeTime(g, N(g, "relu"), a100) + model.HostedLaunchDelta(g, N(g, "relu"), a100) ==
+        2.0 + 2 * gap);
+  // A fused group: the type of its op node.
+  const std::vector<NodeId> pair{N(g, "m1"), N(g, "m2")};
+  CHECK(model.HostedKernelLaunchDelta(g, MakeKernelWork(g, pair), a100) == 2 * gap - launch);
+  // A profile without a host table: nothing changes (the engine has no host there).
+  const CalibratedCostModel plain({ParseDeviceProfile(kProfile, "a100.yaml")});
+  CHECK(!plain.HostModelled(a100));
+  CHECK(plain.HostedLaunchDelta(g, N(g, "relu"), a100) == 0.0);
+
+  // The engine applies it under eager execution only: a -> b on one device,
+  // Relu kernels of 2^-29 s/byte x 2^10 bytes.
+  graphs::GraphBuilder b("chain");
+  b.AddNode(Op("a", "Relu", 0, 512, 512, 1024));
+  b.AddNode(Op("b", "Relu", 0, 512, 512, 1024));
+  b.AddEdge("a", "b", 0);
+  const graphs::Graph chain = b.Build();
+  const auto shared = std::make_shared<CalibratedCostModel>(model);
+  const Evaluator eager(chain, ClusterOf(a100), shared);
+  SimOptions none_options;
+  none_options.execution = Execution::kNone;
+  const Evaluator none(chain, ClusterOf(a100), shared, none_options);
+  Decision d;
+  d.placement = {0, 0};
+  const SimResult with_host = eager.Simulate(d, true);
+  const SimResult without = none.Simulate(d, true);
+  const double kernel = std::ldexp(1.0, -19);
+  CHECK(with_host.execution == Execution::kEager);
+  for (const auto& op : without.ops)
+    CHECK(op.end - op.start == doctest::Approx(launch + kernel).epsilon(1e-12));
+  for (const auto& op : with_host.ops)
+    CHECK(op.end - op.start == doctest::Approx(2 * gap + kernel).epsilon(1e-12));
 }
 
 }  // namespace
