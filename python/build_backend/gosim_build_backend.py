@@ -80,8 +80,15 @@ def _cached_python(build_dir):
         text = open(os.path.join(build_dir, "CMakeCache.txt"), encoding="utf-8", errors="replace").read()
     except OSError:
         return None
-    match = re.search(r"^Python3_EXECUTABLE:[A-Z]*=(.*)$", text, re.M)
-    return match.group(1).strip() if match else None
+    # Given on the command line (-DPython3_EXECUTABLE=...), or found by
+    # CMake's FindPython3, which caches only its internal _Python3_EXECUTABLE
+    # (a folder `make build` configured; missing it made pip reconfigure
+    # that folder with the tests off).
+    for pattern in (r"^Python3_EXECUTABLE:[A-Z]*=(.*)$", r"^_Python3_EXECUTABLE:INTERNAL=(.*)$"):
+        match = re.search(pattern, text, re.M)
+        if match and match.group(1).strip():
+            return match.group(1).strip()
+    return None
 
 
 def _suffix_of(python):

@@ -48,6 +48,14 @@ def test_build_folder_choice(backend, tmp_path, monkeypatch):
     (tmp_path / "build").mkdir()
     (tmp_path / "build/CMakeCache.txt").write_text(f"Python3_EXECUTABLE:FILEPATH={sys.executable}\n")
     assert backend._build_dir() == (str(tmp_path / "build"), True)
+    # As `make build` leaves it (FindPython3 caches only _Python3_EXECUTABLE):
+    # reused too, not configured again (which turned its tests off).
+    (tmp_path / "build/CMakeCache.txt").write_text(
+        f"GOSIM_BUILD_TESTS:BOOL=ON\n_Python3_EXECUTABLE:INTERNAL={sys.executable}\n")
+    assert backend._build_dir() == (str(tmp_path / "build"), True)
+    monkeypatch.setenv("GOSIM_BUILD_DIR", "build")
+    assert backend._build_dir() == (str(tmp_path / "build"), True)
+    monkeypatch.delenv("GOSIM_BUILD_DIR")
     # build/ configured for another Python: left alone.
     other = tmp_path / "other_python"
     other.write_text("#!/bin/sh\necho .cpython-399-x86_64-linux-gnu.so\n")
