@@ -67,12 +67,13 @@ WarmStartResult RunWarmStart(const std::string& owner, const std::vector<WarmSta
 // decisions (Record counts one evaluation per seed, the rest is charged).
 void RecordWarmStart(const WarmStartResult& warm, SearchTracker& tracker);
 
-// The last resort of an agent that samples decisions (GO): while it has no
-// feasible decision, it keeps RescueReserve(budget) evaluations for
+// The last resort of an agent that samples decisions (GO, REGAL): while it
+// has no feasible decision, it keeps RescueReserve(budget) evaluations for
 // RescueInfeasible, which, when the tracker's best decision is out of
-// memory, spends what is left on the partitioners metis and scotch (and
-// their repair, as RunWarmStart falls back) and then on the memory repair
-// (agents/repair.h) of the best decision (at most 64 evaluations), every
+// memory, spends what is left on the pipeline agent's contiguous stages and
+// their memory repair (agents/repair.h, at most 64 evaluations, two kept
+// back), then on the partitioners metis and scotch (and their repair, as
+// RunWarmStart falls back), then on the repair of the best decision, every
 // evaluation charged and recorded. Returns true when the tracker then holds
 // a feasible decision. A run that found one before never reaches it, so
 // its result is what it was without the reserve.

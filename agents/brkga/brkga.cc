@@ -14,6 +14,7 @@
 #include "agents/colocation.h"
 #include "agents/options_util.h"
 #include "agents/search_tracker.h"
+#include "agents/warm_start.h"
 #include "core/rng.h"
 
 namespace gosim::agents::brkga {
@@ -124,8 +125,9 @@ AgentResult RunBrkga(const Problem& problem, const BrkgaOptions& options, const 
     }
   };
 
+  const int64_t reserve = !options.rescue_owner.empty() ? RescueReserve(tracker.budget_evaluations()) : 0;
   // Generation 0: the whole population is sampled.
-  int32_t alive = static_cast<int32_t>(std::min<int64_t>(population, tracker.Remaining()));
+  int32_t alive = static_cast<int32_t>(std::min<int64_t>(population, tracker.Remaining() - reserve));
   produce(genes, score, 0, 0, alive, fresh);
   uint64_t generation = 0;
   while (!tracker.Done() && alive == population) {
@@ -140,7 +142,10 @@ AgentResult RunBrkga(const Problem& problem, const BrkgaOptions& options, const 
                   next.begin() + static_cast<std::ptrdiff_t>(static_cast<size_t>(e) * length));
       next_score[static_cast<size_t>(e)] = score[from];
     }
-    const int32_t count = static_cast<int32_t>(std::min<int64_t>(population - elites, tracker.Remaining()));
+    const int64_t keep = !options.rescue_owner.empty() && !tracker.best_evaluation().feasible ? reserve : 0;
+    const int32_t count = static_cast<int32_t>(
+        std::max<int64_t>(0, std::min<int64_t>(population - elites, tracker.Remaining() - keep)));
+    if (keep > 0 && count < population - elites) break;  // the rest is the rescue's
     auto child = [&](int32_t i, Rng& rng, double* chromosome) {
       if (i >= elites + offspring) {
         sampler.Sample(rng, {chromosome, length});
@@ -157,8 +162,16 @@ AgentResult RunBrkga(const Problem& problem, const BrkgaOptions& options, const 
     genes.swap(next);
     score.swap(next_score);
   }
+  if (options.rescue_owner.empty()) {
+    return tracker.Finish({{"generations", static_cast<double>(generation + 1)},
+                           {"chromosome_length", static_cast<double>(length)}});
+  }
+  const int64_t before_rescue = tracker.evaluations();
+  const bool rescued = !tracker.best_evaluation().feasible && RescueInfeasible(options.rescue_owner, tracker);
   return tracker.Finish({{"generations", static_cast<double>(generation + 1)},
-                         {"chromosome_length", static_cast<double>(length)}});
+                         {"chromosome_length", static_cast<double>(length)},
+                         {"rescued", rescued ? 1.0 : 0.0},
+                         {"evaluations_before_rescue", static_cast<double>(before_rescue)}});
 }
 
 }  // namespace gosim::agents::brkga

@@ -38,6 +38,11 @@ struct BrkgaOptions {
   bool priority_genes = true;    // search op priorities (else FIFO scheduling)
   bool transfer_genes = true;    // search transfer priorities (else FIFO transfers)
   int32_t threads = 0;           // worker threads; 0 = oneTBB's default
+  // Not an option of the brkga agent: REGAL sets it to its name
+  // (agents/warm_start.h, RescueInfeasible). Non-empty: without a feasible
+  // decision, the generations stop with RescueReserve(budget) evaluations
+  // left, which RescueInfeasible spends.
+  std::string rescue_owner;
 
   // Reads every key (defaults from `defaults`) and checks ranges; calls
   // options.Finish(). ConfigError on a bad value.
@@ -51,7 +56,8 @@ struct BrkgaOptions {
 // Runs BRKGA on `problem`, fresh chromosomes drawn from `sampler`.
 // `initial` chromosomes (each of LayoutFor(...).size() genes; at most the
 // population) take the first places of generation 0 instead of sampled
-// ones: a warm start. AgentResult::extra holds "generations".
+// ones: a warm start. AgentResult::extra holds "generations" (and, with
+// a rescue_owner, "rescued" and "evaluations_before_rescue").
 AgentResult RunBrkga(const Problem& problem, const BrkgaOptions& options, const GeneSampler& sampler,
                      const ProgressFn& progress = {}, std::span<const std::vector<double>> initial = {});
 

@@ -3,11 +3,14 @@
 #include <doctest/doctest.h>
 #include <tbb/global_control.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <span>
 
 #include "agents/brkga/chromosome.h"
 #include "agents/brkga/sampler.h"
+#include "agents/warm_start.h"
 #include "core/error.h"
 #include "core/yaml.h"
 #include "graphs/generators/generators.h"
@@ -85,6 +88,39 @@ TEST_CASE("RunBrkga spends exactly the budget, including a partial last generati
   CHECK(r.extra.at("generations") == 4.0);
   Problem budgeted = f.MakeProblem(ObjectiveKind::kStepTime, 17);
   CHECK(brkga::RunBrkga(budgeted, SmallOptions(100), brkga::UniformSampler()).evaluations == 17);
+}
+
+// Every gene 0.5: the affinities tie, so every chromosome decodes to
+// everything on device 0.
+class DeviceZeroSampler : public brkga::GeneSampler {
+ public:
+  void Sample(Rng&, std::span<double> genes) const override { std::fill(genes.begin(), genes.end(), 0.5); }
+};
+
+TEST_CASE("RunBrkga with a rescue owner (REGAL): never feasible, the reserve's rescue finds a fit") {
+  // Three devices holding 45% of the one-device peak each; every
+  // chromosome puts the graph on device 0, out of memory.
+  const testing::TightProblem tight = testing::MakeTightProblem();
+  Fixture f(tight.graph, MakeCluster(3, static_cast<int64_t>(tight.capacity / 0.55 * 0.45)));
+  const int64_t budget = 400;
+  const AgentResult plain = brkga::RunBrkga(f.MakeProblem(ObjectiveKind::kStepTime, budget),
+                                            SmallOptions(budget), DeviceZeroSampler());
+  CHECK_FALSE(plain.best_evaluation.feasible);
+  CHECK(plain.evaluations == budget);
+  CHECK(plain.extra.count("rescued") == 0);
+  brkga::BrkgaOptions options = SmallOptions(budget);
+  options.rescue_owner = "regal";
+  const int64_t before = f.evaluator->evaluations();
+  const AgentResult r =
+      brkga::RunBrkga(f.MakeProblem(ObjectiveKind::kStepTime, budget), options, DeviceZeroSampler());
+  CHECK(r.best_evaluation.feasible);
+  CHECK(r.extra.at("rescued") == 1.0);
+  CHECK(r.evaluations == f.evaluator->evaluations() - before);
+  CHECK(r.evaluations <= budget);
+  // Generations of 24 (30 less 6 elites) stopped with the reserve left.
+  const int64_t reserve = RescueReserve(budget);
+  CHECK(r.extra.at("evaluations_before_rescue") <= budget - reserve);
+  CHECK(r.extra.at("evaluations_before_rescue") > budget - reserve - 24);
 }
 
 TEST_CASE("BRKGA results do not depend on the number of threads") {

@@ -309,7 +309,11 @@ class RegalAgent : public Agent {
     }
     const brkga::BetaSampler sampler =
         MakeSampler(parameters, policy_options_, brkga::LayoutFor(problem, brkga_));
-    return brkga::RunBrkga(problem, brkga_, sampler, progress);
+    // Without a feasible decision, the last evaluations go to the rescue
+    // (agents/warm_start.h, RescueInfeasible; docs/AGENTS.md, "REGAL").
+    brkga::BrkgaOptions run = brkga_;
+    run.rescue_owner = "regal";
+    return brkga::RunBrkga(problem, run, sampler, progress);
   }
 
  private:
