@@ -538,6 +538,17 @@ const DeviceProfile* CalibratedCostModel::ProfileFor(std::string_view device_kin
   return nullptr;
 }
 
+const KernelFit* CalibratedCostModel::FitOf(const DeviceProfile& profile, const graphs::Graph& graph,
+                                            std::string_view op_type, graphs::OpClass op_class,
+                                            graphs::DType dtype, graphs::NodeId op_node) const {
+  // Only a convolution has a kind: the other nodes skip its in-edge scan.
+  const graphs::ConvKind conv_kind =
+      op_node >= 0 && (op_class == graphs::OpClass::kConv || op_class == graphs::OpClass::kConvBackward)
+          ? NodeConvKind(graph, op_node)
+          : graphs::ConvKind::kDense;
+  return profile.FitOfPrecision(op_type, op_class, dtype, conv_kind);
+}
+
 double CalibratedCostModel::Time(const graphs::Graph& graph, std::string_view op_type, double flops,
                                  double bytes, double channel_extent, graphs::DType dtype,
                                  graphs::NodeId op_node, bool alone, const DeviceSpec& device,
@@ -565,12 +576,7 @@ double CalibratedCostModel::Time(const graphs::Graph& graph, std::string_view op
     }
   }
   const graphs::OpClass op_class = graphs::ClassifyOp(op_type);
-  // Only a convolution has a kind: the other nodes skip its in-edge scan.
-  const graphs::ConvKind conv_kind =
-      op_node >= 0 && (op_class == graphs::OpClass::kConv || op_class == graphs::OpClass::kConvBackward)
-          ? NodeConvKind(graph, op_node)
-          : graphs::ConvKind::kDense;
-  const KernelFit* fit = profile->FitOfPrecision(op_type, op_class, dtype, conv_kind);
+  const KernelFit* fit = FitOf(*profile, graph, op_type, op_class, dtype, op_node);
   if (fit == nullptr) {
     // fp32 fits would price a 16-bit matmul several times too slow.
     if (options_.fallback == Fallback::kError) {
@@ -705,13 +711,9 @@ double CalibratedCostModel::LaunchDelta(const graphs::Graph& graph, std::string_
     if (const MultiTensorShare share = MultiTensorOf(graph, op_node, device); share.fit != nullptr)
       return (profile->kernel_gap - profile->launch_overhead) / share.parameters;
   }
-  const graphs::ConvKind conv_kind =
-      op_node >= 0 && (op_class == graphs::OpClass::kConv || op_class == graphs::OpClass::kConvBackward)
-          ? NodeConvKind(graph, op_node)
-          : graphs::ConvKind::kDense;
   // Without a fit of its precision, Time priced it by roofline, with the
   // device's launch overhead.
-  const double included = profile->FitOfPrecision(op_type, op_class, dtype, conv_kind) != nullptr
+  const double included = FitOf(*profile, graph, op_type, op_class, dtype, op_node) != nullptr
                               ? profile->launch_overhead
                               : device.launch_overhead;
   return kernels * profile->kernel_gap - included;

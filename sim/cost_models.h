@@ -192,6 +192,10 @@ class CalibratedCostModel : public CostModel {
                                  const DeviceSpec& device) const override;
 
  private:
+  // The fit of `op_type` in `dtype` (a convolution's by its kind, from
+  // `op_node`'s weight; -1: dense), or nullptr (FitOfPrecision).
+  const KernelFit* FitOf(const DeviceProfile& profile, const graphs::Graph& graph, std::string_view op_type,
+                         graphs::OpClass op_class, graphs::DType dtype, graphs::NodeId op_node) const;
   // HostedLaunchDelta of work of `op_type` (`op_node` -1: a fused group).
   double LaunchDelta(const graphs::Graph& graph, std::string_view op_type, double flops, double bytes,
                      graphs::DType dtype, graphs::NodeId op_node, bool alone, const DeviceSpec& device) const;

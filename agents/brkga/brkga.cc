@@ -6,9 +6,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "agents/colocation.h"
@@ -162,16 +164,14 @@ AgentResult RunBrkga(const Problem& problem, const BrkgaOptions& options, const 
     genes.swap(next);
     score.swap(next_score);
   }
-  if (options.rescue_owner.empty()) {
-    return tracker.Finish({{"generations", static_cast<double>(generation + 1)},
-                           {"chromosome_length", static_cast<double>(length)}});
+  std::map<std::string, double> extra = {{"generations", static_cast<double>(generation + 1)},
+                                         {"chromosome_length", static_cast<double>(length)}};
+  if (!options.rescue_owner.empty()) {
+    extra["evaluations_before_rescue"] = static_cast<double>(tracker.evaluations());
+    extra["rescued"] =
+        !tracker.best_evaluation().feasible && RescueInfeasible(options.rescue_owner, tracker) ? 1.0 : 0.0;
   }
-  const int64_t before_rescue = tracker.evaluations();
-  const bool rescued = !tracker.best_evaluation().feasible && RescueInfeasible(options.rescue_owner, tracker);
-  return tracker.Finish({{"generations", static_cast<double>(generation + 1)},
-                         {"chromosome_length", static_cast<double>(length)},
-                         {"rescued", rescued ? 1.0 : 0.0},
-                         {"evaluations_before_rescue", static_cast<double>(before_rescue)}});
+  return tracker.Finish(std::move(extra));
 }
 
 }  // namespace gosim::agents::brkga
