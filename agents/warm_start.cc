@@ -183,7 +183,7 @@ void RecordWarmStart(const WarmStartResult& warm, SearchTracker& tracker) {
 }
 
 int64_t RescueReserve(int64_t budget_evaluations) {
-  // The pipeline's decision and its repair, the two partitioners, never
+  // The two partitioners, the pipeline's decision and its repair, never
   // more than a quarter of the budget (a small budget keeps its samples).
   return std::min<int64_t>(kRepairEvaluations + 3, budget_evaluations / 4);
 }
@@ -192,7 +192,7 @@ bool RescueInfeasible(const std::string& owner, SearchTracker& tracker) {
   if (tracker.has_best() && tracker.best_evaluation().feasible) return true;
   const Problem& problem = tracker.problem();
   if (!tracker.has_best() || tracker.Done() || problem.cluster.num_devices() < 2) return false;
-  GOSIM_LOG(Info) << owner << ": no feasible decision; trying pipeline, metis, scotch and the memory repair";
+  GOSIM_LOG(Info) << owner << ": no feasible decision; trying metis, scotch, pipeline and the memory repair";
   RepairOptions repair;
   repair.keep_colocation = problem.evaluator.options().enforce_colocation;
   const auto repair_from = [&](const sim::Decision& start, const sim::Evaluation& evaluation, int64_t keep) {
@@ -203,10 +203,17 @@ bool RescueInfeasible(const std::string& owner, SearchTracker& tracker) {
                [&](const sim::Decision& d) { return tracker.Evaluate(d); }, repair, evaluation)
         .feasible;
   };
-  // Contiguous stages balanced by time under memory (the pipeline agent) and
-  // their repair first: a layered model fits that way where one exists (the
-  // xl suite's 92.8k-node GNMT-8 on dgx1_v100: feasible after 51
-  // evaluations, where metis, scotch and the repair of GO's samples were not).
+  // The partitioners first (one evaluation each; they balance memory), with
+  // RunWarmStart's repair of them when both are out of memory: on the bench
+  // suite's 14 valid models with 30% of one GPU's peak per device they fit
+  // in one evaluation, the pipeline's stages in one to five.
+  const std::vector<WarmStartAgent> partitioners = {{"metis", YAML::Node(), "", ""},
+                                                    {"scotch", YAML::Node(), "", ""}};
+  RecordWarmStart(RunWarmStart(owner, partitioners, problem, tracker.Remaining()), tracker);
+  if (tracker.best_evaluation().feasible) return true;
+  if (tracker.Done()) return false;
+  // Then contiguous stages balanced by time under memory (the pipeline
+  // agent) and their repair, keeping two evaluations back.
   const std::vector<WarmStartAgent> stages = {{"pipeline", YAML::Node(), "", ""}};
   const WarmStartResult staged = RunWarmStart(owner, stages, problem, 1);
   RecordWarmStart(staged, tracker);
@@ -214,13 +221,6 @@ bool RescueInfeasible(const std::string& owner, SearchTracker& tracker) {
   if (!staged.seeds.empty() &&
       repair_from(staged.seeds.front().result.best, staged.seeds.front().result.best_evaluation, 2))
     return true;
-  if (tracker.Done()) return false;
-  // The partitioners (one evaluation each; they balance memory), with
-  // RunWarmStart's repair of them when both are out of memory.
-  const std::vector<WarmStartAgent> partitioners = {{"metis", YAML::Node(), "", ""},
-                                                    {"scotch", YAML::Node(), "", ""}};
-  RecordWarmStart(RunWarmStart(owner, partitioners, problem, tracker.Remaining()), tracker);
-  if (tracker.best_evaluation().feasible) return true;
   if (tracker.Done()) return false;
   // Then the repair of the best decision with what is left.
   return repair_from(tracker.best(), tracker.best_evaluation(), 0);

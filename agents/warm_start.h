@@ -70,10 +70,10 @@ void RecordWarmStart(const WarmStartResult& warm, SearchTracker& tracker);
 // The last resort of an agent that samples decisions (GO, REGAL): while it
 // has no feasible decision, it keeps RescueReserve(budget) evaluations for
 // RescueInfeasible, which, when the tracker's best decision is out of
-// memory, spends what is left on the pipeline agent's contiguous stages and
-// their memory repair (agents/repair.h, at most 64 evaluations, two kept
-// back), then on the partitioners metis and scotch (and their repair, as
-// RunWarmStart falls back), then on the repair of the best decision, every
+// memory, spends what is left on the partitioners metis and scotch (and
+// their repair, as RunWarmStart falls back), then on the pipeline agent's
+// contiguous stages and their memory repair (agents/repair.h, at most 64
+// evaluations, two kept back), then on the repair of the best decision, every
 // evaluation charged and recorded. Returns true when the tracker then holds
 // a feasible decision. A run that found one before never reaches it, so
 // its result is what it was without the reserve.
