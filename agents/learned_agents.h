@@ -16,7 +16,8 @@
 namespace gosim::agents {
 
 // Sorted; one entry per agent that agents/learned/ registers.
-inline constexpr std::array<std::string_view, 4> kLearnedAgentNames = {"colocrl", "go", "hrl", "regal"};
+inline constexpr std::array<std::string_view, 5> kLearnedAgentNames = {"colocrl", "go", "hrl", "mcm",
+                                                                       "regal"};
 
 inline bool IsLearnedAgent(std::string_view name) {
   return std::find(kLearnedAgentNames.begin(), kLearnedAgentNames.end(), name) != kLearnedAgentNames.end();

@@ -100,7 +100,7 @@ class ClusterReader {
   ClusterReader(const YAML::Node& root, const std::string& source) : root_(YamlMap::Root(root, source)) {}
 
   Cluster Read(const std::string& default_name) {
-    root_.Allow({"name", "description", "host", "devices", "resources", "links", "scaling"});
+    root_.Allow({"name", "description", "host", "devices", "resources", "links", "mesh", "scaling"});
     root_.Finish();
     ClusterBuilder builder(root_.Get<std::string>("name", default_name), root_.file());
     builder_ = &builder;
@@ -109,6 +109,7 @@ class ClusterReader {
     for (YamlMap& entry : root_.ChildList("devices")) ReadDevice(entry);
     for (YamlMap& entry : root_.ChildList("resources")) ReadResource(entry);
     for (YamlMap& entry : root_.ChildList("links")) ReadLink(entry);
+    if (root_.Has("mesh")) ReadMesh();
     if (builder.num_devices() == 0) {
       throw ConfigError("the cluster has no devices", root_.Where("devices"),
                         "add at least one entry under devices:");
@@ -348,6 +349,89 @@ class ClusterReader {
     for (const auto& [s, d] : pairs) add(s, d, forward, "resources");
     if (bidirectional) {
       for (const auto& [s, d] : pairs) add(d, s, reverse, has_reverse ? "reverse_resources" : "resources");
+    }
+  }
+
+  // `mesh: {devices: PREFIX, rows: R, cols: C, bandwidth: B, hop_latency: L,
+  // type: T}`: the devices PREFIX0 .. PREFIX{R*C-1} (row-major) joined as a
+  // 2D mesh (docs/SIMULATOR.md, "Meshes"). Each neighbour pair gets a
+  // physical channel per direction, a shared resource "PREFIXa->PREFIXb" of
+  // bandwidth B; each ordered pair of mesh devices gets one link of
+  // bandwidth B and latency hops x L whose transfers hold every channel of
+  // the dimension-order route (X first, then Y) for their duration: a
+  // cut-through (wormhole) transfer, so a far pair pays the per-hop latency
+  // once per hop but the bytes once, and transfers crossing a channel queue
+  // for it.
+  void ReadMesh() {
+    YamlMap m = root_.Child("mesh");
+    m.Allow({"devices", "rows", "cols", "bandwidth", "hop_latency", "type"});
+    m.Finish();
+    const std::string prefix = m.Require<std::string>("devices");
+    const int64_t rows = m.Require<int64_t>("rows");
+    const int64_t cols = m.Require<int64_t>("cols");
+    if (rows < 1 || cols < 1 || rows * cols < 2 || rows * cols > 1024) {
+      m.Fail("rows", "a mesh needs between 2 and 1024 devices (rows x cols), not " + std::to_string(rows) +
+                         " x " + std::to_string(cols));
+    }
+    const double bandwidth = ReadQuantity(m, "bandwidth", sim::Quantity::kBandwidth, std::nullopt);
+    const double hop_latency = ReadQuantity(m, "hop_latency", sim::Quantity::kSeconds, 0.0);
+    if (!(bandwidth > 0.0)) m.Fail("bandwidth", "bandwidth must be positive");
+    if (hop_latency < 0.0) m.Fail("hop_latency", "hop_latency must not be negative");
+    const std::string type = m.Get<std::string>("type", "mesh");
+    const auto n = static_cast<int32_t>(rows * cols);
+    std::vector<int32_t> device(static_cast<size_t>(n));
+    for (int32_t i = 0; i < n; ++i) {
+      const std::string name = prefix + std::to_string(i);
+      const auto it = endpoints_.find(name);
+      if (it == endpoints_.end() || it->second == Cluster::kHost) {
+        m.Fail("devices",
+               "the mesh needs a device '" + name + "' (" + std::to_string(rows) + " x " +
+                   std::to_string(cols) + " devices named " + prefix + "0 .. " + prefix +
+                   std::to_string(n - 1) + ")",
+               "declare them under devices: (name: " + prefix + ", count: " + std::to_string(n) + ")");
+      }
+      device[static_cast<size_t>(i)] = it->second;
+    }
+    // One channel (shared resource) per neighbour pair and direction.
+    std::map<std::pair<int32_t, int32_t>, int32_t> channel;
+    const auto add_channel = [&](int32_t a, int32_t b) {
+      SharedResource r;
+      r.name = prefix + std::to_string(a) + "->" + prefix + std::to_string(b);
+      r.bandwidth = bandwidth;
+      const int32_t index = Located(m, [&] { return builder_->AddResource(r, m.Where()); });
+      channel[{a, b}] = index;
+    };
+    for (int32_t i = 0; i < n; ++i) {
+      const int32_t r = i / static_cast<int32_t>(cols), c = i % static_cast<int32_t>(cols);
+      if (c + 1 < cols) {
+        add_channel(i, i + 1);
+        add_channel(i + 1, i);
+      }
+      if (r + 1 < rows) {
+        add_channel(i, i + static_cast<int32_t>(cols));
+        add_channel(i + static_cast<int32_t>(cols), i);
+      }
+    }
+    for (int32_t s = 0; s < n; ++s) {
+      for (int32_t d = 0; d < n; ++d) {
+        if (s == d) continue;
+        LinkSpec link;
+        link.type = type;
+        link.bandwidth = bandwidth;
+        link.src = device[static_cast<size_t>(s)];
+        link.dst = device[static_cast<size_t>(d)];
+        int32_t at = s;
+        const auto step = [&](int32_t next) {
+          link.resources.push_back(channel.at({at, next}));
+          at = next;
+        };
+        const int32_t dc = d % static_cast<int32_t>(cols), dr = d / static_cast<int32_t>(cols);
+        while (at % cols != dc) step(at % cols < dc ? at + 1 : at - 1);
+        while (at / cols != dr)
+          step(at / cols < dr ? at + static_cast<int32_t>(cols) : at - static_cast<int32_t>(cols));
+        link.latency = hop_latency * static_cast<double>(link.resources.size());
+        Located(m, [&] { return builder_->AddLink(link, m.Where()); });
+      }
     }
   }
 

@@ -10,6 +10,12 @@
 
 namespace gosim::sim {
 
+bool RunsOnce(const graphs::Graph& graph, graphs::NodeId v) {
+  const graphs::Node& node = graph.node(v);
+  return node.phase == graphs::Phase::kUpdate || (node.persistent_bytes > 0 && node.flops == 0.0 &&
+                                                  node.measured.empty() && graph.in_edges(v).empty());
+}
+
 PipelineGraph BuildPipelineGraph(const graphs::Graph& graph, int32_t micro_batches) {
   if (micro_batches < 2 || micro_batches > 4096) {
     throw ConfigError("micro_batches " + std::to_string(micro_batches) + " is out of range", {},
@@ -25,7 +31,10 @@ PipelineGraph BuildPipelineGraph(const graphs::Graph& graph, int32_t micro_batch
   out.original_nodes = graph.num_nodes();
   out.original_tensors = graph.num_tensors();
   const int32_t M = micro_batches;
-  auto copied = [&graph](graphs::NodeId v) { return graph.node(v).phase != graphs::Phase::kUpdate; };
+  // Update nodes run once, after every micro-batch; so do weight reads
+  // (RunsOnce): the weights are not re-materialized per micro-batch, every
+  // copy of their consumers reads the one output.
+  auto copied = [&graph](graphs::NodeId v) { return !RunsOnce(graph, v); };
   graphs::GraphBuilder builder(graph.name() + "@" + std::to_string(M) + "mb", graph.source());
   // first[v]: the builder index of copy 0 (copies are consecutive).
   std::vector<int32_t> first(static_cast<size_t>(graph.num_nodes()));
@@ -129,7 +138,10 @@ void ExpandDecision(const Decision& decision, const PipelineGraph& pipeline, Sch
   // The schedule's key of each copy; it dominates the decision's priority.
   auto key_of = [&](size_t v) {
     const int32_t k = pipeline.micro_batch[v];
-    if (k < 0) return -1.0;  // updates last
+    if (k < 0) {  // updates last, weight reads first
+      const bool update = g.node(static_cast<graphs::NodeId>(v)).phase == graphs::Phase::kUpdate;
+      return update ? -1.0 : static_cast<double>(4 * M + 2 * stages.stages + 1);
+    }
     const bool backward = g.node(static_cast<graphs::NodeId>(v)).phase == graphs::Phase::kBackward;
     if (schedule == Schedule::k1F1B) {
       // The stage's 1F1B order, earliest slot first: warm-up forwards 0 ..

@@ -5,7 +5,9 @@
 // Copy k of a forward or backward node is "<name>@k" and depends on copy k
 // of its inputs; weights (persistent bytes) are held once, by copy 0; an
 // update node runs once, after the copies of every input (gradients summed
-// over the micro-batches). Every copy takes its original's device. A
+// over the micro-batches); a weight read (a node without inputs, FLOPs or
+// measured times that holds persistent bytes) runs once, first, and every micro-batch's consumers
+// read its one output (RunsOnce). Every copy takes its original's device. A
 // device serves its ready kernels by micro-batch:
 //   streaming  micro-batch 0 first, then 1, ... (inference);
 //   gpipe      every forward, micro-batch 0 first, then every backward, the
@@ -35,9 +37,13 @@ struct PipelineGraph {
   int32_t original_nodes = 0;          // nodes of the graph it copies
   int32_t original_tensors = 0;        // tensors of the graph it copies
   std::vector<graphs::NodeId> origin;  // [node of `graph`] the original node
-  std::vector<int32_t> micro_batch;    // [node of `graph`] its micro-batch; -1 for an update node
+  std::vector<int32_t> micro_batch;    // [node of `graph`] its micro-batch; -1 for a node that RunsOnce
   std::vector<int32_t> origin_tensor;  // [tensor of `graph`] the original tensor it copies
 };
+
+// Whether node `v` has one node in the pipeline graph (micro-batch -1): an
+// update, or a weight read.
+bool RunsOnce(const graphs::Graph& graph, graphs::NodeId v);
 
 // `micro_batches` >= 2; ConfigError above 4096 or when the copies would
 // pass 2^31 nodes.

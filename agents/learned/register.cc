@@ -5,6 +5,7 @@
 #include "agents/builtin.h"
 #include "agents/learned/go/go_agent.h"
 #include "agents/learned/hrl/hrl_agent.h"
+#include "agents/learned/mcm/mcm.h"
 #include "agents/learned/regal/regal.h"
 #include "agents/learned_agents.h"
 #include "core/error.h"
@@ -25,7 +26,8 @@ void RegisterLearnedAgents() {
     // One call per learned agent family (each defined in its own folder).
     hrl::RegisterHrlAgents(add);  // hrl/hrl_agent.h: hrl, colocrl
     learned::RegisterRegal(add);
-    learned::go::RegisterGo(add);  // go/go_agent.h: go (agent and trainer)
+    learned::go::RegisterGo(add);    // go/go_agent.h: go (agent and trainer)
+    learned::mcm::RegisterMcm(add);  // mcm/mcm.h: mcm (agent and trainer)
   });
 }
 

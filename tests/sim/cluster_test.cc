@@ -4,6 +4,7 @@
 
 #include <string>
 
+#include "core/error.h"
 #include "core/io.h"
 #include "core/rng.h"
 #include "sim/units.h"
@@ -55,6 +56,51 @@ SharedResource Resource(const std::string& name, double bandwidth) {
   r.name = name;
   r.bandwidth = bandwidth;
   return r;
+}
+
+TEST_CASE("a mesh: one link per ordered pair over dimension-order channels, latency per hop") {
+  const std::string yaml =
+      "devices:\n"
+      "  - {name: c, count: 6, kind: chiplet, peak_flops_fp32: 1 TFLOP/s, memory_bandwidth: 1 TB/s, "
+      "memory_capacity: 1 MiB}\n"
+      "mesh: {devices: c, rows: 2, cols: 3, bandwidth: 100 GB/s, hop_latency: 20 ns}\n";
+  const Cluster cluster = ParseCluster(yaml, "mesh.yaml");
+  REQUIRE(cluster.num_devices() == 6);
+  CHECK(cluster.num_links() == 30);  // 6 x 5 ordered pairs
+  // c0 -> c5: along the row first (c0 -> c1 -> c2), then down (c2 -> c5).
+  const std::vector<int32_t>& route = cluster.Route(0, 5);
+  REQUIRE(route.size() == 1);
+  const LinkSpec& link = cluster.link(route[0]);
+  CHECK(link.latency == doctest::Approx(60e-9));
+  CHECK(link.bandwidth == doctest::Approx(100e9));
+  REQUIRE(link.resources.size() == 3);
+  CHECK(cluster.resource(link.resources[0]).name == "c0->c1");
+  CHECK(cluster.resource(link.resources[1]).name == "c1->c2");
+  CHECK(cluster.resource(link.resources[2]).name == "c2->c5");
+  // Neighbours: one hop, one channel; the reverse direction is its own channel.
+  const LinkSpec& back = cluster.link(cluster.Route(4, 1)[0]);
+  CHECK(back.latency == doctest::Approx(20e-9));
+  REQUIRE(back.resources.size() == 1);
+  CHECK(cluster.resource(back.resources[0]).name == "c4->c1");
+  // The shipped presets load.
+  CHECK(LoadCluster("mcm_4x4").num_devices() == 16);
+  CHECK(LoadCluster("mcm_6x6").num_devices() == 36);
+}
+
+TEST_CASE("a mesh with missing devices or a bad size is refused with the key named") {
+  const std::string device =
+      "devices:\n  - {name: c, count: 4, kind: chiplet, peak_flops_fp32: 1 TFLOP/s, memory_bandwidth: 1 "
+      "TB/s, "
+      "memory_capacity: 1 MiB}\n";
+  CHECK_THROWS_WITH_AS(
+      ParseCluster(device + "mesh: {devices: c, rows: 3, cols: 2, bandwidth: 1 GB/s}\n", "m.yaml"),
+      doctest::Contains("needs a device 'c4'"), ConfigError);
+  CHECK_THROWS_WITH_AS(
+      ParseCluster(device + "mesh: {devices: c, rows: 1, cols: 1, bandwidth: 1 GB/s}\n", "m.yaml"),
+      doctest::Contains("between 2 and 1024"), ConfigError);
+  CHECK_THROWS_WITH_AS(
+      ParseCluster(device + "mesh: {devices: c, rows: 2, cols: 2, bandwith: 1 GB/s}\n", "m.yaml"),
+      doctest::Contains("bandwith"), ConfigError);
 }
 
 }  // namespace
@@ -197,8 +243,7 @@ TEST_CASE("Every preset loads and routes every pair of devices") {
         Expect{"p100x4_pcie", 4, "P100", 9.3e12}, Expect{"dgx1_v100", 8, "V100", 15.7e12},
         Expect{"a100x8_nvswitch", 8, "A100", 19.5e12}, Expect{"h100x8_nvswitch", 8, "H100", 67e12},
         Expect{"h200x8_nvswitch", 8, "H200", 67e12}, Expect{"2node_16gpu_200g", 16, "A100", 19.5e12},
-        Expect{"2node_h100x16_ib", 16, "H100", 67e12},
-        Expect{"local", 2, "cpu", 128e9}}) {
+        Expect{"2node_h100x16_ib", 16, "H100", 67e12}, Expect{"local", 2, "cpu", 128e9}}) {
     CAPTURE(e.name);
     const Cluster c = LoadCluster(e.name);
     CHECK(c.name() == e.name);

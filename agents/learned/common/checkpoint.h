@@ -46,6 +46,7 @@ struct CheckpointKind {
 inline constexpr CheckpointKind kGoCheckpoint{"go", 1};
 inline constexpr CheckpointKind kRegalCheckpoint{"regal", 1};
 inline constexpr CheckpointKind kHrlCheckpoint{"hrl", 1};
+inline constexpr CheckpointKind kMcmCheckpoint{"mcm", 1};
 
 struct TrainingState {
   int64_t step = 0;                       // training steps completed
