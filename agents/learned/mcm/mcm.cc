@@ -148,41 +148,141 @@ struct Instance {
   double reference = 0.0;      // the first feasible objective seen (0: none yet)
 };
 
+// Kahn's order of units 0..n-1 under `edges` (units on a cycle last, in
+// index order; with `acyclic` PartitionUnits leaves none).
+std::vector<int32_t> TopologicalOrder(int32_t n, const std::vector<std::pair<int32_t, int32_t>>& edges) {
+  std::vector<std::vector<int32_t>> out(static_cast<size_t>(n));
+  std::vector<int32_t> indegree(static_cast<size_t>(n), 0);
+  for (const auto& [a, b] : edges) {
+    out[static_cast<size_t>(a)].push_back(b);
+    ++indegree[static_cast<size_t>(b)];
+  }
+  std::vector<int32_t> order, ready;
+  for (int32_t u = n - 1; u >= 0; --u)
+    if (indegree[static_cast<size_t>(u)] == 0) ready.push_back(u);
+  std::vector<bool> placed(static_cast<size_t>(n), false);
+  while (!ready.empty()) {
+    const int32_t u = ready.back();
+    ready.pop_back();
+    order.push_back(u);
+    placed[static_cast<size_t>(u)] = true;
+    for (const int32_t v : out[static_cast<size_t>(u)])
+      if (--indegree[static_cast<size_t>(v)] == 0) ready.push_back(v);
+  }
+  for (int32_t u = 0; u < n; ++u)
+    if (!placed[static_cast<size_t>(u)]) order.push_back(u);
+  return order;
+}
+
+// The partitioner's units (node -> unit, numbered by smallest node):
+// colocation groups; a node without inputs (a weight read, an input, a
+// constant) joined to its earliest consumer, and a weight also to its
+// consumers in its own scope (the weight stays on one chiplet with its
+// layer's uses: an RNN layer's time steps); with `acyclic`, every cycle
+// among the units (which an acyclic stage order puts on one stage anyway)
+// merged into one.
+std::vector<int32_t> PartitionUnits(const graphs::Graph& g, const ColocationUnits& colocation, bool acyclic) {
+  const int32_t n0 = colocation.num_units();
+  std::vector<int32_t> parent(static_cast<size_t>(n0));
+  std::iota(parent.begin(), parent.end(), 0);
+  const auto find = [&](int32_t u) {
+    while (parent[static_cast<size_t>(u)] != u) {
+      parent[static_cast<size_t>(u)] = parent[static_cast<size_t>(parent[static_cast<size_t>(u)])];
+      u = parent[static_cast<size_t>(u)];
+    }
+    return u;
+  };
+  const auto join = [&](int32_t a, int32_t b) {
+    a = find(a);
+    b = find(b);
+    if (a != b) parent[static_cast<size_t>(std::max(a, b))] = std::min(a, b);
+  };
+  for (graphs::NodeId v = 0; v < g.num_nodes(); ++v) {
+    if (!g.in_edges(v).empty() || g.out_edges(v).empty()) continue;
+    graphs::NodeId first = g.num_nodes();
+    for (const graphs::EdgeId e : g.out_edges(v)) first = std::min(first, g.edge(e).dst);
+    join(colocation.unit(v), colocation.unit(first));
+    if (g.node(v).persistent_bytes == 0) continue;
+    // A weight's other consumers in its own scope (an RNN layer's time
+    // steps) join too; a consumer elsewhere (a tied embedding's output
+    // layer) reads a copy sent over the package.
+    const std::string& name = g.node(v).name;
+    const size_t slash = name.rfind('/');
+    if (slash == std::string::npos) continue;
+    const std::string_view scope(name.data(), slash + 1);
+    for (const graphs::EdgeId e : g.out_edges(v)) {
+      const graphs::NodeId c = g.edge(e).dst;
+      if (std::string_view(g.node(c).name).substr(0, scope.size()) == scope) join(colocation.unit(v), colocation.unit(c));
+    }
+  }
+  if (acyclic) {
+    // Strongly connected components of the unit graph (Kosaraju, iterative).
+    std::vector<std::vector<int32_t>> out(static_cast<size_t>(n0)), in(static_cast<size_t>(n0));
+    for (const graphs::Edge& e : g.edges()) {
+      const int32_t a = find(colocation.unit(e.src)), b = find(colocation.unit(e.dst));
+      if (a == b) continue;
+      out[static_cast<size_t>(a)].push_back(b);
+      in[static_cast<size_t>(b)].push_back(a);
+    }
+    std::vector<int32_t> finish;
+    std::vector<uint8_t> seen(static_cast<size_t>(n0), 0);
+    for (int32_t r = 0; r < n0; ++r) {
+      if (find(r) != r || seen[static_cast<size_t>(r)]) continue;
+      std::vector<std::pair<int32_t, size_t>> stack = {{r, 0}};
+      seen[static_cast<size_t>(r)] = 1;
+      while (!stack.empty()) {
+        const int32_t u = stack.back().first;
+        const size_t i = stack.back().second;
+        if (i < out[static_cast<size_t>(u)].size()) {
+          ++stack.back().second;
+          const int32_t v = out[static_cast<size_t>(u)][i];
+          if (!seen[static_cast<size_t>(v)]) {
+            seen[static_cast<size_t>(v)] = 1;
+            stack.emplace_back(v, 0);
+          }
+        } else {
+          finish.push_back(u);
+          stack.pop_back();
+        }
+      }
+    }
+    std::vector<uint8_t> assigned(static_cast<size_t>(n0), 0);
+    for (auto it = finish.rbegin(); it != finish.rend(); ++it) {
+      if (assigned[static_cast<size_t>(*it)]) continue;
+      std::vector<int32_t> stack = {*it}, members;
+      assigned[static_cast<size_t>(*it)] = 1;
+      while (!stack.empty()) {
+        const int32_t u = stack.back();
+        stack.pop_back();
+        members.push_back(u);
+        for (const int32_t v : in[static_cast<size_t>(u)]) {
+          if (!assigned[static_cast<size_t>(v)]) {
+            assigned[static_cast<size_t>(v)] = 1;
+            stack.push_back(v);
+          }
+        }
+      }
+      for (const int32_t u : members) join(members.front(), u);
+    }
+  }
+  std::vector<int32_t> number(static_cast<size_t>(n0), -1), unit_of(static_cast<size_t>(g.num_nodes()));
+  int32_t next = 0;
+  for (graphs::NodeId v = 0; v < g.num_nodes(); ++v) {
+    const int32_t root = find(colocation.unit(v));
+    if (number[static_cast<size_t>(root)] < 0) number[static_cast<size_t>(root)] = next++;
+    unit_of[static_cast<size_t>(v)] = number[static_cast<size_t>(root)];
+  }
+  return unit_of;
+}
+
 std::unique_ptr<Instance> MakeInstance(const sim::Evaluator& evaluator, const McmOptions& options) {
   auto in = std::make_unique<Instance>();
   const graphs::Graph& g = evaluator.graph();
   const sim::Cluster& cluster = evaluator.cluster();
   in->graph = &g;
   {
-    // Colocation units, and every node without inputs (a weight read, an
-    // input, a constant) joined to the unit of its earliest consumer: the
-    // weights start on the chiplet that first uses them. Units are ordered
-    // by their latest node, which is topological when no colocation group
-    // spans the merge (inference graphs).
     const ColocationUnits colocation(evaluator);
-    std::vector<int32_t> parent(static_cast<size_t>(colocation.num_units()));
-    std::iota(parent.begin(), parent.end(), 0);
-    const auto find = [&](int32_t u) {
-      while (parent[static_cast<size_t>(u)] != u)
-        u = parent[static_cast<size_t>(u)] = parent[static_cast<size_t>(parent[static_cast<size_t>(u)])];
-      return u;
-    };
-    for (graphs::NodeId v = 0; v < g.num_nodes(); ++v) {
-      if (!g.in_edges(v).empty() || g.out_edges(v).empty()) continue;
-      graphs::NodeId first = g.num_nodes();
-      for (const graphs::EdgeId e : g.out_edges(v)) first = std::min(first, g.edge(e).dst);
-      const int32_t a = find(colocation.unit(v)), b = find(colocation.unit(first));
-      if (a != b) parent[static_cast<size_t>(std::max(a, b))] = std::min(a, b);
-    }
-    // Renumbered by smallest node, as ColocationUnits wants.
-    std::vector<int32_t> number(static_cast<size_t>(colocation.num_units()), -1),
-        unit_of(static_cast<size_t>(g.num_nodes()));
-    int32_t next = 0;
-    for (graphs::NodeId v = 0; v < g.num_nodes(); ++v) {
-      const int32_t root = find(colocation.unit(v));
-      if (number[static_cast<size_t>(root)] < 0) number[static_cast<size_t>(root)] = next++;
-      unit_of[static_cast<size_t>(v)] = number[static_cast<size_t>(root)];
-    }
+    const std::vector<int32_t> unit_of = PartitionUnits(g, colocation, options.acyclic);
     in->units = std::make_unique<ColocationUnits>(g, unit_of);
   }
   const ColocationUnits& units = *in->units;
@@ -214,13 +314,7 @@ std::unique_ptr<Instance> MakeInstance(const sim::Evaluator& evaluator, const Mc
   std::sort(edges.begin(), edges.end());
   edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
   p.edges = std::move(edges);
-  std::vector<graphs::NodeId> last(static_cast<size_t>(p.num_units), 0);
-  for (graphs::NodeId v = 0; v < g.num_nodes(); ++v) last[static_cast<size_t>(units.unit(v))] = v;
-  p.order.resize(static_cast<size_t>(p.num_units));
-  std::iota(p.order.begin(), p.order.end(), 0);
-  std::sort(p.order.begin(), p.order.end(), [&](int32_t a, int32_t b) {
-    return last[static_cast<size_t>(a)] < last[static_cast<size_t>(b)];
-  });
+  p.order = TopologicalOrder(p.num_units, p.edges);
   in->tensors = ToTensors(ComputeNodeFeatures(g));
   in->unit_of_node = torch::tensor(unit_of_node, torch::kInt64);
   std::vector<float> inv(static_cast<size_t>(p.num_units));
