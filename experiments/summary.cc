@@ -40,6 +40,8 @@ std::string FormatValue(double value, const std::string& unit) {
 std::string ObjectiveTitle(const std::string& objective, const char* unit) {
   std::string title = objective == "step_time"     ? "step time"
                       : objective == "peak_memory" ? "peak memory"
+                      : objective == "throughput"  ? "time per micro-batch"
+                      : objective == "max_load"    ? "max-load"
                                                    : "weighted score";
   if (unit[0] != '\0') title += std::string(" in ") + unit;
   return title;

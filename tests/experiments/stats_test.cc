@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "experiments/experiment_config.h"
@@ -93,6 +94,7 @@ TEST_CASE(
   CHECK(one.paired->verdict == -1);
   CHECK(*one.vs_reference_pct == doctest::Approx((10.0 / 12.0 - 1.0) * 100.0));
   const std::string table = summary.ToMarkdown();
+  CHECK(table.find(": step time in ms") != std::string::npos);
   CHECK(table.find("10.000 +-0.000 (-16.7%, better)") != std::string::npos);
   CHECK(table.find("12.000 +-1.242 (ref; slower than single_device)") != std::string::npos);
   // Speedup 12 / 10; 1 evaluation per cell; no pre-training.
@@ -108,4 +110,21 @@ TEST_CASE(
 }
 
 }  // namespace
+TEST_CASE("The summary names the objective it shows: time per micro-batch for throughput, max-load") {
+  TempDir dir;
+  for (const auto& [objective, title] :
+       {std::pair<std::string, std::string>{"throughput", "time per micro-batch"},
+        {"max_load", "max-load"}}) {
+    CAPTURE(objective);
+    const ExperimentConfig config = LoadExperiment(
+        WriteText(dir, objective + ".yaml",
+                  TinyExperimentYaml(dir / ("run_" + objective), 1, "objective: " + objective + "\n")));
+    const std::vector<Cell> cells = ExpandGrid(config);
+    ResultsLog log(dir / ("results_" + objective + ".jsonl"));
+    const std::string table = Summarize(config, cells, log).ToMarkdown();
+    CHECK(table.find(": " + title + " in ms") != std::string::npos);
+    CHECK(table.find("weighted score") == std::string::npos);
+  }
+}
+
 }  // namespace gosim::experiments

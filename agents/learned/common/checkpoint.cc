@@ -181,4 +181,23 @@ TrainingState LoadCheckpoint(const std::string& path, const CheckpointKind& kind
   return state;
 }
 
+bool ParseSignatureFields(const std::string& body, std::map<std::string, std::string>* fields,
+                          std::string* bad) {
+  std::istringstream in(body);
+  std::string token;
+  while (std::getline(in, token, ';')) {
+    std::istringstream parts(token);
+    std::string part;
+    while (std::getline(parts, part, ',')) {
+      const size_t eq = part.find('=');
+      if (eq == std::string::npos) {
+        *bad = part;
+        return false;
+      }
+      (*fields)[part.substr(0, eq)] = part.substr(eq + 1);
+    }
+  }
+  return true;
+}
+
 }  // namespace gosim::agents::learned

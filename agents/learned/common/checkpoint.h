@@ -68,6 +68,12 @@ TrainingState LoadCheckpoint(const std::string& path, const CheckpointKind& kind
                              const std::string& signature, torch::nn::Module& model,
                              torch::optim::Optimizer* optimizer);
 
+// The `key=value` fields of a signature body ("hidden=64,layers=3;bins=16":
+// groups split by ';', fields by ','). Returns false, with `bad` set to the
+// offending token, when a field has no '='.
+bool ParseSignatureFields(const std::string& body, std::map<std::string, std::string>* fields,
+                          std::string* bad);
+
 // The signature stored in checkpoint `path` (to rebuild the model it was
 // written for before loading it), after checking its agent and network
 // version against `kind`. IoError / StateError like LoadCheckpoint.

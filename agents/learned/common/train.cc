@@ -3,6 +3,7 @@
 #include <map>
 
 #include "core/error.h"
+#include "core/io.h"
 #include "core/strings.h"
 #include "core/yaml.h"
 
@@ -42,6 +43,12 @@ void RunTraining(const TrainRequest& request) {
                       "trainable agents: " + Join(names, ", "));
   }
   it->second(request);
+}
+
+void WriteRunConfig(const TrainRequest& request) {
+  YAML::Emitter emitter;
+  emitter << request.config;
+  WriteFileAtomic(request.run_dir + "/config.yaml", std::string(emitter.c_str()) + "\n");
 }
 
 }  // namespace gosim::agents::learned

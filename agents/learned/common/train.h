@@ -38,6 +38,10 @@ std::vector<std::string> TrainerNames();
 // key is missing or names no trainer (with the valid names).
 void RunTraining(const TrainRequest& request);
 
+// Writes the config the run trains with (overrides applied) to
+// run_dir/config.yaml, atomically.
+void WriteRunConfig(const TrainRequest& request);
+
 }  // namespace gosim::agents::learned
 
 #endif  // GOSIM_AGENTS_LEARNED_COMMON_TRAIN_H_

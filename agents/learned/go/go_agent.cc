@@ -721,11 +721,7 @@ void TrainGo(const TrainRequest& request) {
     }
     LogLine(LogLevel::kInfo, "go: resuming " + checkpoint + " at step " + std::to_string(state.step));
   }
-  {
-    YAML::Emitter emitter;
-    emitter << request.config;
-    WriteFileAtomic(run_path("config.yaml"), std::string(emitter.c_str()) + "\n");
-  }
+  learned::WriteRunConfig(request);
   TrainingCurves curves(run_path("curves.csv"), {"graph", "mean_cost", "feasible_fraction", "entropy"},
                         request.resume ? state.step : -1);
   const Objective objective{.kind = config.objective};

@@ -109,11 +109,7 @@ void TrainHrl(const learned::TrainRequest& request, bool learned_grouper) {
     LogLine(LogLevel::kInfo, std::string(learned_grouper ? "hrl" : "colocrl") + ": resuming " + checkpoint +
                                  " at step " + std::to_string(state.step));
   }
-  {
-    YAML::Emitter emitter;
-    emitter << request.config;
-    WriteFileAtomic(run_path("config.yaml"), std::string(emitter.c_str()) + "\n");
-  }
+  learned::WriteRunConfig(request);
   learned::TrainingCurves curves(run_path("curves.csv"), {"mean_cost", "feasible_fraction"},
                                  request.resume ? state.step : -1);
   const auto start = std::chrono::steady_clock::now();

@@ -44,17 +44,8 @@ McmPolicyOptions McmPolicyOptions::FromSignature(const std::string& signature, c
   };
   if (signature.rfind("mcm;", 0) != 0) throw fail("no 'mcm' tag");
   std::map<std::string, std::string> fields;
-  std::istringstream in(signature.substr(4));
-  std::string token;
-  while (std::getline(in, token, ';')) {
-    std::istringstream parts(token);
-    std::string part;
-    while (std::getline(parts, part, ',')) {
-      const size_t eq = part.find('=');
-      if (eq == std::string::npos) throw fail("bad field '" + part + "'");
-      fields[part.substr(0, eq)] = part.substr(eq + 1);
-    }
-  }
+  std::string bad;
+  if (!ParseSignatureFields(signature.substr(4), &fields, &bad)) throw fail("bad field '" + bad + "'");
   McmPolicyOptions o;
   try {
     o.gnn.hidden = std::stoll(fields.at("hidden"));
@@ -212,7 +203,8 @@ std::vector<int32_t> PartitionUnits(const graphs::Graph& g, const ColocationUnit
     const std::string_view scope(name.data(), slash + 1);
     for (const graphs::EdgeId e : g.out_edges(v)) {
       const graphs::NodeId c = g.edge(e).dst;
-      if (std::string_view(g.node(c).name).substr(0, scope.size()) == scope) join(colocation.unit(v), colocation.unit(c));
+      if (std::string_view(g.node(c).name).substr(0, scope.size()) == scope)
+        join(colocation.unit(v), colocation.unit(c));
     }
   }
   if (acyclic) {
@@ -669,11 +661,7 @@ void TrainMcmImpl(const TrainRequest& request) {
     }
     LogLine(LogLevel::kInfo, "mcm: resuming " + checkpoint + " at step " + std::to_string(state.step));
   }
-  {
-    YAML::Emitter emitter;
-    emitter << request.config;
-    WriteFileAtomic(run_path("config.yaml"), std::string(emitter.c_str()) + "\n");
-  }
+  WriteRunConfig(request);
   TrainingCurves curves(run_path("curves.csv"), {"valid_log_ratio", "entropy", "feasible", "graph"},
                         request.resume ? state.step : -1);
   const auto start = std::chrono::steady_clock::now();

@@ -56,17 +56,8 @@ RegalPolicyOptions RegalPolicyOptions::FromSignature(const std::string& signatur
   };
   if (signature.rfind("regal;", 0) != 0) throw fail("no 'regal' tag");
   std::map<std::string, std::string> fields;
-  std::string token;
-  std::istringstream in(signature.substr(6));
-  while (std::getline(in, token, ';')) {
-    std::istringstream parts(token);
-    std::string part;
-    while (std::getline(parts, part, ',')) {
-      const size_t eq = part.find('=');
-      if (eq == std::string::npos) throw fail("bad field '" + part + "'");
-      fields[part.substr(0, eq)] = part.substr(eq + 1);
-    }
-  }
+  std::string bad, token;
+  if (!ParseSignatureFields(signature.substr(6), &fields, &bad)) throw fail("bad field '" + bad + "'");
   RegalPolicyOptions o;
   try {
     o.gnn.hidden = std::stoll(fields.at("hidden"));
@@ -612,11 +603,7 @@ class RegalTrainer {
       best_objective_ = state.scalars.at("best_objective");
       LogLine(LogLevel::kInfo, "resuming " + checkpoint + " at step " + std::to_string(step));
     }
-    {
-      YAML::Emitter emitter;
-      emitter << request_.config;
-      WriteFileAtomic(RunPath("config.yaml"), std::string(emitter.c_str()) + "\n");
-    }
+    WriteRunConfig(request_);
     TrainingCurves curves(RunPath("curves.csv"),
                           {"uniform_objective", "valid_improvement", "entropy", "graph"},
                           request_.resume ? step : -1);
