@@ -20,7 +20,6 @@
 #include "agents/learned/common/train.h"
 #include "agents/options_util.h"
 #include "agents/search_tracker.h"
-#include "agents/static_costs.h"
 #include "core/error.h"
 #include "core/io.h"
 #include "core/log.h"
@@ -286,12 +285,14 @@ std::unique_ptr<Instance> MakeInstance(const sim::Evaluator& evaluator, const Mc
   p.unit_bytes.assign(static_cast<size_t>(p.num_units), 0.0);
   p.unit_weight.assign(static_cast<size_t>(p.num_units), 0.0);
   std::vector<int64_t> unit_of_node(static_cast<size_t>(g.num_nodes()));
-  const StaticCosts costs(evaluator);
   for (graphs::NodeId v = 0; v < g.num_nodes(); ++v) {
     const int32_t u = units.unit(v);
     unit_of_node[static_cast<size_t>(v)] = u;
-    // Weights and outputs once (what Baechi counts per op; StaticCosts).
-    p.unit_bytes[static_cast<size_t>(u)] += costs.Footprint(v);
+    // Weights and outputs once (what Baechi counts per op, StaticCosts::Footprint,
+    // without StaticCosts' per-device times, which the repair does not use).
+    double outputs = 0.0;
+    for (const graphs::TensorInfo& out : g.node(v).outputs) outputs += static_cast<double>(out.bytes);
+    p.unit_bytes[static_cast<size_t>(u)] += static_cast<double>(g.node(v).persistent_bytes) + outputs;
     p.unit_weight[static_cast<size_t>(u)] += 1.0;
   }
   for (const int32_t d : in->stage_device) {
