@@ -64,6 +64,11 @@ struct ValidationRow {
   }
 };
 
+// The targets of the validation (median and worst |error| against the
+// unprofiled step, on each GPU; docs/CALIBRATION.md, "Validation").
+inline constexpr double kValidationTargetMedian = 0.08;
+inline constexpr double kValidationTargetWorst = 0.25;
+
 struct ValidationSummary {
   std::string gpu;
   int32_t models = 0;
@@ -71,6 +76,19 @@ struct ValidationSummary {
   double worst_abs_error = 0.0;
   std::string worst_model;
   double median_abs_gpu_error = 0.0;
+  // Why the models off by more than kValidationTargetMedian are off. Taking
+  // a step as the larger of its GPU busy and host busy times, each such
+  // model is counted where putting the measured value in place of one
+  // side's prediction brings the step nearest to the measured one:
+  // `gpu_side` (the exported graph's kernels as the fits price them),
+  // `host_side` (per-op host costs of a model the profile has not seen);
+  // or `neither` when even both measured sides miss the step by more than
+  // the target (the step is not the larger of the two as recorded: overlap,
+  // synchronisations, the profiler factor's estimate of the host).
+  int32_t missed = 0;
+  int32_t gpu_side = 0;
+  int32_t host_side = 0;
+  int32_t neither = 0;
 };
 
 struct Validation {
@@ -83,10 +101,19 @@ struct Validation {
 Validation ValidateLeaveOneModelOut(const std::vector<ValidationGpu>& gpus, const FitOptions& fit,
                                     const std::function<void(const std::string&)>& progress = nullptr);
 
-// One JSON object per row.
+// The summary of one GPU's rows: median and worst |error|, and why the
+// models off by more than kValidationTargetMedian are off.
+ValidationSummary SummarizeValidation(const std::string& gpu, const std::vector<ValidationRow>& rows);
+
+// One JSON object per row (with "model"), then one per GPU with "summary":
+// the median and worst error, the targets, by how much they are missed and
+// why (the counts above and the line of ValidationWhy).
 std::string ValidationJson(const Validation& validation);
-// A table per GPU, its median and worst error, and the targets.
-std::string FormatValidation(const Validation& validation, double target_median, double target_worst);
+// A table per GPU, its median and worst error, the targets, and why.
+std::string FormatValidation(const Validation& validation);
+// One line: how many models miss the median target and on which side, and
+// where the causes are documented; empty when no model misses it.
+std::string ValidationWhy(const ValidationSummary& summary);
 
 }  // namespace gosim::calibration
 

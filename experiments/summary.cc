@@ -88,6 +88,7 @@ Summary Summarize(const ExperimentConfig& config, const std::vector<Cell>& cells
     if (!record) continue;
     ++entry.finished;
     ++summary.code_versions[IdentityCode(record->identity)];
+    ++summary.executions[record->execution];
     entry.mean_evaluations += static_cast<double>(record->evaluations);
     if (entry.pretrain_evaluations >= 0) {
       entry.pretrain_evaluations = record->pretrain_evaluations < 0
@@ -201,6 +202,21 @@ std::string Summary::ToMarkdown() const {
       first = false;
     }
     out << (code_versions.size() > 1 ? " -- cells of several builds (--reuse-other-code)" : "") << "\n\n";
+  }
+  if (!executions.empty()) {
+    if (executions.size() == 1 && executions.begin()->first == "none") {
+      out << "Host: not modelled (execution none: GPU-side step times; docs/SIMULATOR.md, \"The host\")\n\n";
+    } else {
+      out << "Host: ";
+      bool first = true;
+      for (const auto& [execution, count] : executions) {
+        out << (first ? "" : ", ")
+            << (execution.empty() ? std::string("not recorded") : "execution " + execution) << " (" << count
+            << (count == 1 ? " cell)" : " cells)");
+        first = false;
+      }
+      out << "\n\n";
+    }
   }
   if (test_graphs > 0) {
     out << "Test split: " << test_graphs << " test graph(s), used in " << final_runs

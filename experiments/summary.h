@@ -60,6 +60,10 @@ struct Summary {
   // Code version -> finished cells of the grid it produced (several when
   // `--reuse-other-code` copied cells of another build).
   std::map<std::string, int> code_versions;
+  // Execution the engine resolved to ("none", "eager", ...; "" for lines
+  // written before the field) -> finished cells: the header says whether
+  // the host was modelled (docs/SIMULATOR.md, "The host").
+  std::map<std::string, int> executions;
   int test_graphs = 0;                       // graphs of the grid that are test graphs (experiments/splits.h)
   int64_t final_runs = 0;                    // lines of the run folder's final_runs.jsonl
   std::vector<std::string> near_duplicates;  // ExperimentConfig::near_duplicates

@@ -146,6 +146,9 @@ TEST_CASE("A tiny experiment runs end to end and writes every file") {
   CHECK(markdown.find("| single_device |") != std::string::npos);
   CHECK(markdown.find("(ref)") != std::string::npos);
   CHECK(markdown.find("tiny_branches") != std::string::npos);
+  // Every finished cell recorded the execution it ran; the header says whether the host was modelled.
+  CHECK((markdown.find("Host: not modelled") != std::string::npos ||
+         markdown.find("Host: execution ") != std::string::npos));
 }
 
 TEST_CASE("Resume skips finished cells and reproduces the deleted ones exactly") {

@@ -38,3 +38,21 @@ def test_convergence_curves(tmp_path):
     # over a second per evaluation here; 200 came within 10% of the timeout.
     out = run("convergence_curves.py", "--budget", "40", "--seeds", "1", "--out", str(png))
     assert png.stat().st_size > 0 and "brkga seed 0" in out
+
+
+def test_gpt_host_bounds_the_step():
+    # Issue "One simulator": the GPT case. With the host modelled no step is
+    # shorter than the busiest host thread's dispatch time, on one GPU or on
+    # eight driven by one process; the placement found on the GPU side alone
+    # is not faster than one GPU once its host is counted.
+    out = run("gpt_host.py", "--budget", "100")
+    number = r"([\d.]+) ms"
+    eager = re.search(r"^execution eager: one GPU " + number + r" \(host busy " + number + r"\); BRKGA .*? " +
+                      number + r" on \d+ GPUs, \d+ transfers, host busy " + number, out, re.M)
+    rescored = re.search(r"^execution eager, the placement found under none: " + number + r" on (\d+) GPUs, "
+                         r"\d+ transfers, host busy " + number, out, re.M)
+    assert eager and rescored, out
+    one, one_host, placed, placed_host = map(float, eager.groups())
+    assert one >= one_host > 0 and placed >= placed_host > 0
+    step, gpus, host = float(rescored.group(1)), int(rescored.group(2)), float(rescored.group(3))
+    assert gpus > 1 and step >= host and step >= one
