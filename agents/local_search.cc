@@ -134,6 +134,7 @@ class LocalSearchAgent : public Agent {
     // the first descent starts from the best of them.
     sim::Decision warm;
     bool has_warm = false;
+    std::optional<double> explicit_score;  // the warm decision's own score when it differs from the seed's
     int64_t warm_evaluations = 0;
     if (!warm_start_.empty()) {
       const WarmStartResult seeds = RunWarmStart(name(), warm_start_, problem, tracker.Remaining());
@@ -148,6 +149,12 @@ class LocalSearchAgent : public Agent {
           MakeOrderExplicit(problem, &warm);
           tracker.Charge(1);
           ++warm_evaluations;
+          if (!OrderExplicitIsExact(problem) && tracker.Remaining() > 0) {
+            // A pipeline: the explicit order is only the first micro-batch's,
+            // so the descent starts from its own score, not the seed's.
+            explicit_score = tracker.Score(tracker.Evaluate(warm));
+            ++warm_evaluations;
+          }
         }
       }
     }
@@ -167,7 +174,7 @@ class LocalSearchAgent : public Agent {
       double current_score = 0.0;
       if (restarts == 0 && has_warm) {
         current = warm;
-        current_score = tracker.best_objective();
+        current_score = explicit_score ? *explicit_score : tracker.best_objective();
       } else {
         current = InitialDecision(init, problem, init_rng);
         if (runs) runs->KeepTogether(current.placement);

@@ -240,4 +240,8 @@ void MakeOrderExplicit(const Problem& problem, sim::Decision* decision) {
   }
 }
 
+bool OrderExplicitIsExact(const Problem& problem) {
+  return problem.evaluator.options().micro_batches <= 1;
+}
+
 }  // namespace gosim::agents

@@ -83,9 +83,17 @@ bool RescueInfeasible(const std::string& owner, SearchTracker& tracker);
 // Gives `decision` (which has no priorities) the op priorities that
 // reproduce its FIFO schedule: minus each op's ready time in a simulation of
 // the decision. FIFO runs the earliest-ready op first, ties by lower id, as
-// priority order does for equal priorities, so the schedule is the same.
-// One simulator evaluation, which the caller charges to its budget.
+// priority order does for equal priorities, so the schedule is the same,
+// except in a pipeline (SimOptions::micro_batches > 1), where one priority
+// per node cannot order its copies as FIFO did: there the first
+// micro-batch's order is taken, and the decision may score differently
+// (OrderExplicitIsExact). One simulator evaluation, which the caller
+// charges to its budget.
 void MakeOrderExplicit(const Problem& problem, sim::Decision* decision);
+
+// Whether MakeOrderExplicit's decision scores as the FIFO one did: true
+// unless the Evaluator simulates a pipeline.
+bool OrderExplicitIsExact(const Problem& problem);
 
 }  // namespace gosim::agents
 

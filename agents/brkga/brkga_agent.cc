@@ -43,8 +43,11 @@ class BrkgaAgent : public Agent {
     std::vector<std::vector<double>> initial;   // exact encodings of the seeds
     std::vector<std::vector<double>> variants;  // FIFO seeds in topological order
     int64_t used = warm.evaluations;
-    for (WarmStartSeed& seed : warm.seeds) {
-      sim::Decision& decision = seed.result.best;
+    for (const WarmStartSeed& seed : warm.seeds) {
+      // A copy: the seed's own decision stays the one its evaluation scored
+      // (in a pipeline the explicit order need not reproduce the FIFO
+      // schedule, so the seed may be returned below as it was evaluated).
+      sim::Decision decision = seed.result.best;
       if (layout.priority_genes() && !decision.has_priority() && used + 1 < budget) {
         // Two seeds from a FIFO decision: its exact order, and the same
         // placement in topological order (a different schedule, which gives
