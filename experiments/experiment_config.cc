@@ -285,7 +285,7 @@ ExperimentConfig ParseExperiment(const YAML::Node& root, const std::string& sour
   const bool has_suite = map.Has("suite");
   const bool has_graphs = map.Has("graphs");
   if (!has_suite && !has_graphs) {
-    map.Fail("", "the experiment names no graphs", "add suite: <suite.yaml> or a graphs: list");
+    map.FailMissing("suite", "the experiment names no graphs", "add suite: <suite.yaml> or a graphs: list");
   }
   config.splits = StringList(map.Node("split"), source, map.ChildPath("split"));
   if (has_suite) {
@@ -342,8 +342,12 @@ ExperimentConfig ParseExperiment(const YAML::Node& root, const std::string& sour
 
   // Machines and the simulator.
   config.clusters = StringList(map.Node("clusters"), source, map.ChildPath("clusters"));
-  if (config.clusters.empty())
+  if (config.clusters.empty()) {
+    // Absent (often misspelt: the error suggests the key that is there) or an empty list.
+    if (!map.Has("clusters"))
+      map.FailMissing("clusters", "the experiment names no clusters", "e.g. clusters: [p100x4_pcie]");
     map.Fail("clusters", "the experiment names no clusters", "e.g. clusters: [p100x4_pcie]");
+  }
   {
     const YAML::Node clusters = map.Node("clusters");
     std::set<std::string> seen;

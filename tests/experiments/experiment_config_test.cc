@@ -199,6 +199,11 @@ TEST_CASE("An experiment without graphs or agents says what is missing") {
                                 "clusters: [" +
                                 std::string(testing::kTwoGpus) + "]\n";
   CHECK(Contains(ErrorOf(no_agents).what(), "names no agents"));
+  // A misspelt required key: the error names the key that is there.
+  const std::string misspelt = "graphs: [{file: " + std::string(testing::kTinyGraph) + "}]\nclustrs: [x]\n";
+  CHECK(Contains(ErrorOf(misspelt).what(), "names no clusters"));
+  CHECK(Contains(ErrorOf(misspelt).what(), "clustrs"));
+  CHECK(Contains(ErrorOf("suit: s.yaml\nclusters: [x]\n").what(), "suit"));
   CHECK(Contains(ErrorOf("- a\n- b\n").what(), "must be a YAML mapping"));
 }
 
