@@ -67,9 +67,9 @@ def main():
                                targets=targets, optimizer="adam", name="gpt6_d512")
     print(f"exported {graph.num_nodes} nodes")
     cluster = gosim.load_cluster("h100x8_nvswitch")
-    found = {}
+    found, sims = {}, {}
     for execution in ("eager", "none"):
-        sim = gosim.Simulator(graph, cluster, options={"execution": execution})
+        sim = sims[execution] = gosim.Simulator(graph, cluster, options={"execution": execution})
         one = sim.simulate(np.zeros(graph.num_nodes, np.int32))
         best = gosim.optimize(graph, cluster, "brkga", budget=args.budget, seed=0,
                               sim_options={"execution": execution})
@@ -85,8 +85,7 @@ def main():
             gosim.save_decision(os.path.join(args.out, f"brkga_{execution}.json"), best)
     # The placement found on the GPU side alone, driven by one process with its host.
     best = found["none"]
-    rescored = gosim.Simulator(graph, cluster, options={"execution": "eager"}).simulate(best.devices,
-                                                                                      priority=best.priority)
+    rescored = sims["eager"].simulate(best.devices, priority=best.priority)
     print(f"execution eager, the placement found under none: {rescored['step_time'] * 1e3:.2f} ms on "
           f"{len(set(int(d) for d in best.devices))} GPUs, {rescored['transfers']} transfers, host busy "
           f"{rescored['host_busy_s'] * 1e3:.2f} ms")
