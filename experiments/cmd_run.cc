@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "agents/learned_agents.h"
+#include "core/error.h"
 #include "core/version.h"
 #include "experiments/commands.h"
 #include "experiments/runner.h"
@@ -72,6 +73,17 @@ int RunList(const experiments::ExperimentConfig& config) {
 }
 
 int Run(const RunArgs& args) {
+  // `--only a b` takes one label; `b` lands among the overrides. Say so
+  // rather than "not of the form key.path=value".
+  if (!args.only.empty()) {
+    for (const std::string& word : args.overrides) {
+      if (word.find('=') == std::string::npos) {
+        throw ConfigError("'" + word + "' is neither the experiment nor an override (key.path=value)", {},
+                          "--only takes one agent label: give each its own, e.g. --only " + args.only.back() +
+                              " --only " + word);
+      }
+    }
+  }
   const experiments::ExperimentConfig config =
       experiments::LoadExperiment(args.experiment, args.overrides, args.quick);
   if (args.list) return RunList(config);
@@ -130,7 +142,8 @@ void AddRunCommand(CLI::App& root) {
                 "With --reuse: also copy cells produced by another build of gosim (their lines keep "
                 "that code version, and the summary lists the versions)");
   run->add_option("--only", args->only,
-                  "Run only the cells of the agent with this label (as the summary names it; repeatable); "
+                  "Run only the cells of the agent with this label (as the summary names it; repeatable: "
+                  "--only a --only b); "
                   "the grid, the run folder and the cells' identities stay the experiment's, so a later run "
                   "without --only finishes the rest (e.g. cheap rows first)")
       ->allow_extra_args(false);  // one label per --only: what follows is the experiment or an override

@@ -65,6 +65,9 @@ expect 1 '^gosim: graph error: .*empty\.pbtxt: the graph has no nodes' \
 head -c 3000000 /dev/zero | gzip -c > "$work/bomb.json.gz"
 GOSIM_MAX_INFLATED_BYTES=1000000 expect 1 "^gosim: i/o error: $work/bomb.json.gz: byte [0-9]+: gzip data inflates to more than 1000000 bytes" \
   optimize --graph "$work/bomb.json.gz" --cluster "$cluster" --agent m_etf --no-progress
+# Several labels after one --only: the second is named, with the fix.
+expect 1 "^gosim: config error: 'gdp' is neither the experiment nor an override \\(key\\.path=value\\).*--only go --only gdp" \
+  run configs/experiments/quickstart.yaml --only go gdp
 # Help and a valid run still print normally and exit 0.
 "$gosim" --help > /dev/null 2>&1 || { echo "FAIL: gosim --help"; failures=$((failures + 1)); }
 "$gosim" optimize --graph "$graph" --cluster "$cluster" --agent random_search --budget 20 --no-progress \
