@@ -39,6 +39,7 @@
 #include "agents/learned/common/torch_lock.h"
 #include "agents/learned/go/go_agent.h"
 #include "agents/learned/go/go_graph.h"
+#include "agents/learned/go/fused_attention.h"
 #include "agents/learned/go/go_model.h"
 #include "agents/learned/hrl/hrl_learner.h"
 #include "agents/learned/regal/regal.h"
@@ -184,6 +185,34 @@ void BM_GoAttention(benchmark::State& state) {
   }
 }
 BENCHMARK(BM_GoAttention)->Arg(1)->Arg(16)->Unit(benchmark::kMillisecond);
+
+// The attention alone, as GO's long-graph trunk runs it with gradients: 16
+// segments of 256 queries against 512 keys (memory + segment), 4 heads of 8.
+// Arg 0: the unfused operations (scores, bias, softmax, weighted values),
+// arg 1: FusedRelativeAttention; forward and backward, 1 thread.
+void BM_GoAttentionCore(benchmark::State& state) {
+  torch::set_num_threads(1);
+  torch::manual_seed(1);
+  const int64_t b = 16, heads = 4, l = 256, m = 256, dh = 8;
+  const torch::Tensor q = torch::randn({b, heads, l, dh}, torch::requires_grad());
+  const torch::Tensor k = torch::randn({b, heads, m + l, dh}, torch::requires_grad());
+  const torch::Tensor v = torch::randn({b, heads, m + l, dh}, torch::requires_grad());
+  const torch::Tensor bias = torch::randn({heads, 256}, torch::requires_grad());
+  go::RecurrentAttention layer(heads * dh, heads, 256);
+  const torch::Tensor x = torch::randn({b, l, heads * dh}, torch::requires_grad());
+  const torch::Tensor memory = torch::randn({b, m, heads * dh});
+  for (auto _ : state) {
+    torch::Tensor out;
+    if (state.range(0) == 1) {
+      out = go::FusedRelativeAttention(q, k, v, bias);
+    } else {
+      out = layer->forward(x, memory, torch::Tensor(), torch::Tensor());
+    }
+    out.sum().backward();
+    benchmark::DoNotOptimize(out.data_ptr<float>());
+  }
+}
+BENCHMARK(BM_GoAttentionCore)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 
 // GO at the papers' scale (issue 35): the xl suite's GNMT-8 training graph
 // (configs/suites/xl.yaml, 92.8k nodes) on dgx1_v100's 8 devices, the

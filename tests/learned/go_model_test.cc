@@ -543,7 +543,8 @@ struct BackwardSetting {
   learned::go::ActionGroups groups;
   double moves;
   double role_moves = 0.0;
-  bool heads = true;  // priority and fusion heads too
+  bool heads = true;   // priority and fusion heads too
+  bool whole = false;  // one loss call over the whole graph (long graph, groups only sliced)
 };
 
 // BackwardBySegment's parameter gradients and loss against back-propagating
@@ -597,7 +598,7 @@ void CheckBackwardBySegment(const graphs::Graph& g, int64_t segment, int expecte
           return (log_prob * weight.slice(1, start, end)).sum() - 0.1 * entropy.sum();
         },
         [&](const torch::Tensor& value) { return (value - target).pow(2).mean(); });
-    CHECK(segments == expected_segments);
+    CHECK(segments == (setting.whole ? 1 : expected_segments));
     CHECK(total == doctest::Approx(whole.item<double>()).epsilon(1e-5));
     const std::vector<torch::Tensor> got = grads();
     REQUIRE(got.size() == expected.size());
@@ -622,10 +623,11 @@ TEST_CASE("BackwardBySegment: the gradients of back-propagating the whole loss, 
                           {0.0, learned::go::ActionGroups::kScope, 0.0, 0.5},
                           {1.5, learned::go::ActionGroups::kScope, 4.0, 0.5}});
   // A long graph (68 segments of 2): the trunk in batches of segments, and
-  // with the placement head alone the groups' losses back-propagated once.
+  // with the placement head alone the trunk once with its graph (fused
+  // attention) and the loss taken once over the whole graph.
   CheckBackwardBySegment(IndependentChains(9, 15), 2, 68,
-                         {{0.0, learned::go::ActionGroups::kScope, 0.0, 0.0, false},
-                          {1.5, learned::go::ActionGroups::kChunks, 0.0, 0.0, false},
+                         {{0.0, learned::go::ActionGroups::kScope, 0.0, 0.0, false, true},
+                          {1.5, learned::go::ActionGroups::kChunks, 0.0, 0.0, false, true},
                           {0.0, learned::go::ActionGroups::kScope, 4.0, 0.5, true}});
 }
 

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "agents/learned/common/features.h"
+#include "agents/learned/go/fused_attention.h"
 #include "core/error.h"
 #include "graphs/op_class.h"
 
@@ -85,7 +86,8 @@ torch::Tensor RecurrentAttentionImpl::AttentionWeights(const torch::Tensor& x, c
 }
 
 torch::Tensor RecurrentAttentionImpl::forward(const torch::Tensor& x, const torch::Tensor& memory,
-                                              const torch::Tensor& gamma, const torch::Tensor& beta) {
+                                              const torch::Tensor& gamma, const torch::Tensor& beta,
+                                              bool fused) {
   const int64_t b = x.size(0), l = x.size(1);
   const int64_t m = memory.defined() ? memory.size(1) : 0;
   const int64_t dh = model_ / heads_;
@@ -97,8 +99,14 @@ torch::Tensor RecurrentAttentionImpl::forward(const torch::Tensor& x, const torc
         .view({b, len, heads_, dh})
         .transpose(1, 2);
   };
-  const torch::Tensor weights = torch::softmax(Scores(split(0, m, l), split(1, 0, m + l), m, l), -1);
-  torch::Tensor attended = torch::matmul(weights, split(2, 0, m + l)).transpose(1, 2).reshape({b, l, model_});
+  torch::Tensor attended;
+  if (fused) {
+    attended = FusedRelativeAttention(split(0, m, l), split(1, 0, m + l), split(2, 0, m + l), relative_bias_);
+  } else {
+    const torch::Tensor weights = torch::softmax(Scores(split(0, m, l), split(1, 0, m + l), m, l), -1);
+    attended = torch::matmul(weights, split(2, 0, m + l));
+  }
+  attended = attended.transpose(1, 2).reshape({b, l, model_});
   attended = out_(attended);
   const bool film = gamma.defined();
   if (film) attended = attended * gamma.select(1, 0).unsqueeze(1) + beta.select(1, 0).unsqueeze(1);
@@ -334,13 +342,27 @@ void GoPolicyImpl::PlacementTrunk(const GoGraph& graph, const torch::Tensor& nod
   // (PPO's update), while without gradients one segment's scores staying in
   // cache is what counts (docs/BENCHMARKS.md, "GO at 92.8k nodes").
   const int64_t batch = torch::GradMode::is_enabled() && LongGraph(n) ? kTrunkBatch : 1;
+  // Long graphs only: the fused attention equals the unfused one up to
+  // rounding, and every table's graph keeps the unfused path bit for bit.
+  const bool fused = LongGraph(n);
+  // The batches: [start, end) of `count` segments (the first and a short
+  // last one alone). The nodes' inputs are cut by one split, not a slice per
+  // batch: each slice's backward writes a zero tensor of the whole input.
+  std::vector<int64_t> starts, sizes;
   for (int64_t start = 0; start < n;) {
-    // Segments in this batch: the first and a short last one alone.
     const int64_t count =
         start == 0 || n - start < segment ? 1 : std::min<int64_t>(batch, (n - start) / segment);
     const int64_t end = std::min(n, start + count * segment);
+    starts.push_back(start);
+    sizes.push_back(end - start);
+    start = end;
+  }
+  const std::vector<torch::Tensor> parts = nodes.split_with_sizes(sizes, 0);
+  for (size_t part = 0; part < parts.size(); ++part) {
+    const int64_t start = starts[part], end = start + sizes[part];
+    const int64_t count = std::max<int64_t>(1, sizes[part] / segment);
     const int64_t len = count == 1 ? end - start : segment;
-    torch::Tensor x = input_(nodes.slice(0, start, end)).view({count, len, d});  // [C x L x d]
+    torch::Tensor x = input_(parts[part]).view({count, len, d});  // [C x L x d]
     for (size_t l = 0; l <= layers; ++l) {
       RecurrentAttention& layer = l < layers ? trunk_[l] : place_layer_;
       // Segment i's memory: the input of segment i - 1, detached
@@ -348,18 +370,17 @@ void GoPolicyImpl::PlacementTrunk(const GoGraph& graph, const torch::Tensor& nod
       torch::Tensor memory;
       if (last[l].defined())
         memory = count == 1 ? last[l] : torch::cat({last[l], x.slice(0, 0, count - 1).detach()}, 0);
-      torch::Tensor y = layer->forward(x, memory, gamma[l], beta[l]);
+      torch::Tensor y = layer->forward(x, memory, gamma[l], beta[l], fused);
       last[l] = x.slice(0, count - 1, count).detach();
       x = y;
     }
     x = x.reshape({1, end - start, d});
     torch::Tensor z = place_head_(x);  // [1 x (end - start) x max_devices]
     if (noise.defined()) {
-      const torch::Tensor positions = nodes.slice(0, start, end).slice(1, options_.gnn.hidden);
+      const torch::Tensor positions = parts[part].slice(1, options_.gnn.hidden);
       z = z + PlacementNoise(graph, start, end, x, positions, noise);  // [B x (end - start) x max_devices]
     }
     on_segment(start, end, x, z);
-    start = end;
   }
 }
 
@@ -516,7 +537,7 @@ void GoPolicyImpl::MoveRoles(const RoleGrouping& roles, const torch::Tensor& nod
 void GoPolicyImpl::Stream(const GoGraph& graph, const torch::Tensor& nodes,
                           const torch::Tensor& graph_embedding, int64_t devices, int64_t samples, Mode mode,
                           Rng* rng, const GoActions* given, GoActions* actions, const SegmentFn& on_segment,
-                          const PlacementPass* pass) {
+                          const PlacementPass* pass, bool whole) {
   if (devices < 1 || devices > options_.max_devices) {
     throw ConfigError("GO: the cluster has " + std::to_string(devices) +
                           " devices, the network places on at most " + std::to_string(options_.max_devices),
@@ -635,6 +656,19 @@ void GoPolicyImpl::Stream(const GoGraph& graph, const torch::Tensor& nodes,
       MoveRoles(*roles, pass->node_logits, devices, device_mask, mode, rng, given, actions, &group_log_prob,
                 &group_entropy);
   }
+  if (whole && grouping != nullptr && stickiness < 0.0 && !options_.priority && !options_.fusion) {
+    on_segment(0, n, group_log_prob, group_entropy);
+    return;
+  }
+  // The groups' log-probabilities and entropies per segment: one split, not
+  // a slice per segment, whose backward would write a zero tensor of the
+  // whole [B x n] for each segment (at 92.8k nodes, more work than the
+  // network's). The same gradients.
+  std::vector<torch::Tensor> group_log_prob_parts, group_entropy_parts;
+  if (grouping != nullptr) {
+    group_log_prob_parts = group_log_prob.split(segment, 1);
+    group_entropy_parts = group_entropy.split(segment, 1);
+  }
   for (int64_t start = 0; start < n; start += segment) {
     const int64_t end = std::min(n, start + segment);
     const int64_t len = end - start;
@@ -642,8 +676,8 @@ void GoPolicyImpl::Stream(const GoGraph& graph, const torch::Tensor& nodes,
     if (grouping != nullptr) {
       const torch::Tensor& state = pass->states[static_cast<size_t>(start / segment)];  // [1 x L x d]
       h = state.expand({b, len, d});
-      log_prob = group_log_prob.slice(1, start, end);
-      entropy = group_entropy.slice(1, start, end);
+      log_prob = group_log_prob_parts[static_cast<size_t>(start / segment)];
+      entropy = group_entropy_parts[static_cast<size_t>(start / segment)];
       if (stickiness >= 0.0) {
         // Node moves: each node's own logits plus the stickiness bonus on
         // its group's device.
@@ -727,8 +761,21 @@ double GoPolicyImpl::BackwardBySegment(const GoGraph& graph, int64_t devices, co
   const ActionGrouping* grouping = Grouping(graph);
   const bool noisy = options_.exploration_noise > 0.0 && given.place_noise.defined();
   const torch::Tensor noise = noisy ? given.place_noise : torch::Tensor();
+  // Group mode with the placement head alone and no node moves: the
+  // segments only slice the groups' log-probabilities, so their losses are
+  // summed and back-propagated once (one segment's graph is small).
+  const bool sliced_only = grouping != nullptr && !options_.priority && !options_.fusion &&
+                           !(options_.node_moves > 0.0 && devices > 1) && LongGraph(graph.num_nodes);
+  // Then the trunk, whose fused attention keeps no scores (LongGraph), runs
+  // once with its graph kept (a few hundred MB at 92.8k nodes) and that one
+  // backward goes through it; otherwise it runs without gradient first and
+  // again below, segment by segment, so that one segment's graph at a time
+  // is alive.
+  const bool one_pass = sliced_only;
   PlacementPass pass;
-  if (grouping != nullptr) {
+  if (grouping != nullptr && one_pass) {
+    pass = RunPlacementPass(graph, *grouping, nodes_leaf, embedding_leaf, noise);
+  } else if (grouping != nullptr) {
     {
       torch::NoGradGuard no_grad;
       pass = RunPlacementPass(graph, *grouping, nodes_leaf, embedding_leaf, noise);
@@ -740,11 +787,6 @@ double GoPolicyImpl::BackwardBySegment(const GoGraph& graph, int64_t devices, co
   }
   GoActions actions;
   double total = 0.0;
-  // Group mode with the placement head alone and no node moves: the
-  // segments only slice the groups' log-probabilities, so their losses are
-  // summed and back-propagated once (one segment's graph is small).
-  const bool sliced_only = grouping != nullptr && !options_.priority && !options_.fusion &&
-                           !(options_.node_moves > 0.0 && devices > 1) && LongGraph(graph.num_nodes);
   torch::Tensor pending;
   Stream(
       graph, nodes_leaf, embedding_leaf, devices, samples, Mode::kGiven, nullptr, &given, &actions,
@@ -759,9 +801,9 @@ double GoPolicyImpl::BackwardBySegment(const GoGraph& graph, int64_t devices, co
         // shared by every segment: keep their (small) graph.
         loss.backward({}, /*retain_graph=*/true);
       },
-      grouping != nullptr ? &pass : nullptr);
+      grouping != nullptr ? &pass : nullptr, /*whole=*/sliced_only);
   if (pending.defined()) pending.backward({}, /*retain_graph=*/true);
-  if (grouping != nullptr) {
+  if (grouping != nullptr && !one_pass) {
     // The trunk again, segment by segment with its graph: a node's logits
     // receive its group's pooled gradient divided by the group's size (the
     // pooling is a mean), its state the gradient of the task layers.

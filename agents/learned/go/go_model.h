@@ -144,9 +144,10 @@ class RecurrentAttentionImpl : public torch::nn::Module {
   // x: [B x L x d] (one segment), memory: [B x M x d] (may have M = 0; the
   // caller detaches it), gamma / beta: [B x 2 x d] FiLM parameters (or
   // undefined tensors: no modulation). Query i (position M + i) attends to
-  // keys 0 .. M + i. Returns [B x L x d].
+  // keys 0 .. M + i. Returns [B x L x d]. `fused`: the attention by
+  // FusedRelativeAttention (fused_attention.h), equal up to rounding.
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& memory, const torch::Tensor& gamma,
-                        const torch::Tensor& beta);
+                        const torch::Tensor& beta, bool fused = false);
 
   // The attention weights for the same inputs ([B x H x L x (M + L)]), for tests.
   torch::Tensor AttentionWeights(const torch::Tensor& x, const torch::Tensor& memory);
@@ -279,10 +280,13 @@ class GoPolicyImpl : public torch::nn::Module {
     torch::Tensor node_logits;  // role moves: the placement logits per node [B' x n x max_devices]
   };
   // `pass`: group mode only, a placement pass computed by the caller
-  // (BackwardBySegment), else computed here.
+  // (BackwardBySegment), else computed here. `whole`: when the segments
+  // would only slice the groups' log-probabilities (group mode, placement
+  // head alone, no node moves), one call on_segment(0, n, ...) instead.
   void Stream(const GoGraph& graph, const torch::Tensor& nodes, const torch::Tensor& graph_embedding,
               int64_t devices, int64_t samples, Mode mode, Rng* rng, const GoActions* given,
-              GoActions* actions, const SegmentFn& on_segment, const PlacementPass* pass = nullptr);
+              GoActions* actions, const SegmentFn& on_segment, const PlacementPass* pass = nullptr,
+              bool whole = false);
   // The shared layers and the placement layer over the segments at batch 1,
   // calling `on_segment(start, end, state, logits)` with the placement
   // layer's states [1 x (end - start) x d] and the logits
