@@ -29,7 +29,9 @@
 
 #include <algorithm>
 #include <array>
+#include <cmath>
 #include <ctime>
+#include <limits>
 #include <map>
 #include <memory>
 
@@ -37,9 +39,9 @@
 #include "agents/learned/common/features.h"
 #include "agents/learned/common/gnn.h"
 #include "agents/learned/common/torch_lock.h"
+#include "agents/learned/go/fused_attention.h"
 #include "agents/learned/go/go_agent.h"
 #include "agents/learned/go/go_graph.h"
-#include "agents/learned/go/fused_attention.h"
 #include "agents/learned/go/go_model.h"
 #include "agents/learned/hrl/hrl_learner.h"
 #include "agents/learned/regal/regal.h"
@@ -187,26 +189,32 @@ void BM_GoAttention(benchmark::State& state) {
 BENCHMARK(BM_GoAttention)->Arg(1)->Arg(16)->Unit(benchmark::kMillisecond);
 
 // The attention alone, as GO's long-graph trunk runs it with gradients: 16
-// segments of 256 queries against 512 keys (memory + segment), 4 heads of 8.
-// Arg 0: the unfused operations (scores, bias, softmax, weighted values),
-// arg 1: FusedRelativeAttention; forward and backward, 1 thread.
+// segments of 256 queries against 512 keys (memory + segment), 4 heads of 8,
+// relative-position bias, keys after the query masked. Arg 0: the unfused
+// operations RecurrentAttention runs on other graphs (scaled scores plus the
+// bias, softmax, weighted values; autograd keeps the scores), arg 1:
+// FusedRelativeAttention. Forward and backward, 1 thread.
 void BM_GoAttentionCore(benchmark::State& state) {
   torch::set_num_threads(1);
   torch::manual_seed(1);
-  const int64_t b = 16, heads = 4, l = 256, m = 256, dh = 8;
+  const int64_t b = 16, heads = 4, l = 256, m = 256, dh = 8, relative = 256;
   const torch::Tensor q = torch::randn({b, heads, l, dh}, torch::requires_grad());
   const torch::Tensor k = torch::randn({b, heads, m + l, dh}, torch::requires_grad());
   const torch::Tensor v = torch::randn({b, heads, m + l, dh}, torch::requires_grad());
-  const torch::Tensor bias = torch::randn({heads, 256}, torch::requires_grad());
-  go::RecurrentAttention layer(heads * dh, heads, 256);
-  const torch::Tensor x = torch::randn({b, l, heads * dh}, torch::requires_grad());
-  const torch::Tensor memory = torch::randn({b, m, heads * dh});
+  const torch::Tensor relative_bias = torch::randn({heads, relative}, torch::requires_grad());
   for (auto _ : state) {
     torch::Tensor out;
     if (state.range(0) == 1) {
-      out = go::FusedRelativeAttention(q, k, v, bias);
+      out = go::FusedRelativeAttention(q, k, v, relative_bias);
     } else {
-      out = layer->forward(x, memory, torch::Tensor(), torch::Tensor());
+      // bias[h][i][j] = relative_bias[h][min(m + i - j, relative - 1)], -inf for j > m + i.
+      const torch::Tensor distance = (torch::arange(l).unsqueeze(1) + m - torch::arange(m + l).unsqueeze(0));
+      const torch::Tensor bias = relative_bias.index_select(1, distance.clamp(0, relative - 1).flatten())
+                                     .view({heads, l, m + l})
+                                     .masked_fill(distance.lt(0), -std::numeric_limits<float>::infinity());
+      const torch::Tensor scores =
+          torch::matmul(q * (1.0 / std::sqrt(static_cast<double>(dh))), k.transpose(-1, -2));
+      out = torch::matmul(torch::softmax(scores + bias, -1), v);
     }
     out.sum().backward();
     benchmark::DoNotOptimize(out.data_ptr<float>());
