@@ -10,6 +10,7 @@
 #include "agents/learned/go/fused_attention.h"
 #include "agents/learned/go/go_model.h"
 #include "core/error.h"
+#include "tests/learned/go_test_util.h"
 
 // glog, which torch includes, defines a CHECK macro; doctest's must win here.
 #undef CHECK
@@ -24,20 +25,8 @@ using learned::go::RecurrentAttention;
 // softmax(q k^T / sqrt(dh) + bias(M + i - j), keys after the query masked) v.
 torch::Tensor Reference(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                         const torch::Tensor& relative_bias) {
-  const int64_t l = q.size(2), m = k.size(2) - l, r = relative_bias.size(1);
-  std::vector<int64_t> index;
-  std::vector<uint8_t> after;
-  for (int64_t i = 0; i < l; ++i) {
-    for (int64_t j = 0; j < m + l; ++j) {
-      const int64_t distance = m + i - j;
-      index.push_back(std::clamp<int64_t>(distance, 0, r - 1));
-      after.push_back(distance < 0 ? 1 : 0);
-    }
-  }
-  const torch::Tensor bias = relative_bias.index_select(1, torch::tensor(index))
-                                 .view({relative_bias.size(0), l, m + l})
-                                 .masked_fill(torch::tensor(after).to(torch::kBool).view({1, l, m + l}),
-                                              -std::numeric_limits<float>::infinity());
+  const int64_t l = q.size(2), m = k.size(2) - l;
+  const torch::Tensor bias = go_testing::RelativeBiasReference(relative_bias, m, l);
   const double scale = 1.0 / std::sqrt(static_cast<double>(q.size(3)));
   return torch::matmul(torch::softmax(torch::matmul(q, k.transpose(-1, -2)) * scale + bias, -1), v);
 }

@@ -373,20 +373,7 @@ TEST_CASE("RecurrentAttention: relative-position bias and its gradient against a
   const torch::Tensor qkv = torch::matmul(h, p["qkv.weight"].t()) + p["qkv.bias"];
   const torch::Tensor q = qkv.slice(2, 0, d).slice(1, m, m + l).reshape({3, l, heads, dh}).transpose(1, 2);
   const torch::Tensor k = qkv.slice(2, d, 2 * d).reshape({3, m + l, heads, dh}).transpose(1, 2);
-  std::vector<int64_t> index;
-  std::vector<uint8_t> after;
-  for (int64_t i = 0; i < l; ++i) {
-    for (int64_t j = 0; j < m + l; ++j) {
-      const int64_t distance = m + i - j;
-      index.push_back(std::clamp<int64_t>(distance, 0, r - 1));
-      after.push_back(distance < 0 ? 1 : 0);
-    }
-  }
-  const torch::Tensor bias = p["relative_bias"]
-                                 .index_select(1, torch::tensor(index))
-                                 .view({heads, l, m + l})
-                                 .masked_fill(torch::tensor(after).to(torch::kBool).view({1, l, m + l}),
-                                              -std::numeric_limits<float>::infinity());
+  const torch::Tensor bias = go_testing::RelativeBiasReference(p["relative_bias"], m, l);
   const torch::Tensor reference =
       torch::softmax(torch::matmul(q, k.transpose(-1, -2)) / std::sqrt(static_cast<double>(dh)) + bias, -1);
   CHECK(torch::allclose(w, reference, 1e-5, 1e-6));

@@ -3,8 +3,14 @@
 #ifndef GOSIM_TESTS_LEARNED_GO_TEST_UTIL_H_
 #define GOSIM_TESTS_LEARNED_GO_TEST_UTIL_H_
 
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "agents/agent.h"
 #include "agents/learned/register.h"
@@ -13,6 +19,26 @@
 #include "tests/agents/test_util.h"
 
 namespace gosim::agents::go_testing {
+
+// GO's relative-position attention bias written out index by index,
+// [H x L x (M + L)] for relative_bias [H x R]: relative_bias[h][min(M + i -
+// j, R - 1)] for key j <= M + i, -inf for a key after the query.
+inline torch::Tensor RelativeBiasReference(const torch::Tensor& relative_bias, int64_t m, int64_t l) {
+  const int64_t r = relative_bias.size(1);
+  std::vector<int64_t> index;
+  std::vector<uint8_t> after;
+  for (int64_t i = 0; i < l; ++i) {
+    for (int64_t j = 0; j < m + l; ++j) {
+      const int64_t distance = m + i - j;
+      index.push_back(std::clamp<int64_t>(distance, 0, r - 1));
+      after.push_back(distance < 0 ? 1 : 0);
+    }
+  }
+  return relative_bias.index_select(1, torch::tensor(index))
+      .view({relative_bias.size(0), l, m + l})
+      .masked_fill(torch::tensor(after).to(torch::kBool).view({1, l, m + l}),
+                   -std::numeric_limits<float>::infinity());
+}
 
 // The `go` agent of the YAML options `yaml`.
 inline std::unique_ptr<Agent> MakeGo(const std::string& yaml) {
