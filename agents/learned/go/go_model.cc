@@ -761,9 +761,10 @@ double GoPolicyImpl::BackwardBySegment(const GoGraph& graph, int64_t devices, co
   const ActionGrouping* grouping = Grouping(graph);
   const bool noisy = options_.exploration_noise > 0.0 && given.place_noise.defined();
   const torch::Tensor noise = noisy ? given.place_noise : torch::Tensor();
-  // Group mode with the placement head alone and no node moves: the
-  // segments only slice the groups' log-probabilities, so their losses are
-  // summed and back-propagated once (one segment's graph is small).
+  // Group mode with the placement head alone and no node moves, on a long
+  // graph: the segments would only slice the groups' log-probabilities, so
+  // the loss is taken once over the whole graph (Stream's `whole`) and
+  // back-propagated once.
   const bool sliced_only = grouping != nullptr && !options_.priority && !options_.fusion &&
                            !(options_.node_moves > 0.0 && devices > 1) && LongGraph(graph.num_nodes);
   // Then the trunk, whose fused attention keeps no scores (LongGraph), runs
