@@ -161,10 +161,10 @@ struct Kernels {
     }
   }
 
-  // Backward, query i, in one sweep over its keys (tile by tile): the weights
-  // p_j again (exp(s_j - lse_i)), dP_j = dO_i . v_j, dS_j = p_j (dP_j
-  // - dO_i . O_i), and dQ_i = scale sum_j dS_j k_j, dK_j += scale dS_j q_i, dV_j += p_j dO_i, dr[off + j] +=
-  // dS_j.
+  // Backward, query i, in one sweep over its keys (tile by tile): the
+  // weights p_j again (exp(s_j - lse_i)), dP_j = dO_i . v_j,
+  // dS_j = p_j (dP_j - dO_i . O_i), and then dQ_i = scale sum_j dS_j k_j,
+  // dK_j += scale dS_j q_i, dV_j += p_j dO_i, dr[off + j] += dS_j.
   template <int64_t kDh>
   GOSIM_ATTENTION_INLINE static void BackwardRows(const Head& h, const float* __restrict q,
                                                   const float* __restrict kt, const float* __restrict vt,

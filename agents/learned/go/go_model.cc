@@ -348,19 +348,20 @@ void GoPolicyImpl::PlacementTrunk(const GoGraph& graph, const torch::Tensor& nod
   // The batches: [start, end) of `count` segments (the first and a short
   // last one alone). The nodes' inputs are cut by one split, not a slice per
   // batch: each slice's backward writes a zero tensor of the whole input.
-  std::vector<int64_t> starts, sizes;
+  std::vector<int64_t> starts, sizes, counts;
   for (int64_t start = 0; start < n;) {
     const int64_t count =
         start == 0 || n - start < segment ? 1 : std::min<int64_t>(batch, (n - start) / segment);
     const int64_t end = std::min(n, start + count * segment);
     starts.push_back(start);
     sizes.push_back(end - start);
+    counts.push_back(count);
     start = end;
   }
   const std::vector<torch::Tensor> parts = nodes.split_with_sizes(sizes, 0);
   for (size_t part = 0; part < parts.size(); ++part) {
     const int64_t start = starts[part], end = start + sizes[part];
-    const int64_t count = std::max<int64_t>(1, sizes[part] / segment);
+    const int64_t count = counts[part];
     const int64_t len = count == 1 ? end - start : segment;
     torch::Tensor x = input_(parts[part]).view({count, len, d});  // [C x L x d]
     for (size_t l = 0; l <= layers; ++l) {
@@ -772,9 +773,8 @@ double GoPolicyImpl::BackwardBySegment(const GoGraph& graph, int64_t devices, co
   // backward goes through it; otherwise it runs without gradient first and
   // again below, segment by segment, so that one segment's graph at a time
   // is alive.
-  const bool one_pass = sliced_only;
   PlacementPass pass;
-  if (grouping != nullptr && one_pass) {
+  if (sliced_only) {
     pass = RunPlacementPass(graph, *grouping, nodes_leaf, embedding_leaf, noise);
   } else if (grouping != nullptr) {
     {
@@ -804,7 +804,7 @@ double GoPolicyImpl::BackwardBySegment(const GoGraph& graph, int64_t devices, co
       },
       grouping != nullptr ? &pass : nullptr, /*whole=*/sliced_only);
   if (pending.defined()) pending.backward({}, /*retain_graph=*/true);
-  if (grouping != nullptr && !one_pass) {
+  if (grouping != nullptr && !sliced_only) {
     // The trunk again, segment by segment with its graph: a node's logits
     // receive its group's pooled gradient divided by the group's size (the
     // pooling is a mean), its state the gradient of the task layers.
