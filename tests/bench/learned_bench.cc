@@ -38,6 +38,7 @@
 #include "agents/learned/common/checkpoint.h"
 #include "agents/learned/common/features.h"
 #include "agents/learned/common/gnn.h"
+#include "agents/learned/common/parallel_linear.h"
 #include "agents/learned/common/torch_lock.h"
 #include "agents/learned/go/fused_attention.h"
 #include "agents/learned/go/go_agent.h"
@@ -190,37 +191,66 @@ BENCHMARK(BM_GoAttention)->Arg(1)->Arg(16)->Unit(benchmark::kMillisecond);
 
 // The attention alone, as GO's long-graph trunk runs it with gradients: 16
 // segments of 256 queries against 512 keys (memory + segment), 4 heads of 8,
-// relative-position bias, keys after the query masked. Arg 0: the unfused
-// operations RecurrentAttention runs on other graphs (scaled scores plus the
-// bias, softmax, weighted values; autograd keeps the scores), arg 1:
+// relative-position bias, keys after the query masked, from the layer's
+// packed projection [16 x 512 x 96] to the heads side by side [16 x 256 x
+// 32]. Arg 0: the unfused operations RecurrentAttention runs on other graphs
+// (per-head q, k, v views, scaled scores plus the bias, softmax, weighted
+// values, heads transposed back; autograd keeps the scores), arg 1:
 // FusedRelativeAttention. Forward and backward, 1 thread.
 void BM_GoAttentionCore(benchmark::State& state) {
   torch::set_num_threads(1);
   torch::manual_seed(1);
-  const int64_t b = 16, heads = 4, l = 256, m = 256, dh = 8, relative = 256;
-  const torch::Tensor q = torch::randn({b, heads, l, dh}, torch::requires_grad());
-  const torch::Tensor k = torch::randn({b, heads, m + l, dh}, torch::requires_grad());
-  const torch::Tensor v = torch::randn({b, heads, m + l, dh}, torch::requires_grad());
+  const int64_t b = 16, heads = 4, l = 256, m = 256, dh = 8, relative = 256, d = heads * dh;
+  const torch::Tensor qkv = torch::randn({b, m + l, 3 * d}, torch::requires_grad());
   const torch::Tensor relative_bias = torch::randn({heads, relative}, torch::requires_grad());
   for (auto _ : state) {
     torch::Tensor out;
     if (state.range(0) == 1) {
-      out = go::FusedRelativeAttention(q, k, v, relative_bias);
+      out = go::FusedRelativeAttention(qkv, heads, m, relative_bias);
     } else {
+      auto part = [&](int64_t which, int64_t from) {
+        return qkv.slice(2, which * d, (which + 1) * d)
+            .slice(1, from)
+            .view({b, m + l - from, heads, dh})
+            .transpose(1, 2);
+      };
       // bias[h][i][j] = relative_bias[h][min(m + i - j, relative - 1)], -inf for j > m + i.
       const torch::Tensor distance = (torch::arange(l).unsqueeze(1) + m - torch::arange(m + l).unsqueeze(0));
       const torch::Tensor bias = relative_bias.index_select(1, distance.clamp(0, relative - 1).flatten())
                                      .view({heads, l, m + l})
                                      .masked_fill(distance.lt(0), -std::numeric_limits<float>::infinity());
-      const torch::Tensor scores =
-          torch::matmul(q * (1.0 / std::sqrt(static_cast<double>(dh))), k.transpose(-1, -2));
-      out = torch::matmul(torch::softmax(scores + bias, -1), v);
+      const torch::Tensor scores = torch::matmul(part(0, m) * (1.0 / std::sqrt(static_cast<double>(dh))),
+                                                 part(1, 0).transpose(-1, -2));
+      out = torch::matmul(torch::softmax(scores + bias, -1), part(2, 0)).transpose(1, 2).reshape({b, l, d});
     }
     out.sum().backward();
     benchmark::DoNotOptimize(out.data_ptr<float>());
   }
 }
 BENCHMARK(BM_GoAttentionCore)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
+
+// GO's widest linear layer (the attention's projection, 32 -> 96) on the
+// rows of one segment with its memory (512) and of a batch of 16 (8,192).
+// Args: rows, 0 = torch's linear (the serial OpenBLAS here) or 1 =
+// ParallelLinear, torch threads, 0 = forward only (no gradient) or 1 =
+// forward and backward.
+void BM_ParallelLinear(benchmark::State& state) {
+  const int64_t rows = state.range(0);
+  const bool parallel = state.range(1) == 1, backward = state.range(3) == 1;
+  torch::set_num_threads(static_cast<int>(state.range(2)));
+  torch::manual_seed(1);
+  const torch::Tensor x = torch::randn({rows, 32}, torch::requires_grad(backward));
+  const torch::Tensor w = torch::randn({96, 32}, torch::requires_grad(backward));
+  const torch::Tensor b = torch::randn({96}, torch::requires_grad(backward));
+  for (auto _ : state) {
+    const torch::Tensor y = parallel ? ParallelLinear(x, w, b) : torch::nn::functional::linear(x, w, b);
+    if (backward) y.sum().backward();
+    benchmark::DoNotOptimize(y.data_ptr<float>());
+  }
+}
+BENCHMARK(BM_ParallelLinear)
+    ->ArgsProduct({{512, 8192}, {0, 1}, {1, 2}, {0, 1}})
+    ->Unit(benchmark::kMicrosecond);
 
 // GO at the papers' scale (issue 35): the xl suite's GNMT-8 training graph
 // (configs/suites/xl.yaml, 92.8k nodes) on dgx1_v100's 8 devices, the

@@ -3,84 +3,56 @@
 #include <ATen/Parallel.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "agents/learned/common/simd.h"
 #include "core/error.h"
 
 namespace gosim::agents::learned::go {
 
 namespace {
 
-// On x86 with GCC the kernels are compiled three times, the CPU's features
-// choosing one at run time: for x86-64-v4 (AVX-512) with vectors of 16
-// floats, and for x86-64-v3 (AVX2, FMA) and the baseline with vectors of 8
-// (the baseline splits each into two SSE registers).
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define GOSIM_ATTENTION_X86 1
-// A function compiled for another -march inlines only what is declared
-// always_inline.
-#define GOSIM_ATTENTION_INLINE __attribute__((always_inline)) inline
-#else
-#define GOSIM_ATTENTION_X86 0
-#define GOSIM_ATTENTION_INLINE inline
-#endif
-
-// Rows of keys are padded with zeros to kLanes floats (the widest vector).
-constexpr int64_t kLanes = 16;
+// The kernels' vectors and their choice at run time: common/simd.h. Rows of
+// keys are padded with zeros to kLanes floats (the widest vector).
+constexpr int64_t kLanes = simd::kMaxLanes;
 // Keys per tile of the backward sweep (BackwardRows).
 constexpr int64_t kTile = 128;
 // Widest head (model / heads) the kernels take; GO's is 8.
 constexpr int64_t kMaxHeadWidth = 256;
 
+// One head of one batch entry. Its queries (and their gradients) are rows
+// qs floats apart, its keys and values (and theirs) rows ks apart, and its
+// outputs (and their gradients) rows os apart: columns of the packed
+// [B x (M + L) x 3d] and [B x L x d] tensors.
 struct Head {
   int64_t m = 0, l = 0, dh = 0, stride = 0;
+  int64_t qs = 0, ks = 0, os = 0;
   float scale = 1.0F;
   const float* r = nullptr;  // [stride + kLanes]: r[u] = bias(M + L - 1 - u), zero-padded
 };
 
-// Vectors of W floats and of W 32-bit integers (GCC's vector extension),
-// unaligned and aliasing floats. Spelled out per width: GCC drops a
-// vector_size that depends on a template parameter.
-template <int W>
-struct VecTypes;
-template <>
-struct VecTypes<8> {
-  typedef float Vec __attribute__((vector_size(32), aligned(alignof(float)), may_alias));
-  typedef std::int32_t IntVec __attribute__((vector_size(32), aligned(alignof(float)), may_alias));
-};
-template <>
-struct VecTypes<16> {
-  typedef float Vec __attribute__((vector_size(64), aligned(alignof(float)), may_alias));
-  typedef std::int32_t IntVec __attribute__((vector_size(64), aligned(alignof(float)), may_alias));
-};
-
 // The kernels for vectors of W floats.
 template <int W>
-struct Kernels {
-  using Vec = typename VecTypes<W>::Vec;
-  using IntVec = typename VecTypes<W>::IntVec;
-  static constexpr int64_t kWidth = W;
-
-  GOSIM_ATTENTION_INLINE static Vec Load(const float* p) { return *reinterpret_cast<const Vec*>(p); }
-  GOSIM_ATTENTION_INLINE static void Store(float* p, Vec v) { *reinterpret_cast<Vec*>(p) = v; }
-  GOSIM_ATTENTION_INLINE static Vec Splat(float a) { return Vec{} + a; }
-  GOSIM_ATTENTION_INLINE static float Sum(Vec v) {
-    float sum = 0.0F;
-    for (int64_t t = 0; t < kWidth; ++t) sum += v[t];
-    return sum;
-  }
+struct Kernels : simd::Ops<W> {
+  using Base = simd::Ops<W>;
+  using Base::kWidth;
+  using Base::Load;
+  using Base::Splat;
+  using Base::Store;
+  using Base::Sum;
+  using typename Base::IntVec;
+  using typename Base::Vec;
 
   // Keys a query's row sweeps: its n visible ones, rounded up to whole vectors.
-  GOSIM_ATTENTION_INLINE static int64_t RowLength(int64_t n) { return (n + kWidth - 1) / kWidth * kWidth; }
+  GOSIM_SIMD_INLINE static int64_t RowLength(int64_t n) { return Base::RoundUp(n); }
 
   // exp(x) for x <= 0 to about 2 ulp, branch-free: x = n ln 2 + r with
   // |r| <= ln 2 / 2, exp(r) by the minimax polynomial of the Cephes library's
   // expf, 2^n written into the exponent; below -87 it returns about 1e-38.
-  GOSIM_ATTENTION_INLINE static Vec Exp(Vec x) {
+  GOSIM_SIMD_INLINE static Vec Exp(Vec x) {
     x = x < -87.0F ? Splat(-87.0F) : x;
     const Vec n = (x * 1.44269504088896341F + 12582912.0F) - 12582912.0F;  // round to nearest
     Vec r = x - n * 0.693359375F;
@@ -96,23 +68,23 @@ struct Kernels {
     return p * reinterpret_cast<const Vec&>(bits);
   }
 
-  // One head of one batch entry: k, v [(M + L) x dh] into kt, vt [dh x stride],
-  // zero-padded.
-  GOSIM_ATTENTION_INLINE static void Transpose(const float* __restrict rows, int64_t count, int64_t dh,
-                                               int64_t stride, float* __restrict columns) {
+  // One head of one batch entry: k, v [(M + L) x dh] (rows ks floats apart)
+  // into kt, vt [dh x stride], zero-padded.
+  GOSIM_SIMD_INLINE static void Transpose(const float* __restrict rows, int64_t ks, int64_t count, int64_t dh,
+                                          int64_t stride, float* __restrict columns) {
     std::fill(columns, columns + dh * stride, 0.0F);
     for (int64_t j = 0; j < count; ++j)
-      for (int64_t d = 0; d < dh; ++d) columns[d * stride + j] = rows[j * dh + d];
+      for (int64_t d = 0; d < dh; ++d) columns[d * stride + j] = rows[j * ks + d];
   }
 
   // Lanes of keys j .. j + kWidth - 1 that query i sees (j' < n = M + i + 1).
-  GOSIM_ATTENTION_INLINE static IntVec Visible(int64_t j, int64_t n) {
+  GOSIM_SIMD_INLINE static IntVec Visible(int64_t j, int64_t n) {
     IntVec lane;
     for (int t = 0; t < W; ++t) lane[t] = t;
     return (lane + static_cast<std::int32_t>(j)) < static_cast<std::int32_t>(n);
   }
 
-  GOSIM_ATTENTION_INLINE static float Max(Vec v) {
+  GOSIM_SIMD_INLINE static float Max(Vec v) {
     float top = v[0];
     for (int64_t t = 1; t < kWidth; ++t) top = std::max(top, v[t]);
     return top;
@@ -127,16 +99,16 @@ struct Kernels {
   // and their maximum in one sweep, then exp(s_j - max), their sum and the
   // weighted values in a second; the log-sum-exp is kept for the backward.
   template <int64_t kDh>
-  GOSIM_ATTENTION_INLINE static void ForwardRows(const Head& h, const float* __restrict q,
-                                                 const float* __restrict kt, const float* __restrict vt,
-                                                 float* __restrict s, float* __restrict out,
-                                                 float* __restrict lse) {
+  GOSIM_SIMD_INLINE static void ForwardRows(const Head& h, const float* __restrict q,
+                                            const float* __restrict kt, const float* __restrict vt,
+                                            float* __restrict s, float* __restrict out,
+                                            float* __restrict lse) {
     const int64_t dh = kDh > 0 ? kDh : h.dh;
     constexpr int64_t kSlots = kDh > 0 ? kDh : kMaxHeadWidth;
     for (int64_t i = 0; i < h.l; ++i) {
       const int64_t n = h.m + i + 1, np = RowLength(n), off = h.l - 1 - i;
       float coef[kSlots];
-      for (int64_t d = 0; d < dh; ++d) coef[d] = q[i * dh + d] * h.scale;
+      for (int64_t d = 0; d < dh; ++d) coef[d] = q[i * h.qs + d] * h.scale;
       Vec top = Splat(-1e30F);
       for (int64_t j = 0; j < np; j += kWidth) {
         Vec score = Load(h.r + off + j);
@@ -156,7 +128,7 @@ struct Kernels {
         for (int64_t d = 0; d < dh; ++d) acc[d] += weight * Load(vt + d * h.stride + j);
       }
       const float total = Sum(sum);
-      for (int64_t d = 0; d < dh; ++d) out[i * dh + d] = Sum(acc[d]) / total;
+      for (int64_t d = 0; d < dh; ++d) out[i * h.os + d] = Sum(acc[d]) / total;
       lse[i] = shift + std::log(total);
     }
   }
@@ -166,27 +138,27 @@ struct Kernels {
   // dS_j = p_j (dP_j - dO_i . O_i), and then dQ_i = scale sum_j dS_j k_j,
   // dK_j += scale dS_j q_i, dV_j += p_j dO_i, dr[off + j] += dS_j.
   template <int64_t kDh>
-  GOSIM_ATTENTION_INLINE static void BackwardRows(const Head& h, const float* __restrict q,
-                                                  const float* __restrict kt, const float* __restrict vt,
-                                                  const float* __restrict out, const float* __restrict lse,
-                                                  const float* __restrict dout, float* __restrict dq,
-                                                  float* __restrict dkt, float* __restrict dvt,
-                                                  float* __restrict dr) {
+  GOSIM_SIMD_INLINE static void BackwardRows(const Head& h, const float* __restrict q,
+                                             const float* __restrict kt, const float* __restrict vt,
+                                             const float* __restrict out, const float* __restrict lse,
+                                             const float* __restrict dout, float* __restrict dq,
+                                             float* __restrict dkt, float* __restrict dvt,
+                                             float* __restrict dr) {
     const int64_t dh = kDh > 0 ? kDh : h.dh;
     constexpr int64_t kSlots = kDh > 0 ? kDh : kMaxHeadWidth;
-    std::fill(dq, dq + h.l * dh, 0.0F);
+    for (int64_t i = 0; i < h.l; ++i) std::fill(dq + i * h.qs, dq + i * h.qs + dh, 0.0F);
     // Keys in tiles, so that the tile's slices of kt, vt and their gradients
     // (4 x dh x kTile floats) stay in the L1 cache while every query that sees
     // the tile sweeps it.
     for (int64_t tile = 0; tile < h.m + h.l; tile += kTile) {
       for (int64_t i = std::max<int64_t>(0, tile - h.m); i < h.l; ++i) {
         const int64_t n = h.m + i + 1, end = std::min(RowLength(n), tile + kTile), off = h.l - 1 - i;
-        const float* go = dout + i * dh;
+        const float* go = dout + i * h.os;
         float coef[kSlots];
         float delta = 0.0F;  // dO_i . O_i
         for (int64_t d = 0; d < dh; ++d) {
-          coef[d] = q[i * dh + d] * h.scale;
-          delta += go[d] * out[i * dh + d];
+          coef[d] = q[i * h.qs + d] * h.scale;
+          delta += go[d] * out[i * h.os + d];
         }
         Vec acc[kSlots];
         for (int64_t d = 0; d < dh; ++d) acc[d] = Vec{};
@@ -207,18 +179,18 @@ struct Kernels {
             Store(dvt + d * h.stride + j, Load(dvt + d * h.stride + j) + go[d] * weight);
           }
         }
-        for (int64_t d = 0; d < dh; ++d) dq[i * dh + d] += h.scale * Sum(acc[d]);
+        for (int64_t d = 0; d < dh; ++d) dq[i * h.qs + d] += h.scale * Sum(acc[d]);
       }
     }
   }
 
-  GOSIM_ATTENTION_INLINE static void ForwardHead(const Head& h, const float* q, const float* k,
-                                                 const float* v, float* out, float* lse, float* work) {
+  GOSIM_SIMD_INLINE static void ForwardHead(const Head& h, const float* q, const float* k, const float* v,
+                                            float* out, float* lse, float* work) {
     float* kt = work;
     float* vt = kt + h.dh * h.stride;
     float* s = vt + h.dh * h.stride;
-    Transpose(k, h.m + h.l, h.dh, h.stride, kt);
-    Transpose(v, h.m + h.l, h.dh, h.stride, vt);
+    Transpose(k, h.ks, h.m + h.l, h.dh, h.stride, kt);
+    Transpose(v, h.ks, h.m + h.l, h.dh, h.stride, vt);
     switch (h.dh) {
       case 4:
         ForwardRows<4>(h, q, kt, vt, s, out, lse);
@@ -234,17 +206,16 @@ struct Kernels {
     }
   }
 
-  GOSIM_ATTENTION_INLINE static void BackwardHead(const Head& h, const float* q, const float* k,
-                                                  const float* v, const float* out, const float* lse,
-                                                  const float* dout, float* dq, float* dk, float* dv,
-                                                  float* dr, float* work) {
+  GOSIM_SIMD_INLINE static void BackwardHead(const Head& h, const float* q, const float* k, const float* v,
+                                             const float* out, const float* lse, const float* dout, float* dq,
+                                             float* dk, float* dv, float* dr, float* work) {
     const int64_t block = h.dh * h.stride;
     float* kt = work;
     float* vt = kt + block;
     float* dkt = vt + block;
     float* dvt = dkt + block;
-    Transpose(k, h.m + h.l, h.dh, h.stride, kt);
-    Transpose(v, h.m + h.l, h.dh, h.stride, vt);
+    Transpose(k, h.ks, h.m + h.l, h.dh, h.stride, kt);
+    Transpose(v, h.ks, h.m + h.l, h.dh, h.stride, vt);
     std::fill(dkt, dkt + 2 * block, 0.0F);
     switch (h.dh) {
       case 4:
@@ -261,8 +232,8 @@ struct Kernels {
     }
     for (int64_t j = 0; j < h.m + h.l; ++j)
       for (int64_t d = 0; d < h.dh; ++d) {
-        dk[j * h.dh + d] = dkt[d * h.stride + j];
-        dv[j * h.dh + d] = dvt[d * h.stride + j];
+        dk[j * h.ks + d] = dkt[d * h.stride + j];
+        dv[j * h.ks + d] = dvt[d * h.stride + j];
       }
   }
 };
@@ -272,7 +243,7 @@ struct Kernels {
 #define GOSIM_BACKWARD_HEAD_ARGS                                                                     \
   const Head &h, const float *q, const float *k, const float *v, const float *out, const float *lse, \
       const float *dout, float *dq, float *dk, float *dv, float *dr, float *work
-#if GOSIM_ATTENTION_X86
+#if GOSIM_SIMD_X86
 __attribute__((target("arch=x86-64-v4"))) void ForwardHeadV4(GOSIM_FORWARD_HEAD_ARGS) {
   Kernels<16>::ForwardHead(h, q, k, v, out, lse, work);
 }
@@ -285,17 +256,12 @@ __attribute__((target("arch=x86-64-v4"))) void BackwardHeadV4(GOSIM_BACKWARD_HEA
 __attribute__((target_clones("arch=x86-64-v3", "default"))) void BackwardHeadV3(GOSIM_BACKWARD_HEAD_ARGS) {
   Kernels<8>::BackwardHead(h, q, k, v, out, lse, dout, dq, dk, dv, dr, work);
 }
-std::atomic<int> forced_width{0};  // SetFusedAttentionWidthForTesting
-bool HasAvx512() {
-  static const bool has = __builtin_cpu_supports("x86-64-v4");
-  return has && forced_width.load(std::memory_order_relaxed) != 8;
-}
 void ForwardHead(GOSIM_FORWARD_HEAD_ARGS) {
-  HasAvx512() ? ForwardHeadV4(h, q, k, v, out, lse, work) : ForwardHeadV3(h, q, k, v, out, lse, work);
+  simd::UseWide() ? ForwardHeadV4(h, q, k, v, out, lse, work) : ForwardHeadV3(h, q, k, v, out, lse, work);
 }
 void BackwardHead(GOSIM_BACKWARD_HEAD_ARGS) {
-  HasAvx512() ? BackwardHeadV4(h, q, k, v, out, lse, dout, dq, dk, dv, dr, work)
-              : BackwardHeadV3(h, q, k, v, out, lse, dout, dq, dk, dv, dr, work);
+  simd::UseWide() ? BackwardHeadV4(h, q, k, v, out, lse, dout, dq, dk, dv, dr, work)
+                  : BackwardHeadV3(h, q, k, v, out, lse, dout, dq, dk, dv, dr, work);
 }
 #else
 void ForwardHead(GOSIM_FORWARD_HEAD_ARGS) {
@@ -317,23 +283,27 @@ int64_t RoundUp(int64_t n) {
 
 struct Shape {
   int64_t b = 0, heads = 0, l = 0, m = 0, dh = 0, relative = 0;
+  int64_t d() const { return heads * dh; }
+  int64_t rows() const { return m + l; }
 };
 
-Shape Check(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
-            const torch::Tensor& relative_bias) {
+Shape Check(const torch::Tensor& qkv, int64_t heads, int64_t memory, const torch::Tensor& relative_bias) {
   auto fail = [](const std::string& what) {
     throw ConfigError("fused attention: " + what, {}, "pass float32 CPU tensors of the documented shapes");
   };
-  for (const torch::Tensor* t : {&q, &k, &v})
-    if (t->dim() != 4 || t->scalar_type() != torch::kFloat || !t->device().is_cpu())
-      fail("q, k, v must be float32 CPU tensors [B x H x len x dh]");
-  if (relative_bias.dim() != 2 || relative_bias.scalar_type() != torch::kFloat || relative_bias.size(1) < 1)
-    fail("relative_bias must be a float32 tensor [H x R], R >= 1");
-  Shape s{q.size(0), q.size(1), q.size(2), k.size(2) - q.size(2), q.size(3), relative_bias.size(1)};
+  if (qkv.dim() != 3 || qkv.scalar_type() != torch::kFloat || !qkv.device().is_cpu())
+    fail("qkv must be a float32 CPU tensor [B x (M + L) x 3d]");
+  if (heads < 1 || qkv.size(2) % (3 * heads) != 0)
+    fail("qkv's last dimension " + std::to_string(qkv.size(2)) + " is not 3 x heads x dh for " +
+         std::to_string(heads) + " heads");
+  if (memory < 0 || memory >= qkv.size(1))
+    fail("memory " + std::to_string(memory) + " must leave at least one query of " +
+         std::to_string(qkv.size(1)) + " rows");
+  if (relative_bias.dim() != 2 || relative_bias.scalar_type() != torch::kFloat || relative_bias.size(1) < 1 ||
+      relative_bias.size(0) != heads)
+    fail("relative_bias must be a float32 tensor [heads x R], R >= 1");
+  Shape s{qkv.size(0), heads, qkv.size(1) - memory, memory, qkv.size(2) / (3 * heads), relative_bias.size(1)};
   if (s.dh < 1 || s.dh > kMaxHeadWidth) fail("head width " + std::to_string(s.dh) + " outside 1 .. 256");
-  if (k.sizes() != v.sizes() || k.size(0) != s.b || k.size(1) != s.heads || k.size(3) != s.dh || s.m < 0 ||
-      relative_bias.size(0) != s.heads)
-    fail("k and v must be [B x H x (M + L) x dh] for q [B x H x L x dh] and relative_bias [H x R]");
   return s;
 }
 
@@ -361,57 +331,75 @@ Head MakeHead(const Shape& s, int64_t stride, const std::vector<float>& r, int64
   head.l = s.l;
   head.dh = s.dh;
   head.stride = stride;
+  head.qs = head.ks = 3 * s.d();
+  head.os = s.d();
   head.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(s.dh)));
   head.r = r.data() + h * (stride + kLanes);
   return head;
 }
 
+// Offsets of task t = (batch entry, head) in the packed tensors: its first
+// query, its first key (values follow d floats later) and its first output.
+struct Offsets {
+  int64_t q, k, out;
+};
+Offsets OffsetsOf(const Shape& s, int64_t t) {
+  const int64_t b = t / s.heads, h = t % s.heads;
+  const int64_t entry = b * s.rows() * 3 * s.d();
+  return {entry + s.m * 3 * s.d() + h * s.dh, entry + s.d() + h * s.dh, b * s.l * s.d() + h * s.dh};
+}
+
 class FusedAttentionFunction : public torch::autograd::Function<FusedAttentionFunction> {
  public:
-  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& q_in,
-                               const torch::Tensor& k_in, const torch::Tensor& v_in,
-                               const torch::Tensor& relative_bias) {
-    const Shape s = Check(q_in, k_in, v_in, relative_bias);
-    const torch::Tensor q = q_in.contiguous(), k = k_in.contiguous(), v = v_in.contiguous();
-    torch::Tensor out = torch::empty({s.b, s.heads, s.l, s.dh});
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx, const torch::Tensor& qkv_in,
+                               int64_t heads, int64_t memory, const torch::Tensor& relative_bias) {
+    const Shape s = Check(qkv_in, heads, memory, relative_bias);
+    const torch::Tensor qkv = qkv_in.contiguous();
+    torch::Tensor out = torch::empty({s.b, s.l, s.d()});
     torch::Tensor lse = torch::empty({s.b, s.heads, s.l});
     const int64_t stride = Stride(s);
     const std::vector<float> r = ReversedBias(s, stride, relative_bias);
-    const float *qp = q.data_ptr<float>(), *kp = k.data_ptr<float>(), *vp = v.data_ptr<float>();
+    const float* in = qkv.data_ptr<float>();
     float *op = out.data_ptr<float>(), *lp = lse.data_ptr<float>();
     at::parallel_for(0, s.b * s.heads, 1, [&](int64_t begin, int64_t end) {
       std::vector<float> work(static_cast<size_t>((2 * s.dh + 1) * stride));
       for (int64_t t = begin; t < end; ++t) {
         const Head head = MakeHead(s, stride, r, t % s.heads);
-        ForwardHead(head, qp + t * s.l * s.dh, kp + t * (s.m + s.l) * s.dh, vp + t * (s.m + s.l) * s.dh,
-                    op + t * s.l * s.dh, lp + t * s.l, work.data());
+        const Offsets o = OffsetsOf(s, t);
+        ForwardHead(head, in + o.q, in + o.k, in + o.k + s.d(), op + o.out, lp + t * s.l, work.data());
       }
     });
-    ctx->save_for_backward({q, k, v, relative_bias, out, lse});
+    ctx->saved_data["heads"] = heads;
+    ctx->saved_data["memory"] = memory;
+    ctx->save_for_backward({qkv, relative_bias, out, lse});
     return out;
   }
 
   static torch::autograd::variable_list backward(torch::autograd::AutogradContext* ctx,
                                                  torch::autograd::variable_list grads) {
     const torch::autograd::variable_list saved = ctx->get_saved_variables();
-    const torch::Tensor &q = saved[0], &k = saved[1], &v = saved[2], &relative_bias = saved[3];
-    const torch::Tensor &out = saved[4], &lse = saved[5];
-    const Shape s = Check(q, k, v, relative_bias);
+    const torch::Tensor &qkv = saved[0], &relative_bias = saved[1], &out = saved[2], &lse = saved[3];
+    const Shape s =
+        Check(qkv, ctx->saved_data["heads"].toInt(), ctx->saved_data["memory"].toInt(), relative_bias);
     const torch::Tensor dout = grads[0].contiguous();
-    torch::Tensor dq = torch::empty_like(q), dk = torch::empty_like(k), dv = torch::empty_like(v);
+    torch::Tensor dqkv = torch::empty_like(qkv);
     const int64_t stride = Stride(s), width = stride + kLanes;
     const std::vector<float> r = ReversedBias(s, stride, relative_bias);
     std::vector<float> dr(static_cast<size_t>(s.b * s.heads * width), 0.0F);
-    const float *qp = q.data_ptr<float>(), *kp = k.data_ptr<float>(), *vp = v.data_ptr<float>();
-    const float *op = out.data_ptr<float>(), *lp = lse.data_ptr<float>(), *gp = dout.data_ptr<float>();
-    float *dqp = dq.data_ptr<float>(), *dkp = dk.data_ptr<float>(), *dvp = dv.data_ptr<float>();
+    const float *in = qkv.data_ptr<float>(), *op = out.data_ptr<float>(), *lp = lse.data_ptr<float>();
+    const float* gp = dout.data_ptr<float>();
+    float* dp = dqkv.data_ptr<float>();
     at::parallel_for(0, s.b * s.heads, 1, [&](int64_t begin, int64_t end) {
       std::vector<float> work(static_cast<size_t>(4 * s.dh * stride));
       for (int64_t t = begin; t < end; ++t) {
         const Head head = MakeHead(s, stride, r, t % s.heads);
-        const int64_t qo = t * s.l * s.dh, ko = t * (s.m + s.l) * s.dh;
-        BackwardHead(head, qp + qo, kp + ko, vp + ko, op + qo, lp + t * s.l, gp + qo, dqp + qo, dkp + ko,
-                     dvp + ko, dr.data() + t * width, work.data());
+        const Offsets o = OffsetsOf(s, t);
+        // The memory rows are keys only: no gradient in their queries.
+        float* dq_memory = dp + o.q - s.m * head.qs;
+        for (int64_t j = 0; j < s.m; ++j)
+          std::fill(dq_memory + j * head.qs, dq_memory + j * head.qs + s.dh, 0.0F);
+        BackwardHead(head, in + o.q, in + o.k, in + o.k + s.d(), op + o.out, lp + t * s.l, gp + o.out,
+                     dp + o.q, dp + o.k, dp + o.k + s.d(), dr.data() + t * width, work.data());
       }
     });
     // dr[u] is the gradient of r[u] = relative_bias[h][min(M + L - 1 - u, R - 1)].
@@ -423,23 +411,15 @@ class FusedAttentionFunction : public torch::autograd::Function<FusedAttentionFu
         db[h * s.relative + std::min(s.m + s.l - 1 - u, s.relative - 1)] +=
             dr[static_cast<size_t>(t * width + u)];
     }
-    return {dq, dk, dv, dbias};
+    return {dqkv, torch::Tensor(), torch::Tensor(), dbias};
   }
 };
 
 }  // namespace
 
-void SetFusedAttentionWidthForTesting(int width) {
-#if GOSIM_ATTENTION_X86
-  forced_width.store(width, std::memory_order_relaxed);
-#else
-  (void)width;
-#endif
-}
-
-torch::Tensor FusedRelativeAttention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+torch::Tensor FusedRelativeAttention(const torch::Tensor& qkv, int64_t heads, int64_t memory,
                                      const torch::Tensor& relative_bias) {
-  return FusedAttentionFunction::apply(q, k, v, relative_bias);
+  return FusedAttentionFunction::apply(qkv, heads, memory, relative_bias);
 }
 
 }  // namespace gosim::agents::learned::go

@@ -1,8 +1,8 @@
 // GO's attention with relative-position biases as one fused CPU operation
 // (forward and backward), for graphs of many segments.
 //
-// The same function as RecurrentAttentionImpl's unfused path: queries q
-// [B x H x L x dh] against keys and values k, v [B x H x (M + L) x dh]; query
+// The same function as RecurrentAttentionImpl's unfused path: queries q_i
+// against keys and values k_j, v_j of M memory and L segment positions; query
 // i (position M + i) sees keys 0 .. M + i with score
 //   q_i . k_j / sqrt(dh) + relative_bias[h][min(M + i - j, R - 1)],
 // and the output is the softmax-weighted sum of the values. The unfused path
@@ -23,14 +23,16 @@
 
 namespace gosim::agents::learned::go {
 
-// q: [B x H x L x dh], k, v: [B x H x (M + L) x dh], relative_bias: [H x R]
-// (R >= 1), all float32 on the CPU. Differentiable in q, k, v and
-// relative_bias. Returns [B x H x L x dh].
-torch::Tensor FusedRelativeAttention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+// qkv: [B x (M + L) x 3d], each row the query, the key and the value of one
+// position (d = heads x dh; head h is columns h dh .. (h + 1) dh - 1 of each
+// part), as the layer's projection gives them: rows 0 .. M - 1 are the
+// memory, whose queries are not used. relative_bias: [heads x R] (R >= 1).
+// Float32 on the CPU. Returns [B x L x d], the heads side by side, and is
+// differentiable in qkv (the memory's queries get a zero gradient) and
+// relative_bias. Reading and writing the packed layout directly spares the
+// slices, transposes and copies (and their backward) that per-head q, k, v
+// tensors cost.
+torch::Tensor FusedRelativeAttention(const torch::Tensor& qkv, int64_t heads, int64_t memory,
                                      const torch::Tensor& relative_bias);
-
-// Tests: 8 runs the 8-float kernels even where the CPU has AVX-512 (whose
-// kernels use 16), 0 restores the choice by the CPU.
-void SetFusedAttentionWidthForTesting(int width);
 
 }  // namespace gosim::agents::learned::go

@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "agents/learned/common/features.h"
+#include "agents/learned/common/parallel_linear.h"
 #include "agents/learned/go/fused_attention.h"
 #include "core/error.h"
 #include "graphs/op_class.h"
@@ -91,8 +92,12 @@ torch::Tensor RecurrentAttentionImpl::forward(const torch::Tensor& x, const torc
   const int64_t b = x.size(0), l = x.size(1);
   const int64_t m = memory.defined() ? memory.size(1) : 0;
   const int64_t dh = model_ / heads_;
+  // The fused path's linear layers split their rows over torch's threads.
+  auto linear = [fused](torch::nn::Linear& layer, const torch::Tensor& in) {
+    return fused ? ParallelLinear(in, layer) : layer(in);
+  };
   const torch::Tensor ctx = m > 0 ? torch::cat({memory, x}, 1) : x;
-  const torch::Tensor qkv = qkv_(norm1_(ctx));  // [B x (M + L) x 3d]
+  const torch::Tensor qkv = linear(qkv_, norm1_(ctx));  // [B x (M + L) x 3d]
   auto split = [&](int64_t part, int64_t from, int64_t len) {
     return qkv.slice(2, part * model_, (part + 1) * model_)
         .slice(1, from, from + len)
@@ -101,17 +106,16 @@ torch::Tensor RecurrentAttentionImpl::forward(const torch::Tensor& x, const torc
   };
   torch::Tensor attended;
   if (fused) {
-    attended = FusedRelativeAttention(split(0, m, l), split(1, 0, m + l), split(2, 0, m + l), relative_bias_);
+    attended = FusedRelativeAttention(qkv, heads_, m, relative_bias_);  // [B x L x d]
   } else {
     const torch::Tensor weights = torch::softmax(Scores(split(0, m, l), split(1, 0, m + l), m, l), -1);
-    attended = torch::matmul(weights, split(2, 0, m + l));
+    attended = torch::matmul(weights, split(2, 0, m + l)).transpose(1, 2).reshape({b, l, model_});
   }
-  attended = attended.transpose(1, 2).reshape({b, l, model_});
-  attended = out_(attended);
+  attended = linear(out_, attended);
   const bool film = gamma.defined();
   if (film) attended = attended * gamma.select(1, 0).unsqueeze(1) + beta.select(1, 0).unsqueeze(1);
   torch::Tensor h = x + attended;
-  torch::Tensor ff = ff2_(torch::relu(ff1_(norm2_(h))));
+  torch::Tensor ff = linear(ff2_, torch::relu(linear(ff1_, norm2_(h))));
   if (film) ff = ff * gamma.select(1, 1).unsqueeze(1) + beta.select(1, 1).unsqueeze(1);
   return h + ff;
 }
@@ -342,8 +346,9 @@ void GoPolicyImpl::PlacementTrunk(const GoGraph& graph, const torch::Tensor& nod
   // (PPO's update), while without gradients one segment's scores staying in
   // cache is what counts (docs/BENCHMARKS.md, "GO at 92.8k nodes").
   const int64_t batch = torch::GradMode::is_enabled() && LongGraph(n) ? kTrunkBatch : 1;
-  // Long graphs only: the fused attention equals the unfused one up to
-  // rounding, and every table's graph keeps the unfused path bit for bit.
+  // Long graphs only: the fused attention and the row-parallel linear
+  // layers equal the unfused ones up to rounding, and every table's graph
+  // keeps the unfused path bit for bit.
   const bool fused = LongGraph(n);
   // The batches: [start, end) of `count` segments (the first and a short
   // last one alone). The nodes' inputs are cut by one split, not a slice per
@@ -363,7 +368,8 @@ void GoPolicyImpl::PlacementTrunk(const GoGraph& graph, const torch::Tensor& nod
     const int64_t start = starts[part], end = start + sizes[part];
     const int64_t count = counts[part];
     const int64_t len = count == 1 ? end - start : segment;
-    torch::Tensor x = input_(parts[part]).view({count, len, d});  // [C x L x d]
+    torch::Tensor x =
+        (fused ? ParallelLinear(parts[part], input_) : input_(parts[part])).view({count, len, d});
     for (size_t l = 0; l <= layers; ++l) {
       RecurrentAttention& layer = l < layers ? trunk_[l] : place_layer_;
       // Segment i's memory: the input of segment i - 1, detached
@@ -376,7 +382,8 @@ void GoPolicyImpl::PlacementTrunk(const GoGraph& graph, const torch::Tensor& nod
       x = y;
     }
     x = x.reshape({1, end - start, d});
-    torch::Tensor z = place_head_(x);  // [1 x (end - start) x max_devices]
+    torch::Tensor z =
+        fused ? ParallelLinear(x, place_head_) : place_head_(x);  // [1 x (end - start) x max_devices]
     if (noise.defined()) {
       const torch::Tensor positions = parts[part].slice(1, options_.gnn.hidden);
       z = z + PlacementNoise(graph, start, end, x, positions, noise);  // [B x (end - start) x max_devices]

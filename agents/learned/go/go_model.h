@@ -145,7 +145,8 @@ class RecurrentAttentionImpl : public torch::nn::Module {
   // caller detaches it), gamma / beta: [B x 2 x d] FiLM parameters (or
   // undefined tensors: no modulation). Query i (position M + i) attends to
   // keys 0 .. M + i. Returns [B x L x d]. `fused`: the attention by
-  // FusedRelativeAttention (fused_attention.h), equal up to rounding.
+  // FusedRelativeAttention (fused_attention.h) and the linear layers by
+  // ParallelLinear (common/parallel_linear.h), equal up to rounding.
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& memory, const torch::Tensor& gamma,
                         const torch::Tensor& beta, bool fused = false);
 
