@@ -93,6 +93,47 @@ TEST_CASE("MeanAggregate averages neighbours with index_add") {
   CHECK(out[0][0].item<float>() == doctest::Approx(3.0));  // a's successors b, c
 }
 
+TEST_CASE("MeanAggregate over the adjacency: index_add's numbers bit for bit, forward and gradient") {
+  // A random multigraph of 3,000 nodes: duplicate edges, self-loops, nodes
+  // without neighbours, and rows enough for two threads.
+  torch::manual_seed(11);
+  const int64_t n = 3000, e = 12000, h = 24;
+  std::vector<int64_t> src(e), dst(e);
+  const torch::Tensor pairs =
+      torch::randint(0, n - 100, {2, e}, torch::kInt64);  // the last 100 nodes: no edges
+  for (int64_t i = 0; i < e; ++i) {
+    src[static_cast<size_t>(i)] = pairs[0][i].item<int64_t>();
+    dst[static_cast<size_t>(i)] = pairs[1][i].item<int64_t>();
+  }
+  const Adjacency in = MakeAdjacency(src, dst, n, true), out = MakeAdjacency(src, dst, n, false);
+  const torch::Tensor s = torch::tensor(src), d = torch::tensor(dst);
+  const torch::Tensor ones = torch::ones({e}), zeros = torch::zeros({n});
+  const torch::Tensor inv_in = (1.0 / zeros.index_add(0, d, ones).clamp_min(1.0)).unsqueeze(1);
+  const torch::Tensor inv_out = (1.0 / zeros.index_add(0, s, ones).clamp_min(1.0)).unsqueeze(1);
+  const torch::Tensor values = torch::randn({n, h}), probe = torch::randn({n, h});
+  const int before = torch::get_num_threads();
+  for (const int threads : {1, 2}) {
+    torch::set_num_threads(threads);
+    for (const bool forward_edges : {true, false}) {
+      CAPTURE(threads);
+      CAPTURE(forward_edges);
+      const torch::Tensor a = values.clone().requires_grad_(true), b = values.clone().requires_grad_(true);
+      const torch::Tensor ours =
+          forward_edges ? MeanAggregate(a, in, out, inv_in) : MeanAggregate(a, out, in, inv_out);
+      const torch::Tensor theirs =
+          forward_edges ? MeanAggregate(b, s, d, inv_in) : MeanAggregate(b, d, s, inv_out);
+      (ours * probe).sum().backward();
+      (theirs * probe).sum().backward();
+      CHECK(torch::equal(ours, theirs));
+      CHECK(torch::equal(a.grad(), b.grad()));
+    }
+  }
+  torch::set_num_threads(before);
+  CHECK_THROWS_AS(MeanAggregate(values.slice(0, 0, 10), in, out, inv_in), ConfigError);
+  CHECK_THROWS_AS(MeanAggregate(values.to(torch::kDouble), in, out, inv_in), ConfigError);
+  CHECK_THROWS_AS(MakeAdjacency({0, 5}, {1, 2}, 3, true), StateError);
+}
+
 TEST_CASE("GraphSage: output shape, gradients reach every parameter") {
   torch::manual_seed(1);
   GnnOptions o;

@@ -1,5 +1,6 @@
 #include "agents/learned/common/gnn.h"
 
+#include "agents/learned/common/parallel_linear.h"
 #include "graphs/op_class.h"
 
 namespace gosim::agents::learned {
@@ -23,6 +24,8 @@ GraphTensors ToTensors(const NodeFeatures& features, torch::Device device) {
   const torch::Tensor zeros = torch::zeros({n}, torch::TensorOptions().dtype(torch::kFloat32).device(device));
   g.inv_in = (1.0 / zeros.index_add(0, g.edge_dst, ones).clamp_min(1.0)).unsqueeze(1);
   g.inv_out = (1.0 / zeros.index_add(0, g.edge_src, ones).clamp_min(1.0)).unsqueeze(1);
+  g.in = MakeAdjacency(features.edge_src, features.edge_dst, n, /*by_dst=*/true);
+  g.out = MakeAdjacency(features.edge_src, features.edge_dst, n, /*by_dst=*/false);
   return g;
 }
 
@@ -55,12 +58,21 @@ GraphSageImpl::GraphSageImpl(const GnnOptions& options) : options_(options) {
   }
 }
 
-torch::Tensor GraphSageImpl::forward(const GraphTensors& graph) {
-  torch::Tensor h = torch::relu(input_(torch::cat({graph.features, op_embedding_(graph.op_class)}, 1)));
+torch::Tensor GraphSageImpl::forward(const GraphTensors& graph, bool parallel_linear) {
+  auto linear = [parallel_linear](torch::nn::Linear& layer, const torch::Tensor& in) {
+    return parallel_linear ? ParallelLinear(in, layer) : layer(in);
+  };
+  torch::Tensor h =
+      torch::relu(linear(input_, torch::cat({graph.features, op_embedding_(graph.op_class)}, 1)));
   for (size_t l = 0; l < self_.size(); ++l) {
-    const torch::Tensor in = MeanAggregate(h, graph.edge_src, graph.edge_dst, graph.inv_in);
-    const torch::Tensor out = MeanAggregate(h, graph.edge_dst, graph.edge_src, graph.inv_out);
-    h = torch::relu(self_[l](h) + from_in_[l](in) + from_out_[l](out));
+    // Row by row over the adjacency on the CPU (the same numbers, on
+    // torch's threads), index_add elsewhere.
+    const bool cpu = h.device().is_cpu() && graph.in.ptr.defined();
+    const torch::Tensor in = cpu ? MeanAggregate(h, graph.in, graph.out, graph.inv_in)
+                                 : MeanAggregate(h, graph.edge_src, graph.edge_dst, graph.inv_in);
+    const torch::Tensor out = cpu ? MeanAggregate(h, graph.out, graph.in, graph.inv_out)
+                                  : MeanAggregate(h, graph.edge_dst, graph.edge_src, graph.inv_out);
+    h = torch::relu(linear(self_[l], h) + linear(from_in_[l], in) + linear(from_out_[l], out));
     if (options_.normalize)
       h = torch::nn::functional::normalize(h, torch::nn::functional::NormalizeFuncOptions().dim(1));
   }

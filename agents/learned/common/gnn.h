@@ -22,6 +22,13 @@
 
 namespace gosim::agents::learned {
 
+// Each node's neighbours in one direction, in edge order (compressed rows):
+// node v's are nbr[ptr[v] .. ptr[v + 1]). int64 CPU tensors [n + 1], [E].
+struct Adjacency {
+  torch::Tensor ptr;
+  torch::Tensor nbr;
+};
+
 // A graph's features as tensors, built once per graph and reused.
 struct GraphTensors {
   torch::Tensor features;  // float32 [n x (kNumNodeFeatures + extra features)]
@@ -30,6 +37,8 @@ struct GraphTensors {
   torch::Tensor edge_dst;  // int64 [E]
   torch::Tensor inv_in;    // float32 [n x 1]: 1 / max(1, in-degree)
   torch::Tensor inv_out;   // float32 [n x 1]: 1 / max(1, out-degree)
+  Adjacency in;            // each node's predecessors (edge_src of its in-edges)
+  Adjacency out;           // each node's successors (edge_dst of its out-edges)
   int64_t num_nodes = 0;
 };
 
@@ -54,8 +63,10 @@ struct GnnOptions {
 class GraphSageImpl : public torch::nn::Module {
  public:
   explicit GraphSageImpl(const GnnOptions& options);
-  // [n x hidden] node embeddings.
-  torch::Tensor forward(const GraphTensors& graph);
+  // [n x hidden] node embeddings. `parallel_linear`: the linear layers by
+  // ParallelLinear (parallel_linear.h), their rows split over torch's
+  // threads, equal up to rounding (GO on long graphs).
+  torch::Tensor forward(const GraphTensors& graph, bool parallel_linear = false);
   const GnnOptions& options() const { return options_; }
 
  private:
@@ -72,6 +83,21 @@ TORCH_MODULE(GraphSage);
 // inv[dst] for every edge src -> dst. `values` is [n x h].
 torch::Tensor MeanAggregate(const torch::Tensor& values, const torch::Tensor& src, const torch::Tensor& dst,
                             const torch::Tensor& inv_degree);
+
+// The same mean over `neighbours` (GraphTensors::in for the edges' src ->
+// dst, ::out for dst -> src), `transposed` the other direction, computed
+// row by row with the rows split over torch's threads; the gradient runs over
+// `transposed`. Each row sums its neighbours in edge order from zero, as the
+// index_add above does, so the numbers are the same bit for bit
+// (tests/learned/common_test.cc); index_add runs on one thread and its
+// gradient writes and adds a zero tensor per call. CPU tensors only.
+torch::Tensor MeanAggregate(const torch::Tensor& values, const Adjacency& neighbours,
+                            const Adjacency& transposed, const torch::Tensor& inv_degree);
+
+// The adjacency of each node's predecessors (by_dst) or successors from the
+// edge lists, in edge order.
+Adjacency MakeAdjacency(const std::vector<int64_t>& edge_src, const std::vector<int64_t>& edge_dst,
+                        int64_t num_nodes, bool by_dst);
 
 }  // namespace gosim::agents::learned
 

@@ -450,7 +450,7 @@ void GoPolicyImpl::RoleLogits(const RoleGrouping& roles, const torch::Tensor& z,
 
 void GoPolicyImpl::RoleLogitsAt(const GoGraph& graph, const RoleGrouping& roles, const torch::Tensor& home,
                                 int64_t devices, torch::Tensor* moves, torch::Tensor* stay) {
-  const torch::Tensor embeddings = gnn_(graph.tensors);
+  const torch::Tensor embeddings = gnn_->forward(graph.tensors, LongGraph(graph.num_nodes));
   std::vector<torch::Tensor> logits;
   PlacementTrunk(
       graph, NodeInputs(graph, embeddings), embeddings.mean(0), torch::Tensor(),
@@ -738,8 +738,8 @@ void GoPolicyImpl::Stream(const GoGraph& graph, const torch::Tensor& nodes,
 
 GoOutput GoPolicyImpl::forward(const GoGraph& graph, int64_t devices, int64_t samples, Mode mode, Rng* rng,
                                const GoActions* given) {
-  const torch::Tensor embeddings = gnn_(graph.tensors);      // [n x g]
-  const torch::Tensor graph_embedding = embeddings.mean(0);  // [g]
+  const torch::Tensor embeddings = gnn_->forward(graph.tensors, LongGraph(graph.num_nodes));  // [n x g]
+  const torch::Tensor graph_embedding = embeddings.mean(0);                                   // [g]
   const torch::Tensor nodes = NodeInputs(graph, embeddings);
   GoOutput out;
   std::vector<torch::Tensor> log_prob, entropy;
@@ -758,7 +758,7 @@ double GoPolicyImpl::BackwardBySegment(const GoGraph& graph, int64_t devices, co
                                        const SegmentLossFn& segment_loss, const ValueLossFn& value_loss) {
   // GraphSAGE once, with its graph kept; the segments see detached copies
   // of its outputs and accumulate their gradients there.
-  const torch::Tensor nodes = NodeInputs(graph, gnn_(graph.tensors));
+  const torch::Tensor nodes = NodeInputs(graph, gnn_->forward(graph.tensors, LongGraph(graph.num_nodes)));
   const torch::Tensor graph_embedding = nodes.slice(1, 0, options_.gnn.hidden).mean(0);
   const torch::Tensor nodes_leaf = nodes.detach().requires_grad_(true);
   const torch::Tensor embedding_leaf = graph_embedding.detach().requires_grad_(true);
