@@ -132,6 +132,42 @@ TEST_CASE("MeanAggregate over the adjacency: index_add's numbers bit for bit, fo
   CHECK_THROWS_AS(MeanAggregate(values.slice(0, 0, 10), in, out, inv_in), ConfigError);
   CHECK_THROWS_AS(MeanAggregate(values.to(torch::kDouble), in, out, inv_in), ConfigError);
   CHECK_THROWS_AS(MakeAdjacency({0, 5}, {1, 2}, 3, true), StateError);
+  CHECK_THROWS_AS(MakeAdjacency({0, 1}, {1}, 3, true), StateError);
+  // An adjacency that would read outside its tensors is refused.
+  Adjacency bad = in;
+  bad.nbr = in.nbr.clone();
+  bad.nbr[0] = n;
+  CHECK_THROWS_AS(MeanAggregate(values, bad, out, inv_in), ConfigError);
+  bad = in;
+  bad.ptr = in.ptr.clone();
+  bad.ptr[n] = e + 1;
+  CHECK_THROWS_AS(MeanAggregate(values, bad, out, inv_in), ConfigError);
+}
+
+TEST_CASE("GraphSage: the adjacency path gives index_add's embeddings and gradients bit for bit") {
+  torch::manual_seed(12);
+  GnnOptions o;
+  o.hidden = 16;
+  o.layers = 3;
+  GraphSage gnn(o);
+  const GraphTensors with = ToTensors(ComputeNodeFeatures(Diamond()));
+  GraphTensors without = with;  // no adjacency: the index_add path
+  without.in = Adjacency{};
+  without.out = Adjacency{};
+  auto run = [&](const GraphTensors& t) {
+    gnn->zero_grad();
+    const torch::Tensor h = gnn->forward(t);
+    (h * h.detach().sin()).sum().backward();
+    std::vector<torch::Tensor> out = {h.detach()};
+    for (const auto& p : gnn->parameters()) out.push_back(p.grad().clone());
+    return out;
+  };
+  const std::vector<torch::Tensor> a = run(with), b = run(without);
+  REQUIRE(a.size() == b.size());
+  for (size_t i = 0; i < a.size(); ++i) {
+    CAPTURE(i);
+    CHECK(torch::equal(a[i], b[i]));
+  }
 }
 
 TEST_CASE("GraphSage: output shape, gradients reach every parameter") {

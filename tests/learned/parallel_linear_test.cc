@@ -71,20 +71,25 @@ TEST_CASE("ParallelLinear: output and gradients equal torch's linear") {
   simd::SetWidthForTesting(0);
 }
 
-TEST_CASE("ParallelLinear: the same numbers bit for bit with 1 and 2 threads") {
+TEST_CASE("ParallelLinear: the same numbers bit for bit with 1, 2 and 3 threads") {
+  // 5,001 rows: the threads' shares are not all multiples of the kernels'
+  // blocks of 4 rows, and the last chunk of the weight's gradient is short.
   torch::manual_seed(4);
-  const torch::Tensor x = torch::randn({5000, 32}), w = torch::randn({96, 32}), b = torch::randn({96});
-  const torch::Tensor probe = torch::randn({5000, 96});
+  const torch::Tensor x = torch::randn({5001, 32}), w = torch::randn({96, 32}), b = torch::randn({96});
+  const torch::Tensor probe = torch::randn({5001, 96});
   const int threads = torch::get_num_threads();
   torch::set_num_threads(1);
   const Grads one = Run(true, x, w, b, probe);
-  torch::set_num_threads(2);
-  const Grads two = Run(true, x, w, b, probe);
+  for (const int more : {2, 3}) {
+    CAPTURE(more);
+    torch::set_num_threads(more);
+    const Grads other = Run(true, x, w, b, probe);
+    CHECK(torch::equal(one.y, other.y));
+    CHECK(torch::equal(one.dx, other.dx));
+    CHECK(torch::equal(one.dw, other.dw));
+    CHECK(torch::equal(one.db, other.db));
+  }
   torch::set_num_threads(threads);
-  CHECK(torch::equal(one.y, two.y));
-  CHECK(torch::equal(one.dx, two.dx));
-  CHECK(torch::equal(one.dw, two.dw));
-  CHECK(torch::equal(one.db, two.db));
 }
 
 TEST_CASE("ParallelLinear: gradients only where asked, and bad arguments refused") {
@@ -94,6 +99,16 @@ TEST_CASE("ParallelLinear: gradients only where asked, and bad arguments refused
   ParallelLinear(x, w, torch::Tensor()).sum().backward();
   CHECK(w.grad().defined());
   CHECK_FALSE(x.grad().defined());
+  // A frozen weight and a bias that learns: the bias's gradient alone, equal
+  // to torch's.
+  const torch::Tensor frozen = torch::randn({3, 4});
+  const torch::Tensor b = torch::randn({3}).requires_grad_(true),
+                      b2 = b.detach().clone().requires_grad_(true);
+  const torch::Tensor probe = torch::randn({10, 3});
+  (ParallelLinear(x, frozen, b) * probe).sum().backward();
+  (F::linear(x, frozen, b2) * probe).sum().backward();
+  CHECK_FALSE(frozen.grad().defined());
+  CHECK(torch::allclose(b.grad(), b2.grad(), 1e-5, 1e-5));
 
   CHECK_THROWS_AS(ParallelLinear(x, torch::randn({3, 5}), torch::Tensor()), ConfigError);
   CHECK_THROWS_AS(ParallelLinear(x, torch::randn({3, 4}), torch::randn({4})), ConfigError);

@@ -58,12 +58,23 @@ void Check(const torch::Tensor& values, const Adjacency& neighbours, const Adjac
   const int64_t n = values.size(0);
   for (const Adjacency* a : {&neighbours, &transposed}) {
     if (!a->ptr.defined() || a->ptr.scalar_type() != torch::kInt64 || a->ptr.dim() != 1 ||
-        a->ptr.size(0) != n + 1 || !a->nbr.defined() || a->nbr.scalar_type() != torch::kInt64)
-      fail("an adjacency of " + std::to_string(n) + " nodes needs int64 ptr [n + 1] and nbr [E]");
+        a->ptr.size(0) != n + 1 || !a->ptr.device().is_cpu() || !a->nbr.defined() ||
+        a->nbr.scalar_type() != torch::kInt64 || a->nbr.dim() != 1 || !a->nbr.device().is_cpu())
+      fail("an adjacency of " + std::to_string(n) + " nodes needs int64 CPU tensors ptr [n + 1] and nbr [E]");
+    // Rows that start at 0, never shrink and end at E, and neighbours that
+    // are nodes: the kernels read no memory outside the tensors.
+    const torch::Tensor ptr = a->ptr.contiguous(), nbr = a->nbr.contiguous();
+    const int64_t* p = ptr.data_ptr<int64_t>();
+    bool ordered = p[0] == 0 && p[n] == nbr.numel();
+    for (int64_t v = 0; v < n && ordered; ++v) ordered = p[v] <= p[v + 1];
+    if (!ordered) fail("ptr must rise from 0 to the number of edges");
+    const int64_t* q = nbr.data_ptr<int64_t>();
+    for (int64_t e = 0; e < nbr.numel(); ++e)
+      if (q[e] < 0 || q[e] >= n) fail("neighbour " + std::to_string(q[e]) + " is not one of the n nodes");
   }
   if (neighbours.nbr.numel() != transposed.nbr.numel()) fail("the two directions have different edge counts");
-  if (inv_degree.scalar_type() != torch::kFloat || inv_degree.numel() != n)
-    fail("inv_degree must be a float32 tensor of n numbers");
+  if (inv_degree.scalar_type() != torch::kFloat || !inv_degree.device().is_cpu() || inv_degree.numel() != n)
+    fail("inv_degree must be a float32 CPU tensor of n numbers");
 }
 
 class MeanAggregateFunction : public torch::autograd::Function<MeanAggregateFunction> {
@@ -108,6 +119,11 @@ Adjacency MakeAdjacency(const std::vector<int64_t>& edge_src, const std::vector<
                         int64_t num_nodes, bool by_dst) {
   const std::vector<int64_t>& key = by_dst ? edge_dst : edge_src;
   const std::vector<int64_t>& other = by_dst ? edge_src : edge_dst;
+  if (edge_src.size() != edge_dst.size()) {
+    throw StateError("MakeAdjacency: " + std::to_string(edge_src.size()) + " edge sources but " +
+                         std::to_string(edge_dst.size()) + " destinations",
+                     {}, "build the edge lists with ComputeNodeFeatures");
+  }
   const auto n = static_cast<size_t>(num_nodes);
   std::vector<int64_t> ptr(n + 1, 0);
   for (size_t e = 0; e < key.size(); ++e) {

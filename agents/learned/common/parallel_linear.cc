@@ -26,11 +26,12 @@ int64_t Padded(int64_t n) {
 }
 
 // out[r][c] = bias[c] + sum_i a[r * a_row + i * a_inner] * b[i * b_row + c]
-// for rows r < rows and columns c < cols; b and bias are padded with zeros
-// to b_row >= Padded(cols) columns, so that whole vectors can be read.
+// for i < inner, the rows r Rows is given and the columns c < cols; b and
+// bias are padded with zeros to b_row >= Padded(cols) columns, so that
+// whole vectors can be read.
 struct Product {
   const float* a = nullptr;
-  int64_t a_row = 0, a_inner = 0, rows = 0, inner = 0;
+  int64_t a_row = 0, a_inner = 0, inner = 0;
   const float* b = nullptr;
   int64_t b_row = 0;
   const float* bias = nullptr;  // or none: zeros
@@ -139,6 +140,24 @@ void Rows(const Product& p, int64_t begin, int64_t end) {
 }
 #endif
 
+// out [rows x cols] = a [rows x inner] b [inner x Padded(cols)] (+ bias,
+// padded), all contiguous, the rows split over torch's threads.
+void RowsInParallel(const float* a, int64_t rows, int64_t inner, const float* b, int64_t cols,
+                    const float* bias, float* out) {
+  Product p;
+  p.a = a;
+  p.a_row = inner;
+  p.a_inner = 1;
+  p.inner = inner;
+  p.b = b;
+  p.b_row = Padded(cols);
+  p.bias = bias;
+  p.cols = cols;
+  p.out = out;
+  p.out_row = cols;
+  at::parallel_for(0, rows, kGrain, [&](int64_t begin, int64_t end) { Rows(p, begin, end); });
+}
+
 // m [rows x cols] (contiguous), transposed or not, into [.. x Padded(..)]
 // with zero padding.
 std::vector<float> PackPadded(const torch::Tensor& m, bool transpose) {
@@ -177,26 +196,14 @@ class ParallelLinearFunction : public torch::autograd::Function<ParallelLinearFu
     const int64_t n = weight_in.size(0), k = weight_in.size(1);
     const torch::Tensor x = x_in.reshape({-1, k}).contiguous(), weight = weight_in.contiguous();
     const int64_t rows = x.size(0);
-    torch::Tensor y = torch::empty({rows, n});
+    torch::Tensor y = torch::empty({rows, n}, x.options());
     const std::vector<float> wt = PackPadded(weight, /*transpose=*/true);  // [K x Padded(N)]
     std::vector<float> padded_bias(static_cast<size_t>(Padded(n)), 0.0F);
     if (has_bias) {
       const torch::Tensor b = bias.contiguous();
       std::copy(b.data_ptr<float>(), b.data_ptr<float>() + n, padded_bias.begin());
     }
-    Product p;
-    p.a = x.data_ptr<float>();
-    p.a_row = k;
-    p.a_inner = 1;
-    p.rows = rows;
-    p.inner = k;
-    p.b = wt.data();
-    p.b_row = Padded(n);
-    p.bias = padded_bias.data();
-    p.cols = n;
-    p.out = y.data_ptr<float>();
-    p.out_row = n;
-    at::parallel_for(0, rows, kGrain, [&](int64_t begin, int64_t end) { Rows(p, begin, end); });
+    RowsInParallel(x.data_ptr<float>(), rows, k, wt.data(), n, padded_bias.data(), y.data_ptr<float>());
     ctx->saved_data["bias"] = has_bias;
     ctx->save_for_backward({x, weight});
     std::vector<int64_t> shape = x_in.sizes().vec();
@@ -214,61 +221,58 @@ class ParallelLinearFunction : public torch::autograd::Function<ParallelLinearFu
     torch::Tensor dx, dweight, dbias;
     if (ctx->needs_input_grad(0)) {
       // dx = dy W: rows of dy against W [N x Padded(K)].
-      dx = torch::empty({rows, k});
+      dx = torch::empty({rows, k}, x.options());
       const std::vector<float> w = PackPadded(weight, /*transpose=*/false);
-      Product p;
-      p.a = g;
-      p.a_row = n;
-      p.a_inner = 1;
-      p.rows = rows;
-      p.inner = n;
-      p.b = w.data();
-      p.b_row = Padded(k);
-      p.cols = k;
-      p.out = dx.data_ptr<float>();
-      p.out_row = k;
-      at::parallel_for(0, rows, kGrain, [&](int64_t begin, int64_t end) { Rows(p, begin, end); });
+      RowsInParallel(g, rows, n, w.data(), k, nullptr, dx.data_ptr<float>());
     }
-    const bool has_bias = ctx->saved_data["bias"].toBool();
-    if (ctx->needs_input_grad(1) || (has_bias && ctx->needs_input_grad(2))) {
+    const bool want_weight = ctx->needs_input_grad(1);
+    const bool want_bias = ctx->saved_data["bias"].toBool() && ctx->needs_input_grad(2);
+    if (want_weight || want_bias) {
       // dW = dy^T x and db = the sum of dy's rows, per chunk of rows, then
       // the chunks summed in order.
       const int64_t chunks = (rows + kChunk - 1) / kChunk, kp = Padded(k);
-      std::vector<float> partial(static_cast<size_t>(chunks * n * kp), 0.0F);
-      std::vector<float> partial_bias(static_cast<size_t>(chunks * n), 0.0F);
+      std::vector<float> partial(static_cast<size_t>(want_weight ? chunks * n * kp : 0), 0.0F);
+      std::vector<float> partial_bias(static_cast<size_t>(want_bias ? chunks * n : 0), 0.0F);
       const float* xp = x.data_ptr<float>();
       at::parallel_for(0, chunks, 1, [&](int64_t begin, int64_t end) {
-        std::vector<float> packed(static_cast<size_t>(kChunk * kp), 0.0F);
+        std::vector<float> packed(static_cast<size_t>(want_weight ? kChunk * kp : 0), 0.0F);
         for (int64_t c = begin; c < end; ++c) {
           const int64_t r0 = c * kChunk, r1 = std::min(rows, r0 + kChunk);
-          for (int64_t r = r0; r < r1; ++r)
-            std::copy(xp + r * k, xp + (r + 1) * k, packed.data() + (r - r0) * kp);
-          Product p;  // rows: the N outputs; inner: the chunk's rows
-          p.a = g + r0 * n;
-          p.a_row = 1;
-          p.a_inner = n;
-          p.rows = n;
-          p.inner = r1 - r0;
-          p.b = packed.data();
-          p.b_row = kp;
-          p.cols = kp;
-          p.out = partial.data() + c * n * kp;
-          p.out_row = kp;
-          Rows(p, 0, n);
-          float* pb = partial_bias.data() + c * n;
-          for (int64_t r = r0; r < r1; ++r)
-            for (int64_t j = 0; j < n; ++j) pb[j] += g[r * n + j];
+          if (want_weight) {
+            for (int64_t r = r0; r < r1; ++r)
+              std::copy(xp + r * k, xp + (r + 1) * k, packed.data() + (r - r0) * kp);
+            Product p;  // rows: the N outputs; inner: the chunk's rows
+            p.a = g + r0 * n;
+            p.a_row = 1;
+            p.a_inner = n;
+            p.inner = r1 - r0;
+            p.b = packed.data();
+            p.b_row = kp;
+            p.cols = kp;
+            p.out = partial.data() + c * n * kp;
+            p.out_row = kp;
+            Rows(p, 0, n);
+          }
+          if (want_bias) {
+            float* pb = partial_bias.data() + c * n;
+            for (int64_t r = r0; r < r1; ++r)
+              for (int64_t j = 0; j < n; ++j) pb[j] += g[r * n + j];
+          }
         }
       });
-      dweight = torch::zeros({n, k});
-      dbias = has_bias ? torch::zeros({n}) : torch::Tensor();
-      float* dw = dweight.data_ptr<float>();
-      for (int64_t c = 0; c < chunks; ++c) {
-        for (int64_t j = 0; j < n; ++j)
-          for (int64_t t = 0; t < k; ++t) dw[j * k + t] += partial[static_cast<size_t>((c * n + j) * kp + t)];
-        if (has_bias)
+      if (want_weight) {
+        dweight = torch::zeros({n, k}, x.options());
+        float* dw = dweight.data_ptr<float>();
+        for (int64_t c = 0; c < chunks; ++c)
           for (int64_t j = 0; j < n; ++j)
-            dbias.data_ptr<float>()[j] += partial_bias[static_cast<size_t>(c * n + j)];
+            for (int64_t t = 0; t < k; ++t)
+              dw[j * k + t] += partial[static_cast<size_t>((c * n + j) * kp + t)];
+      }
+      if (want_bias) {
+        dbias = torch::zeros({n}, x.options());
+        float* db = dbias.data_ptr<float>();
+        for (int64_t c = 0; c < chunks; ++c)
+          for (int64_t j = 0; j < n; ++j) db[j] += partial_bias[static_cast<size_t>(c * n + j)];
       }
     }
     if (dx.defined()) {

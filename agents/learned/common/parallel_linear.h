@@ -22,7 +22,8 @@
 namespace gosim::agents::learned {
 
 // x: [... x K], weight: [N x K], bias: [N] or undefined; float32 on the CPU.
-// Returns [... x N], differentiable in all three.
+// Returns [... x N], differentiable in all three (once: no gradient of the
+// gradient, create_graph is not supported).
 torch::Tensor ParallelLinear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias);
 
 // The same with a layer's weight and bias.

@@ -169,8 +169,13 @@ struct Kernels : simd::Ops<W> {
             score += coef[d] * Load(kt + d * h.stride + j);
             dp += go[d] * Load(vt + d * h.stride + j);
           }
+          // Keys the query does not see get no weight; their scores are
+          // set low first, as in the forward, so that Exp never sees a
+          // large argument.
+          const IntVec visible = Visible(j, n);
+          score = visible ? score : Splat(-1e30F);
           Vec weight = Exp(score - lse[i]);
-          weight = Visible(j, n) ? weight : Vec{};
+          weight = visible ? weight : Vec{};
           const Vec ds = weight * (dp - delta);
           Store(dr + off + j, Load(dr + off + j) + ds);
           for (int64_t d = 0; d < dh; ++d) {
@@ -274,9 +279,6 @@ void BackwardHead(GOSIM_BACKWARD_HEAD_ARGS) {
 #undef GOSIM_FORWARD_HEAD_ARGS
 #undef GOSIM_BACKWARD_HEAD_ARGS
 
-// Floats between the rows of kt, vt and their gradients: the keys rounded up
-// to kLanes, plus kLanes so that a power-of-two row count (512 in GO's trunk)
-// does not put the 32 rows the backward sweeps in the same few cache sets.
 int64_t RoundUp(int64_t n) {
   return (n + kLanes - 1) / kLanes * kLanes;
 }
@@ -299,14 +301,17 @@ Shape Check(const torch::Tensor& qkv, int64_t heads, int64_t memory, const torch
   if (memory < 0 || memory >= qkv.size(1))
     fail("memory " + std::to_string(memory) + " must leave at least one query of " +
          std::to_string(qkv.size(1)) + " rows");
-  if (relative_bias.dim() != 2 || relative_bias.scalar_type() != torch::kFloat || relative_bias.size(1) < 1 ||
-      relative_bias.size(0) != heads)
-    fail("relative_bias must be a float32 tensor [heads x R], R >= 1");
+  if (relative_bias.dim() != 2 || relative_bias.scalar_type() != torch::kFloat ||
+      !relative_bias.device().is_cpu() || relative_bias.size(1) < 1 || relative_bias.size(0) != heads)
+    fail("relative_bias must be a float32 CPU tensor [heads x R], R >= 1");
   Shape s{qkv.size(0), heads, qkv.size(1) - memory, memory, qkv.size(2) / (3 * heads), relative_bias.size(1)};
   if (s.dh < 1 || s.dh > kMaxHeadWidth) fail("head width " + std::to_string(s.dh) + " outside 1 .. 256");
   return s;
 }
 
+// Floats between the rows of kt, vt and their gradients: the keys rounded up
+// to kLanes, plus kLanes so that a power-of-two row count (512 in GO's trunk)
+// does not put the 32 rows the backward sweeps in the same few cache sets.
 int64_t Stride(const Shape& s) {
   return RoundUp(s.m + s.l) + kLanes;
 }
@@ -355,8 +360,8 @@ class FusedAttentionFunction : public torch::autograd::Function<FusedAttentionFu
                                int64_t heads, int64_t memory, const torch::Tensor& relative_bias) {
     const Shape s = Check(qkv_in, heads, memory, relative_bias);
     const torch::Tensor qkv = qkv_in.contiguous();
-    torch::Tensor out = torch::empty({s.b, s.l, s.d()});
-    torch::Tensor lse = torch::empty({s.b, s.heads, s.l});
+    torch::Tensor out = torch::empty({s.b, s.l, s.d()}, qkv.options());
+    torch::Tensor lse = torch::empty({s.b, s.heads, s.l}, qkv.options());
     const int64_t stride = Stride(s);
     const std::vector<float> r = ReversedBias(s, stride, relative_bias);
     const float* in = qkv.data_ptr<float>();
@@ -403,7 +408,7 @@ class FusedAttentionFunction : public torch::autograd::Function<FusedAttentionFu
       }
     });
     // dr[u] is the gradient of r[u] = relative_bias[h][min(M + L - 1 - u, R - 1)].
-    torch::Tensor dbias = torch::zeros({s.heads, s.relative});
+    torch::Tensor dbias = torch::zeros({s.heads, s.relative}, qkv.options());
     float* db = dbias.data_ptr<float>();
     for (int64_t t = 0; t < s.b * s.heads; ++t) {
       const int64_t h = t % s.heads;

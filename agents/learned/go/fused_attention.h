@@ -29,7 +29,8 @@ namespace gosim::agents::learned::go {
 // memory, whose queries are not used. relative_bias: [heads x R] (R >= 1).
 // Float32 on the CPU. Returns [B x L x d], the heads side by side, and is
 // differentiable in qkv (the memory's queries get a zero gradient) and
-// relative_bias. Reading and writing the packed layout directly spares the
+// relative_bias (once: no gradient of the gradient, create_graph is not
+// supported). Reading and writing the packed layout directly spares the
 // slices, transposes and copies (and their backward) that per-head q, k, v
 // tensors cost.
 torch::Tensor FusedRelativeAttention(const torch::Tensor& qkv, int64_t heads, int64_t memory,
