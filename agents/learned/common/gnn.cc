@@ -60,7 +60,7 @@ GraphSageImpl::GraphSageImpl(const GnnOptions& options) : options_(options) {
 
 torch::Tensor GraphSageImpl::forward(const GraphTensors& graph, bool parallel_linear) {
   auto linear = [parallel_linear](torch::nn::Linear& layer, const torch::Tensor& in) {
-    return parallel_linear ? ParallelLinear(in, layer) : layer(in);
+    return RunLinear(layer, in, parallel_linear);
   };
   torch::Tensor h =
       torch::relu(linear(input_, torch::cat({graph.features, op_embedding_(graph.op_class)}, 1)));

@@ -14,20 +14,15 @@ namespace gosim::agents::learned {
 
 namespace {
 
-constexpr int64_t kLanes = simd::kMaxLanes;
 // Rows per chunk of the weight gradient's sum: fixed, so that the order of
 // the sum (and its rounding) does not depend on the thread count.
 constexpr int64_t kChunk = 1024;
 // Rows below which the forward pass and dL/dx stay on one thread.
 constexpr int64_t kGrain = 256;
 
-int64_t Padded(int64_t n) {
-  return (n + kLanes - 1) / kLanes * kLanes;
-}
-
 // out[r][c] = bias[c] + sum_i a[r * a_row + i * a_inner] * b[i * b_row + c]
 // for i < inner, the rows r Rows is given and the columns c < cols; b and
-// bias are padded with zeros to b_row >= Padded(cols) columns, so that
+// bias are padded with zeros to b_row >= PadToLanes(cols) columns, so that
 // whole vectors can be read.
 struct Product {
   const float* a = nullptr;
@@ -140,7 +135,7 @@ void Rows(const Product& p, int64_t begin, int64_t end) {
 }
 #endif
 
-// out [rows x cols] = a [rows x inner] b [inner x Padded(cols)] (+ bias,
+// out [rows x cols] = a [rows x inner] b [inner x PadToLanes(cols)] (+ bias,
 // padded), all contiguous, the rows split over torch's threads.
 void RowsInParallel(const float* a, int64_t rows, int64_t inner, const float* b, int64_t cols,
                     const float* bias, float* out) {
@@ -150,7 +145,7 @@ void RowsInParallel(const float* a, int64_t rows, int64_t inner, const float* b,
   p.a_inner = 1;
   p.inner = inner;
   p.b = b;
-  p.b_row = Padded(cols);
+  p.b_row = simd::PadToLanes(cols);
   p.bias = bias;
   p.cols = cols;
   p.out = out;
@@ -158,12 +153,12 @@ void RowsInParallel(const float* a, int64_t rows, int64_t inner, const float* b,
   at::parallel_for(0, rows, kGrain, [&](int64_t begin, int64_t end) { Rows(p, begin, end); });
 }
 
-// m [rows x cols] (contiguous), transposed or not, into [.. x Padded(..)]
+// m [rows x cols] (contiguous), transposed or not, into [.. x PadToLanes(..)]
 // with zero padding.
 std::vector<float> PackPadded(const torch::Tensor& m, bool transpose) {
   const int64_t rows = m.size(0), cols = m.size(1);
   const float* data = m.data_ptr<float>();
-  const int64_t out_rows = transpose ? cols : rows, width = Padded(transpose ? rows : cols);
+  const int64_t out_rows = transpose ? cols : rows, width = simd::PadToLanes(transpose ? rows : cols);
   std::vector<float> out(static_cast<size_t>(out_rows * width), 0.0F);
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < cols; ++c)
@@ -197,8 +192,8 @@ class ParallelLinearFunction : public torch::autograd::Function<ParallelLinearFu
     const torch::Tensor x = x_in.reshape({-1, k}).contiguous(), weight = weight_in.contiguous();
     const int64_t rows = x.size(0);
     torch::Tensor y = torch::empty({rows, n}, x.options());
-    const std::vector<float> wt = PackPadded(weight, /*transpose=*/true);  // [K x Padded(N)]
-    std::vector<float> padded_bias(static_cast<size_t>(Padded(n)), 0.0F);
+    const std::vector<float> wt = PackPadded(weight, /*transpose=*/true);  // [K x PadToLanes(N)]
+    std::vector<float> padded_bias(static_cast<size_t>(simd::PadToLanes(n)), 0.0F);
     if (has_bias) {
       const torch::Tensor b = bias.contiguous();
       std::copy(b.data_ptr<float>(), b.data_ptr<float>() + n, padded_bias.begin());
@@ -220,7 +215,7 @@ class ParallelLinearFunction : public torch::autograd::Function<ParallelLinearFu
     const float* g = dy.data_ptr<float>();
     torch::Tensor dx, dweight, dbias;
     if (ctx->needs_input_grad(0)) {
-      // dx = dy W: rows of dy against W [N x Padded(K)].
+      // dx = dy W: rows of dy against W [N x PadToLanes(K)].
       dx = torch::empty({rows, k}, x.options());
       const std::vector<float> w = PackPadded(weight, /*transpose=*/false);
       RowsInParallel(g, rows, n, w.data(), k, nullptr, dx.data_ptr<float>());
@@ -230,7 +225,7 @@ class ParallelLinearFunction : public torch::autograd::Function<ParallelLinearFu
     if (want_weight || want_bias) {
       // dW = dy^T x and db = the sum of dy's rows, per chunk of rows, then
       // the chunks summed in order.
-      const int64_t chunks = (rows + kChunk - 1) / kChunk, kp = Padded(k);
+      const int64_t chunks = (rows + kChunk - 1) / kChunk, kp = simd::PadToLanes(k);
       std::vector<float> partial(static_cast<size_t>(want_weight ? chunks * n * kp : 0), 0.0F);
       std::vector<float> partial_bias(static_cast<size_t>(want_bias ? chunks * n : 0), 0.0F);
       const float* xp = x.data_ptr<float>();
@@ -293,6 +288,10 @@ torch::Tensor ParallelLinear(const torch::Tensor& x, const torch::Tensor& weight
 
 torch::Tensor ParallelLinear(const torch::Tensor& x, const torch::nn::Linear& layer) {
   return ParallelLinear(x, layer->weight, layer->bias);
+}
+
+torch::Tensor RunLinear(torch::nn::Linear& layer, const torch::Tensor& x, bool parallel) {
+  return parallel ? ParallelLinear(x, layer) : layer(x);
 }
 
 }  // namespace gosim::agents::learned

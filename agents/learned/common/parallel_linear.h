@@ -29,6 +29,9 @@ torch::Tensor ParallelLinear(const torch::Tensor& x, const torch::Tensor& weight
 // The same with a layer's weight and bias.
 torch::Tensor ParallelLinear(const torch::Tensor& x, const torch::nn::Linear& layer);
 
+// The layer on x: by ParallelLinear when `parallel`, else torch's own.
+torch::Tensor RunLinear(torch::nn::Linear& layer, const torch::Tensor& x, bool parallel);
+
 }  // namespace gosim::agents::learned
 
 #endif  // GOSIM_AGENTS_LEARNED_COMMON_PARALLEL_LINEAR_H_

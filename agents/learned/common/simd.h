@@ -61,6 +61,11 @@ struct Ops {
 // Widest vector any kernel uses, in floats (buffers are padded to it).
 constexpr int64_t kMaxLanes = 16;
 
+// n rounded up to whole vectors of the widest width.
+inline int64_t PadToLanes(int64_t n) {
+  return (n + kMaxLanes - 1) / kMaxLanes * kMaxLanes;
+}
+
 // Whether the kernels of 16 floats run: the CPU has x86-64-v4 (AVX-512) and
 // no test asked for 8. Always false where GOSIM_SIMD_X86 is 0.
 bool UseWide();

@@ -279,10 +279,6 @@ void BackwardHead(GOSIM_BACKWARD_HEAD_ARGS) {
 #undef GOSIM_FORWARD_HEAD_ARGS
 #undef GOSIM_BACKWARD_HEAD_ARGS
 
-int64_t RoundUp(int64_t n) {
-  return (n + kLanes - 1) / kLanes * kLanes;
-}
-
 struct Shape {
   int64_t b = 0, heads = 0, l = 0, m = 0, dh = 0, relative = 0;
   int64_t d() const { return heads * dh; }
@@ -313,7 +309,7 @@ Shape Check(const torch::Tensor& qkv, int64_t heads, int64_t memory, const torch
 // to kLanes, plus kLanes so that a power-of-two row count (512 in GO's trunk)
 // does not put the 32 rows the backward sweeps in the same few cache sets.
 int64_t Stride(const Shape& s) {
-  return RoundUp(s.m + s.l) + kLanes;
+  return simd::PadToLanes(s.m + s.l) + kLanes;
 }
 
 // r per head: r[u] = relative_bias[h][min(M + L - 1 - u, R - 1)] for

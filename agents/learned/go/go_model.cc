@@ -94,7 +94,7 @@ torch::Tensor RecurrentAttentionImpl::forward(const torch::Tensor& x, const torc
   const int64_t dh = model_ / heads_;
   // The fused path's linear layers split their rows over torch's threads.
   auto linear = [fused](torch::nn::Linear& layer, const torch::Tensor& in) {
-    return fused ? ParallelLinear(in, layer) : layer(in);
+    return RunLinear(layer, in, fused);
   };
   const torch::Tensor ctx = m > 0 ? torch::cat({memory, x}, 1) : x;
   const torch::Tensor qkv = linear(qkv_, norm1_(ctx));  // [B x (M + L) x 3d]
@@ -368,8 +368,7 @@ void GoPolicyImpl::PlacementTrunk(const GoGraph& graph, const torch::Tensor& nod
     const int64_t start = starts[part], end = start + sizes[part];
     const int64_t count = counts[part];
     const int64_t len = count == 1 ? end - start : segment;
-    torch::Tensor x =
-        (fused ? ParallelLinear(parts[part], input_) : input_(parts[part])).view({count, len, d});
+    torch::Tensor x = RunLinear(input_, parts[part], fused).view({count, len, d});
     for (size_t l = 0; l <= layers; ++l) {
       RecurrentAttention& layer = l < layers ? trunk_[l] : place_layer_;
       // Segment i's memory: the input of segment i - 1, detached
@@ -382,8 +381,7 @@ void GoPolicyImpl::PlacementTrunk(const GoGraph& graph, const torch::Tensor& nod
       x = y;
     }
     x = x.reshape({1, end - start, d});
-    torch::Tensor z =
-        fused ? ParallelLinear(x, place_head_) : place_head_(x);  // [1 x (end - start) x max_devices]
+    torch::Tensor z = RunLinear(place_head_, x, fused);  // [1 x (end - start) x max_devices]
     if (noise.defined()) {
       const torch::Tensor positions = parts[part].slice(1, options_.gnn.hidden);
       z = z + PlacementNoise(graph, start, end, x, positions, noise);  // [B x (end - start) x max_devices]
